@@ -1,0 +1,142 @@
+import secrets
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+
+from annotation.schema import DEFAULT_LABELS
+from generation.models import Generation, GenerationJob
+from generation.models.datasets import BASE_CHOICES
+from generation.models.jobs import SETTING_CHOICES
+
+
+def _default_labels() -> list[str]:
+    return list(DEFAULT_LABELS)
+
+
+def new_public_id() -> str:
+    """Opaque item ids for annotators: random, so they reveal neither order, cell nor source."""
+    return secrets.token_urlsafe(12)
+
+
+class Pool(models.Model):
+    name = models.SlugField(max_length=64, unique=True)
+    labels = models.JSONField(default=_default_labels, help_text="the pronoun label set annotators choose from")
+    per_cell = models.PositiveIntegerField(null=True, blank=True, help_text="generations per cell when sampled")
+    seed = models.BigIntegerField(null=True, blank=True)
+    jobs = models.ManyToManyField(GenerationJob, blank=True, related_name="pools")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class PoolItem(models.Model):
+    """One generation to annotate. Cell fields and automatic verdicts are copied here so that imported generations
+    (which have no job) and sampled ones look the same to the analysis. None of these reach annotators except
+    `public_id`, `context` and `continuation`.
+    """
+
+    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="items")
+    public_id = models.CharField(max_length=32, unique=True, default=new_public_id, editable=False)
+    generation = models.ForeignKey(
+        Generation, null=True, blank=True, on_delete=models.PROTECT, related_name="pool_items"
+    )
+    # The cell: model x dataset x setting x pronoun.
+    model_name = models.CharField(max_length=200)
+    dataset = models.CharField(max_length=16, help_text="dataset kind: misgendered or ruff")
+    setting = models.CharField(max_length=4, choices=SETTING_CHOICES)
+    pronoun = models.CharField(max_length=8, choices=BASE_CHOICES)
+    sample_index = models.PositiveSmallIntegerField(null=True, blank=True)
+    template = models.TextField(help_text="instance text with its mask marker")
+    context = models.TextField()
+    continuation = models.TextField()
+    heuristic_correct = models.BooleanField()
+    first_pronoun = models.CharField(max_length=32, blank=True)
+    # Imports only: where the row came from and what the file said the heuristic gave.
+    source_file = models.CharField(max_length=300, blank=True)
+    source_line = models.PositiveIntegerField(null=True, blank=True)
+    source_key = models.CharField(max_length=64, blank=True, help_text="sha256 identifying an imported row")
+    source_correct = models.BooleanField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["pool", "generation"], condition=Q(generation__isnull=False), name="pool_item_unique_generation"
+            ),
+            models.UniqueConstraint(
+                fields=["pool", "source_key"], condition=~Q(source_key=""), name="pool_item_unique_source_key"
+            ),
+            models.CheckConstraint(condition=Q(setting__in=["pre", "post"]), name="pool_item_setting_valid"),
+        ]
+        indexes = [models.Index(fields=["pool", "model_name", "dataset", "setting", "pronoun"])]
+
+    def __str__(self) -> str:
+        return f"{self.pool} item {self.public_id}"
+
+
+class Assignment(models.Model):
+    """Work for one annotator: `position` is the item's place in that annotator's own random order."""
+
+    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="assignments")
+    item = models.ForeignKey(PoolItem, on_delete=models.CASCADE, related_name="assignments")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments")
+    position = models.PositiveIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["annotator", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["item", "annotator"], name="assignment_unique_item_annotator"),
+            models.UniqueConstraint(fields=["pool", "annotator", "position"], name="assignment_unique_position"),
+        ]
+
+
+class Annotation(models.Model):
+    item = models.ForeignKey(PoolItem, on_delete=models.CASCADE, related_name="annotations")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="annotations")
+    label = models.CharField(max_length=32)
+    extraneous = models.BooleanField(default=False)
+    notes = models.TextField(blank=True)
+    tags = models.JSONField(default=list, blank=True)
+    seconds = models.FloatField(default=0, help_text="time spent on the item, summed over visits")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["item", "annotator"], name="annotation_unique_item_annotator"),
+            models.CheckConstraint(condition=Q(seconds__gte=0), name="annotation_seconds_nonnegative"),
+        ]
+
+
+class ExtraneousSpan(models.Model):
+    """A marked extraneous gendered word: character offsets into the item's continuation."""
+
+    annotation = models.ForeignKey(Annotation, on_delete=models.CASCADE, related_name="spans")
+    start = models.PositiveIntegerField()
+    end = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["start"]
+        constraints = [
+            models.CheckConstraint(condition=Q(start__lt=F("end")), name="span_start_before_end"),
+            models.UniqueConstraint(fields=["annotation", "start", "end"], name="span_unique"),
+        ]
+
+
+class Adjudication(models.Model):
+    """A researcher's verdict on an overlap item the two annotators labelled differently; originals are kept."""
+
+    item = models.OneToOneField(PoolItem, on_delete=models.CASCADE, related_name="adjudication")
+    label = models.CharField(max_length=32)
+    extraneous = models.BooleanField(null=True, blank=True)
+    notes = models.TextField(blank=True)
+    adjudicator = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)

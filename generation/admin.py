@@ -1,0 +1,38 @@
+from django.contrib import admin
+
+from generation.models import Dataset, GenerationJob, Instance, LanguageModel, PronounForm, Template
+
+
+@admin.register(LanguageModel)
+class LanguageModelAdmin(admin.ModelAdmin):
+    list_display = ("name", "source_kind", "source", "dtype", "device", "load_in_4bit", "batch_size")
+
+
+class PronounFormInline(admin.TabularInline):
+    model = PronounForm
+    extra = 0
+
+
+@admin.register(Dataset)
+class DatasetAdmin(admin.ModelAdmin):
+    list_display = ("name", "kind", "source", "created_at")
+    inlines = [PronounFormInline]
+
+
+@admin.register(Template)
+class TemplateAdmin(admin.ModelAdmin):
+    list_display = ("dataset", "source_id", "form", "line")
+    list_filter = ("dataset", "form")
+
+
+@admin.register(Instance)
+class InstanceAdmin(admin.ModelAdmin):
+    list_display = ("dataset", "ordinal", "pronoun", "name", "correct_form")
+    list_filter = ("dataset", "pronoun")
+    search_fields = ("text",)
+
+
+@admin.register(GenerationJob)
+class GenerationJobAdmin(admin.ModelAdmin):
+    list_display = ("id", "model", "dataset", "status", "done_instances", "total_instances", "created_at")
+    list_filter = ("status",)

@@ -1,0 +1,41 @@
+"""The one place that turns an instance text (mask marker still in it) into candidates and contexts.
+
+DOMAIN sections 2-3: the pre-[MASK] context is exactly `text.split(mask)[0]` (trailing space kept); the post-[MASK]
+context fills the mask with the correct form. A mask that starts a sentence is capitalised.
+"""
+
+from __future__ import annotations
+
+SETTINGS = ("pre", "post")
+
+
+def mask_starts_sentence(text: str, mask: str) -> bool:
+    """The capitalisation rule: the character two places before the mask is a full stop ("... cried. [MASK] ...")."""
+    index = text.index(mask)
+    return index >= 2 and text[index - 2] == "."
+
+
+def capitalise(surface: str) -> str:
+    return surface[:1].upper() + surface[1:]
+
+
+def fill_mask(text: str, mask: str, surface: str) -> str:
+    if mask_starts_sentence(text, mask):
+        surface = capitalise(surface)
+    return text.replace(mask, surface, 1)
+
+
+def pre_context(text: str, mask: str) -> str:
+    return text.split(mask)[0]
+
+
+def post_context(text: str, mask: str, correct_form: str) -> str:
+    return fill_mask(text, mask, correct_form)
+
+
+def build_context(text: str, mask: str, correct_form: str, setting: str) -> str:
+    if setting == "pre":
+        return pre_context(text, mask)
+    if setting == "post":
+        return post_context(text, mask, correct_form)
+    raise ValueError(f"unknown setting {setting!r}: use one of {', '.join(SETTINGS)}")

@@ -1,0 +1,54 @@
+"""The automatic first-pronoun heuristic (DOMAIN section 3, the paper's eq. 4).
+
+Tokenize the continuation alone with spaCy's English tokenizer; the first token whose lower-cased text is in the
+dataset's pronoun set decides: correct iff it is a form of the ground-truth base. A continuation with no pronoun
+counts as correct. `spacy.blank("en")` tokenizes exactly as `en_core_web_sm`, without needing the model package.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+
+from generation.pronouns import Codebook
+
+
+@dataclass(frozen=True)
+class Verdict:
+    correct: bool
+    first_pronoun: str | None  # as written in the text
+    offset: int | None  # character offset in the continuation
+
+
+@lru_cache(maxsize=1)
+def _tokenizer():
+    import spacy
+
+    return spacy.blank("en").tokenizer
+
+
+def _verdict(doc, codebook: Codebook, pronoun: str) -> Verdict:
+    omega = codebook.omega
+    for token in doc:
+        lowered = token.lower_
+        if lowered in omega:
+            return Verdict(codebook.base_of[lowered] == pronoun, token.text, token.idx)
+    return Verdict(True, None, None)
+
+
+def heuristic_verdict(*, continuation: str, codebook: Codebook, pronoun: str) -> Verdict:
+    return _verdict(_tokenizer()(continuation), codebook, pronoun)
+
+
+def heuristic_verdicts(items: Iterable[tuple[str, str]], *, codebook: Codebook) -> Iterator[Verdict]:
+    """Many (continuation, pronoun) pairs at once, through the tokenizer's batched pipe."""
+    items = list(items)
+    docs = _tokenizer().pipe(text for text, _ in items)
+    for doc, (_, pronoun) in zip(docs, items, strict=True):
+        yield _verdict(doc, codebook, pronoun)
+
+
+def tokens(text: str) -> list[str]:
+    """spaCy tokens of a text, as used by the repetition rate too."""
+    return [token.text for token in _tokenizer()(text)]

@@ -1,0 +1,127 @@
+from django.conf import settings as django_settings
+from django.db import models
+from django.db.models import Q
+
+from generation.models.datasets import BASE_CHOICES, Dataset, Instance
+
+SETTING_CHOICES = [("pre", "pre-[MASK]"), ("post", "post-[MASK]")]
+
+
+class LanguageModel(models.Model):
+    """The model registry. Workers load a model once and keep it (see generation.loading)."""
+
+    class SourceKind(models.TextChoices):
+        HUB = "hub", "Hugging Face model id"
+        PATH = "path", "local directory"
+        PACKAGE_GGUF = "package_gguf", "GGUF file inside an installed Python package"
+
+    class Dtype(models.TextChoices):
+        AUTO = "auto"
+        FLOAT32 = "float32"
+        FLOAT16 = "float16"
+        BFLOAT16 = "bfloat16"
+
+    name = models.SlugField(max_length=64, unique=True)
+    source_kind = models.CharField(max_length=16, choices=SourceKind.choices)
+    source = models.CharField(max_length=300, help_text="hub id, directory, or package name")
+    gguf_file = models.CharField(max_length=200, blank=True)
+    dtype = models.CharField(max_length=10, choices=Dtype.choices, default=Dtype.AUTO)
+    device = models.CharField(max_length=16, default="auto", help_text="auto, cpu, cuda, cuda:1, ...")
+    load_in_4bit = models.BooleanField(default=False)
+    batch_size = models.PositiveIntegerField(default=16)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(condition=Q(batch_size__gte=1), name="model_batch_size_positive"),
+            models.CheckConstraint(
+                condition=~Q(source_kind="package_gguf") | ~Q(gguf_file=""), name="model_package_gguf_names_file"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class JobStatus(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class GenerationJob(models.Model):
+    model = models.ForeignKey(LanguageModel, on_delete=models.PROTECT, related_name="jobs")
+    dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="jobs")
+    pronouns = models.JSONField(help_text='base pronouns, e.g. ["he", "xe"]')
+    settings = models.JSONField(help_text='["pre", "post"] or a subset')
+    samples = models.PositiveSmallIntegerField(default=5)
+    max_new_tokens = models.PositiveSmallIntegerField(default=50)
+    top_k = models.PositiveIntegerField(default=50)
+    top_p = models.FloatField(default=0.95)
+    num_beams = models.PositiveSmallIntegerField(default=1)
+    seed = models.BigIntegerField(default=0)
+    per_pronoun = models.PositiveIntegerField(null=True, blank=True, help_text="first N instances per pronoun")
+
+    status = models.CharField(max_length=10, choices=JobStatus.choices, default=JobStatus.QUEUED)
+    total_instances = models.PositiveIntegerField(default=0)
+    done_instances = models.PositiveIntegerField(default=0)
+    total_generations = models.PositiveIntegerField(default=0)
+    done_generations = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True, help_text="traceback of the failure")
+
+    created_by = models.ForeignKey(django_settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(condition=Q(samples__gte=1), name="job_samples_positive"),
+            models.CheckConstraint(condition=Q(max_new_tokens__gte=1), name="job_max_new_tokens_positive"),
+            models.CheckConstraint(condition=Q(top_p__gt=0) & Q(top_p__lte=1), name="job_top_p_range"),
+            models.CheckConstraint(condition=Q(num_beams__gte=1), name="job_num_beams_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"job {self.pk}: {self.model} on {self.dataset}"
+
+
+class ProbResult(models.Model):
+    """Probability-based evaluation of one instance: each candidate's mean token loss and the prediction."""
+
+    job = models.ForeignKey(GenerationJob, on_delete=models.CASCADE, related_name="prob_results")
+    instance = models.ForeignKey(Instance, on_delete=models.CASCADE, related_name="prob_results")
+    losses = models.JSONField(help_text="base pronoun -> mean token loss")
+    prediction = models.CharField(max_length=8, choices=BASE_CHOICES, help_text="base of the lowest-loss candidate")
+    correct = models.BooleanField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["job", "instance"], name="prob_result_unique")]
+
+
+class Generation(models.Model):
+    """One sampled continuation. `continuation` holds only the new text; `context` what the model was given."""
+
+    job = models.ForeignKey(GenerationJob, on_delete=models.CASCADE, related_name="generations")
+    instance = models.ForeignKey(Instance, on_delete=models.CASCADE, related_name="generations")
+    setting = models.CharField(max_length=4, choices=SETTING_CHOICES)
+    sample_index = models.PositiveSmallIntegerField()
+    context = models.TextField()
+    continuation = models.TextField()
+    heuristic_correct = models.BooleanField()
+    first_pronoun = models.CharField(max_length=32, blank=True)
+    first_pronoun_offset = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["job", "instance", "setting", "sample_index"], name="generation_unique_sample"
+            ),
+            models.CheckConstraint(condition=Q(setting__in=["pre", "post"]), name="generation_setting_valid"),
+        ]
+        indexes = [models.Index(fields=["job", "setting", "sample_index"])]

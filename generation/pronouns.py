@@ -1,0 +1,105 @@
+"""The pronoun codebooks (DOMAIN section 1): one per dataset, because spellings differ between datasets.
+
+This module is the only place that knows surface forms; everything else asks a `Codebook`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+BASES: tuple[str, ...] = ("he", "she", "they", "xe")
+FORMS: tuple[str, ...] = ("nom", "acc", "pos_dep", "pos_ind", "ref")
+FORM_LABELS = {
+    "nom": "nominative",
+    "acc": "accusative",
+    "pos_dep": "dependent possessive",
+    "pos_ind": "independent possessive",
+    "ref": "reflexive",
+}
+
+
+@dataclass(frozen=True)
+class Codebook:
+    dataset: str
+    table: dict[str, dict[str, str]]  # base -> form -> surface
+
+    def surface(self, base: str, form: str) -> str:
+        try:
+            return self.table[base][form]
+        except KeyError:
+            raise KeyError(f"{self.dataset} has no {form!r} form for {base!r}") from None
+
+    @cached_property
+    def forms(self) -> tuple[str, ...]:
+        return tuple(form for form in FORMS if form in self.table[BASES[0]])
+
+    def candidates(self, form: str) -> list[tuple[str, str]]:
+        """The 4 (base, surface) candidates for a mask of this case, in BASES order."""
+        return [(base, self.surface(base, form)) for base in BASES]
+
+    @cached_property
+    def omega(self) -> frozenset[str]:
+        """Every surface form in the codebook (the heuristic's pronoun set)."""
+        return frozenset(surface for forms in self.table.values() for surface in forms.values())
+
+    @cached_property
+    def base_of(self) -> dict[str, str]:
+        """Surface form -> base. No surface form is shared between bases in any codebook."""
+        return {surface: base for base, forms in self.table.items() for surface in forms.values()}
+
+    def base_for(self, form: str, surface: str) -> str | None:
+        surface = surface.lower()
+        for base in BASES:
+            if self.table[base].get(form) == surface:
+                return base
+        return None
+
+
+def _book(dataset: str, rows: dict[str, tuple[str, ...]], forms: tuple[str, ...]) -> Codebook:
+    return Codebook(dataset, {base: dict(zip(forms, rows[base], strict=True)) for base in BASES})
+
+
+CODEBOOKS: dict[str, Codebook] = {
+    "misgendered": _book(
+        "misgendered",
+        {
+            "he": ("he", "him", "his", "his", "himself"),
+            "she": ("she", "her", "her", "hers", "herself"),
+            "they": ("they", "them", "their", "theirs", "themself"),
+            "xe": ("xe", "xem", "xyr", "xyrs", "xemself"),
+        },
+        FORMS,
+    ),
+    "ruff": _book(
+        "ruff",
+        {
+            "he": ("he", "him", "his"),
+            "she": ("she", "her", "her"),
+            "they": ("they", "them", "their"),
+            "xe": ("xe", "xem", "xyr"),
+        },
+        ("nom", "acc", "pos_dep"),
+    ),
+    "tango": _book(
+        "tango",
+        {
+            "he": ("he", "him", "his", "his", "himself"),
+            "she": ("she", "her", "her", "hers", "herself"),
+            "they": ("they", "them", "their", "theirs", "themself"),
+            "xe": ("xe", "xir", "xir", "xirs", "xirself"),
+        },
+        FORMS,
+    ),
+}
+
+# The mask markers each dataset's templates use, with the case each one stands for.
+MISGENDERED_MASK = "{mask_token}"
+RUFF_MASKS = {"$NOM_PRONOUN": "nom", "$ACC_PRONOUN": "acc", "$POSS_PRONOUN": "pos_dep"}
+
+
+def codebook_for(dataset_kind: str) -> Codebook:
+    try:
+        return CODEBOOKS[dataset_kind]
+    except KeyError:
+        raise KeyError(f"no codebook for dataset kind {dataset_kind!r}; known: {', '.join(CODEBOOKS)}") from None

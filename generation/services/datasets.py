@@ -1,0 +1,311 @@
+"""Dataset import: parse and validate a whole template file first, then write it in one transaction.
+
+Errors name the file, the line and the problem; nothing is written unless every line is good. Re-running an import
+with the same files and arguments finds the same signature and changes nothing.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import random
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.db import transaction
+from django.db.models import Count
+
+from generation.models import Dataset, DatasetKind, Instance, PronounForm, Template
+from generation.pronouns import BASES, FORMS, MISGENDERED_MASK, RUFF_MASKS, codebook_for
+
+MISGENDERED_COLUMNS = ("form", "template", "template_id")
+RUFF_COLUMNS = ("sentence", "pronoun_type", "pronoun", "uid")
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
+_MAX_ERRORS_SHOWN = 20
+
+
+class ImportFailed(Exception):
+    def __init__(self, errors: list[str]):
+        self.errors = errors
+        shown = errors[:_MAX_ERRORS_SHOWN]
+        more = f"\n... and {len(errors) - len(shown)} more" if len(errors) > len(shown) else ""
+        super().__init__("\n".join(shown) + more)
+
+
+@dataclass
+class ImportResult:
+    dataset: Dataset
+    created: bool
+    instances: int
+    per_pronoun: dict[str, int] = field(default_factory=dict)
+
+    def as_json(self) -> dict:
+        return {"dataset": self.dataset.name, "instances": self.instances, "per_pronoun": self.per_pronoun}
+
+
+@dataclass
+class _ParsedTemplate:
+    source_id: str
+    line: int
+    text: str
+    mask: str
+    form: str
+    meta: dict
+
+
+@dataclass
+class _ParsedInstance:
+    template: _ParsedTemplate
+    pronoun: str
+    draw: int
+    name: str
+    text: str
+    correct_form: str
+
+
+def _read_text(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ImportFailed([f"{path}: cannot read: {exc.strerror}"]) from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ImportFailed([f"{path}:{line}: not UTF-8 (byte {data[exc.start]:#04x} at offset {exc.start})"]) from None
+    return text
+
+
+def _read_rows(path: Path, *, delimiter: str, required: tuple[str, ...]) -> list[tuple[int, dict[str, str]]]:
+    text = _read_text(path)
+    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter)
+    header = reader.fieldnames or []
+    missing = [column for column in required if column not in header]
+    if missing:
+        raise ImportFailed(
+            [f"{path}:1: missing column(s) {', '.join(missing)} (header has: {', '.join(header) or 'nothing'})"]
+        )
+    rows = []
+    for row in reader:
+        line = reader.line_num
+        if None in row:
+            raise ImportFailed([f"{path}:{line}: more fields than the header has columns"])
+        if all(not (value or "").strip() for value in row.values()):
+            continue
+        rows.append((line, {key: value or "" for key, value in row.items()}))
+    if not rows:
+        raise ImportFailed([f"{path}: no template rows"])
+    return rows
+
+
+def _signature(*parts: object) -> str:
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part if isinstance(part, bytes) else repr(part).encode())
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def _read_names(names_dir: Path) -> tuple[list[str], bytes]:
+    if not names_dir.is_dir():
+        raise ImportFailed([f"{names_dir}: not a directory of name lists"])
+    files = sorted(names_dir.glob("*.txt"))
+    if not files:
+        raise ImportFailed([f"{names_dir}: no *.txt name lists"])
+    names: list[str] = []
+    raw = b""
+    for path in files:
+        text = _read_text(path)
+        raw += path.read_bytes()
+        for number, line in enumerate(text.splitlines(), start=1):
+            name = line.strip()
+            if not name:
+                continue
+            if "{" in name or "}" in name or len(name) > 64:
+                raise ImportFailed([f"{path}:{number}: {name[:40]!r} is not a name"])
+            if name not in names:
+                names.append(name)
+    return names, raw
+
+
+def _parse_misgendered(path: Path) -> list[_ParsedTemplate]:
+    codebook = codebook_for(DatasetKind.MISGENDERED)
+    known = {"name", "mask_token", *codebook.forms}
+    errors: list[str] = []
+    templates: list[_ParsedTemplate] = []
+    seen_ids: dict[str, int] = {}
+    for line, row in _read_rows(path, delimiter=",", required=MISGENDERED_COLUMNS):
+        form, text, source_id = row["form"].strip(), row["template"], row["template_id"].strip()
+        where = f"{path}:{line}"
+        if form not in codebook.forms:
+            errors.append(f"{where}: unknown form {form!r} (expected one of {', '.join(codebook.forms)})")
+        if not source_id:
+            errors.append(f"{where}: empty template_id")
+        elif source_id in seen_ids:
+            errors.append(f"{where}: template_id {source_id!r} already used on line {seen_ids[source_id]}")
+        seen_ids.setdefault(source_id, line)
+        count = text.count(MISGENDERED_MASK)
+        if count != 1:
+            problem = "has no mask" if count == 0 else f"has {count} masks"
+            errors.append(f"{where}: template {problem}: it needs exactly one {MISGENDERED_MASK}")
+        unknown = sorted(set(_PLACEHOLDER.findall(text)) - known)
+        if unknown:
+            errors.append(f"{where}: unknown placeholder(s) {', '.join('{' + u + '}' for u in unknown)}")
+        templates.append(_ParsedTemplate(source_id, line, text, MISGENDERED_MASK, form, {}))
+    if errors:
+        raise ImportFailed(errors)
+    return templates
+
+
+def _fill_misgendered(template: _ParsedTemplate, pronoun: str, name: str) -> str:
+    codebook = codebook_for(DatasetKind.MISGENDERED)
+    text = template.text.replace("{name}", name)
+    for form in codebook.forms:
+        text = text.replace("{" + form + "}", codebook.surface(pronoun, form))
+    return text
+
+
+def _misgendered_instances(
+    templates: list[_ParsedTemplate], names: list[str], *, per_template: int, seed: int
+) -> list[_ParsedInstance]:
+    """Each template x pronoun gets `per_template` distinct names drawn from all names, in a seeded order."""
+    codebook = codebook_for(DatasetKind.MISGENDERED)
+    rng = random.Random(seed)
+    instances = []
+    for template in templates:
+        for pronoun in BASES:
+            for draw, name in enumerate(rng.sample(names, per_template)):
+                text = _fill_misgendered(template, pronoun, name)
+                correct = codebook.surface(pronoun, template.form)
+                instances.append(_ParsedInstance(template, pronoun, draw, name, text, correct))
+    return instances
+
+
+def _parse_ruff(path: Path) -> list[_ParsedInstance]:
+    codebook = codebook_for(DatasetKind.RUFF)
+    errors: list[str] = []
+    templates: dict[str, _ParsedTemplate] = {}
+    instances: list[_ParsedInstance] = []
+    seen: dict[tuple[str, str], int] = {}
+    for line, row in _read_rows(path, delimiter="\t", required=RUFF_COLUMNS):
+        where = f"{path}:{line}"
+        marker, sentence, surface, uid = (
+            row["pronoun_type"].strip(),
+            row["sentence"],
+            row["pronoun"].strip(),
+            row["uid"].strip(),
+        )
+        form = RUFF_MASKS.get(marker)
+        if form is None:
+            errors.append(f"{where}: unknown pronoun_type {marker!r} (expected one of {', '.join(RUFF_MASKS)})")
+            continue
+        if sentence.count(marker) != 1:
+            errors.append(
+                f"{where}: sentence must contain its mask {marker} exactly once (found {sentence.count(marker)})"
+            )
+            continue
+        if not uid:
+            errors.append(f"{where}: empty uid")
+            continue
+        base = codebook.base_for(form, surface)
+        if base is None:
+            known = ", ".join(codebook.surface(b, form) for b in BASES)
+            errors.append(f"{where}: pronoun {surface!r} is not a {form} form in the RUFF codebook ({known})")
+            continue
+        # A RUFF template is one uid for one occupation/participant pair and one case; its 4 rows differ only in
+        # the declared pronoun. (A uid alone spans every occupation and case.)
+        meta = {key: row.get(key, "").strip() for key in ("occupation", "participant", "word") if key in row}
+        source_id = "/".join([uid, meta.get("occupation", ""), meta.get("participant", ""), form])
+        if (source_id, base) in seen:
+            errors.append(f"{where}: {source_id} already has a {base!r} row on line {seen[source_id, base]}")
+            continue
+        seen[source_id, base] = line
+        template = templates.get(source_id)
+        if template is None:
+            template = templates[source_id] = _ParsedTemplate(
+                source_id, line, sentence, marker, form, meta | {"uid": uid}
+            )
+        instances.append(_ParsedInstance(template, base, 0, "", sentence, surface.lower()))
+    if errors:
+        raise ImportFailed(errors)
+    return instances
+
+
+@transaction.atomic
+def _write(*, name: str, kind: str, source: Path, signature: str, instances: list[_ParsedInstance]) -> ImportResult:
+    existing = Dataset.objects.select_for_update().filter(name=name).first()
+    if existing is not None:
+        if existing.import_signature != signature:
+            raise ImportFailed(
+                [
+                    f"dataset {name!r} was already imported from other files or arguments; "
+                    f"import this one under another name (--name)"
+                ]
+            )
+        return _result(existing, created=False)
+
+    dataset = Dataset.objects.create(name=name, kind=kind, source=str(source), import_signature=signature)
+    codebook = codebook_for(kind)
+    PronounForm.objects.bulk_create(
+        PronounForm(dataset=dataset, base=base, form=form, surface=codebook.surface(base, form))
+        for base in BASES
+        for form in FORMS
+        if form in codebook.forms
+    )
+    parsed_templates = list({id(i.template): i.template for i in instances}.values())
+    rows = Template.objects.bulk_create(
+        Template(
+            dataset=dataset, source_id=t.source_id, line=t.line, text=t.text, mask=t.mask, form=t.form, meta=t.meta
+        )
+        for t in parsed_templates
+    )
+    by_parsed = {id(parsed): row for parsed, row in zip(parsed_templates, rows, strict=True)}
+    Instance.objects.bulk_create(
+        (
+            Instance(
+                dataset=dataset,
+                template=by_parsed[id(i.template)],
+                pronoun=i.pronoun,
+                draw=i.draw,
+                name=i.name,
+                text=i.text,
+                correct_form=i.correct_form,
+                ordinal=ordinal,
+            )
+            for ordinal, i in enumerate(instances)
+        ),
+        batch_size=2000,
+    )
+    return _result(dataset, created=True)
+
+
+def _result(dataset: Dataset, *, created: bool) -> ImportResult:
+    counts = dict(
+        Instance.objects.filter(dataset=dataset).values("pronoun").annotate(n=Count("id")).values_list("pronoun", "n")
+    )
+    per_pronoun = {base: counts.get(base, 0) for base in BASES}
+    return ImportResult(dataset=dataset, created=created, instances=sum(per_pronoun.values()), per_pronoun=per_pronoun)
+
+
+def dataset_import_misgendered(
+    *, templates_path: Path, names_dir: Path, names_per_template: int = 15, seed: int = 42, name: str = "misgendered"
+) -> ImportResult:
+    if names_per_template < 1:
+        raise ImportFailed([f"--names-per-template must be at least 1 (got {names_per_template})"])
+    templates = _parse_misgendered(templates_path)
+    names, names_raw = _read_names(names_dir)
+    if len(names) < names_per_template:
+        raise ImportFailed([f"{names_dir}: {len(names)} names, fewer than --names-per-template {names_per_template}"])
+    instances = _misgendered_instances(templates, names, per_template=names_per_template, seed=seed)
+    signature = _signature(DatasetKind.MISGENDERED, templates_path.read_bytes(), names_raw, names_per_template, seed)
+    return _write(
+        name=name, kind=DatasetKind.MISGENDERED, source=templates_path, signature=signature, instances=instances
+    )
+
+
+def dataset_import_ruff(*, templates_path: Path, name: str = "ruff") -> ImportResult:
+    instances = _parse_ruff(templates_path)
+    signature = _signature(DatasetKind.RUFF, templates_path.read_bytes())
+    return _write(name=name, kind=DatasetKind.RUFF, source=templates_path, signature=signature, instances=instances)

