@@ -4,12 +4,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/services.sh
-if ! command -v chromium >/dev/null 2>&1; then
+# Debian packages the tests drive: Chromium (browser tests) and docker-compose (checks docker-compose.yml; no engine needed).
+missing=()
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v docker-compose >/dev/null 2>&1 || missing+=(docker-compose)
+if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
-    echo "==> installing Debian's chromium for the browser tests"
-    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || echo "chromium could not be installed; browser tests will fail"
+    echo "==> installing ${missing[*]} from Debian"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
   else
-    echo "chromium is missing: install Debian's chromium package for the browser tests" >&2
+    echo "missing Debian packages: ${missing[*]} (sudo apt-get install ${missing[*]})" >&2
+    exit 1
   fi
 fi
 export HF_HUB_OFFLINE=1

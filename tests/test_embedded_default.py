@@ -1,0 +1,86 @@
+"""Smoke test of the embedded default: SQLite file, no broker, demo data and logins, a real server answering."""
+
+from __future__ import annotations
+
+import http.cookiejar
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+
+import pytest
+
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.slow
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def embedded_env(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "CELERY_BROKER_URL"}}
+    # Same defaults as the README's run command, but a throwaway SQLite file instead of var/concord.sqlite3.
+    env["DATABASE_URL"] = f"sqlite:///{tmp_path / 'concord.sqlite3'}"
+    env["HF_HUB_OFFLINE"] = "1"
+    return env
+
+
+def manage(env, *args, timeout=900) -> str:
+    result = subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout
+
+
+def test_it_serves_the_demo_on_sqlite_with_printed_logins(embedded_env):
+    manage(embedded_env, "migrate", "--no-input", "-v0")
+    output = manage(embedded_env, "load_demo")
+    logins = dict(re.findall(r"^\s+annotator\s+(annotator1)\s+(\S+)$", output, re.M))
+    assert "annotator1" in logins, output
+
+    # Loading the demo twice is harmless (a second start of the run command).
+    again = manage(embedded_env, "load_demo")
+    assert "demo-misgendered: 120 instances" in again
+
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
+        cwd=REPO,
+        env=embedded_env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        jar = http.cookiejar.CookieJar()
+        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+        for _ in range(100):
+            try:
+                page = opener.open(f"{base}/login/", timeout=5).read().decode()
+                break
+            except OSError:
+                time.sleep(0.2)
+        else:
+            pytest.fail("the server did not answer: " + server.stderr.read1().decode())
+        csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+        # The second load_demo reset the passwords: take the latest ones.
+        password = dict(re.findall(r"^\s+annotator\s+(annotator1)\s+(\S+)$", again, re.M))["annotator1"]
+        body = urllib.parse.urlencode({"username": "annotator1", "password": password, "csrfmiddlewaretoken": csrf})
+        request = urllib.request.Request(f"{base}/login/", data=body.encode(), headers={"Referer": f"{base}/login/"})
+        home = opener.open(request, timeout=10)
+        assert home.geturl() == f"{base}/"
+        assert 'data-role="annotator"' in home.read().decode()
+        assert opener.open(f"{base}/static/css/concord.css", timeout=5).status == 200
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
