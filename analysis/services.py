@@ -16,17 +16,26 @@ FILL_BATCH = 5000
 
 
 def repetition_rates_fill(*, job_ids: list[int]) -> int:
-    """Compute and store the repetition rate of every generation of these jobs that has none yet (over the spaCy
-    tokens of the continuation alone, lower-cased). Safe to run twice; returns how many were added."""
+    """Compute and store the repetition rate of every generation of these jobs that has none yet. The text is the
+    stored generation as the released files keep it, context + continuation (appendix I rates "generations" as
+    stored, which is why RUFF's repeated occupations raise its rates); spaCy tokens, lower-cased.
+    Safe to run twice; returns how many were added. Generation jobs call it as each chunk finishes."""
+    generations = Generation.objects.filter(job_id__in=job_ids)
+    # Counting both sides is an index-only scan; the anti-join below reads every generation, so skip it when complete.
+    if generations.count() == RepetitionRate.objects.filter(job_id__in=job_ids).count():
+        return 0
     missing = (
-        Generation.objects.filter(job_id__in=job_ids, repetition__isnull=True)
+        generations.filter(repetition__isnull=True)
         .order_by()
-        .values_list("id", "continuation")
+        .values_list("id", "job_id", "setting", "instance__pronoun", "context", "continuation")
     )
     added = 0
     batch: list[RepetitionRate] = []
-    for generation_id, continuation in missing.iterator(chunk_size=FILL_BATCH):
-        batch.append(RepetitionRate(generation_id=generation_id, rate=repetition_rate(tokens(continuation))))
+    for generation_id, job_id, setting, pronoun, context, continuation in missing.iterator(chunk_size=FILL_BATCH):
+        rate = repetition_rate(tokens(context + continuation))
+        batch.append(
+            RepetitionRate(generation_id=generation_id, job_id=job_id, setting=setting, pronoun=pronoun, rate=rate)
+        )
         if len(batch) >= FILL_BATCH:
             added += _store(batch)
             batch = []

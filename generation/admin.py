@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from generation.models import Dataset, GenerationJob, Instance, LanguageModel, PronounForm, Template
+from generation.models import Dataset, GenerationJob, Instance, JobChunk, LanguageModel, PronounForm, Template
 
 
 @admin.register(LanguageModel)
@@ -32,7 +32,16 @@ class InstanceAdmin(admin.ModelAdmin):
     search_fields = ("text",)
 
 
+class JobChunkInline(admin.TabularInline):
+    model = JobChunk
+    extra = 0
+    fields = ("index", "attempts", "finished_at")
+    readonly_fields = fields
+    can_delete = False
+
+
 @admin.register(GenerationJob)
 class GenerationJobAdmin(admin.ModelAdmin):
     list_display = ("id", "model", "dataset", "status", "done_instances", "total_instances", "created_at")
     list_filter = ("status",)
+    inlines = [JobChunkInline]

@@ -1,1 +1,13 @@
-urlpatterns: list = []
+from django.urls import path
+
+from generation import apis, views
+
+urlpatterns = [
+    path("generation/jobs/", views.job_list_page, name="generation-jobs"),
+    path("generation/jobs/new/", views.job_new_page, name="generation-job-new"),
+    path("generation/jobs/<int:job_id>/", views.job_results_page, name="generation-job-results"),
+    path("generation/jobs/<int:job_id>/cancel/", views.job_cancel_page, name="generation-job-cancel"),
+    path("api/generation-jobs/", apis.JobListCreateApi.as_view(), name="api-generation-jobs"),
+    path("api/generation-jobs/<int:job_id>/", apis.JobDetailApi.as_view(), name="api-generation-job"),
+    path("api/generation-jobs/<int:job_id>/cancel/", apis.JobCancelApi.as_view(), name="api-generation-job-cancel"),
+]

@@ -32,12 +32,14 @@ def beta_moments(d: np.ndarray) -> BetaFit:
     Undefined (None) with fewer than two values, zero variance, or c <= 0 (no beta distribution has that much
     variance for its mean).
     """
-    d = np.asarray(d, dtype=float)
+    # d_k are fractions with the sample count as denominator; rounding drops float noise (1 - 0.8 != 0.2) that
+    # would otherwise turn a zero variance into 1e-33 and alpha into 1e31.
+    d = np.round(np.asarray(d, dtype=float), 12)
     n = int(d.size)
     if n < 2:
         return {"n": n, "mean": finite(d.mean()) if n else None, "var": None, "alpha": None, "beta": None}
     mean = float(d.mean())
-    var = float(d.var(ddof=1))
+    var = 0.0 if np.all(d == d[0]) else float(d.var(ddof=1))  # the mean of equal values can differ from them
     fit: BetaFit = {"n": n, "mean": mean, "var": var, "alpha": None, "beta": None}
     if var <= 0:
         return fit

@@ -15,7 +15,7 @@ from analysis.metrics import beta_moments, binary_agreement, disagreement_probab
 from analysis.metrics.agreement import finite
 from analysis.models import RepetitionRate
 from annotation.models import Pool
-from generation.models import Generation, GenerationJob, ProbResult
+from generation.models import Generation, GenerationJob, Instance, ProbResult
 
 CELL = ["model", "dataset", "setting", "pronoun"]
 
@@ -35,10 +35,10 @@ def instance_frame(*, job_ids: list[int]) -> pd.DataFrame:
     """One row per job x instance x setting with generations: `samples`, `correct` (count of heuristic-correct
     samples), `first` (the sample_index 0 verdict, NaN if that sample is missing) and `m_prob` (NaN without a
     probability result), plus the cell columns."""
-    columns = ["job_id", "instance_id", "pronoun", "setting", "samples", "correct", "first_present", "first_correct"]
+    columns = ["job_id", "instance_id", "setting", "samples", "correct", "first_present", "first_correct"]
     generations = pd.DataFrame.from_records(
         Generation.objects.filter(job_id__in=job_ids)
-        .values("job_id", "instance_id", "instance__pronoun", "setting")
+        .values("job_id", "instance_id", "setting")
         .annotate(
             samples=Count("id"),
             correct=Count("id", filter=Q(heuristic_correct=True)),
@@ -49,7 +49,6 @@ def instance_frame(*, job_ids: list[int]) -> pd.DataFrame:
         .values_list(
             "job_id",
             "instance_id",
-            "instance__pronoun",
             "setting",
             "samples",
             "correct",
@@ -62,7 +61,11 @@ def instance_frame(*, job_ids: list[int]) -> pd.DataFrame:
         ProbResult.objects.filter(job_id__in=job_ids).values_list("job_id", "instance_id", "correct"),
         columns=["job_id", "instance_id", "m_prob"],
     )
-    frame = generations.merge(probs, on=["job_id", "instance_id"], how="left")
+    pronouns = pd.DataFrame.from_records(
+        Instance.objects.filter(dataset__jobs__id__in=job_ids).distinct().values_list("id", "pronoun"),
+        columns=["instance_id", "pronoun"],
+    )
+    frame = generations.merge(probs, on=["job_id", "instance_id"], how="left").merge(pronouns, on="instance_id")
     frame["m_prob"] = frame["m_prob"].astype(float)
     frame["first"] = np.where(frame["first_present"] > 0, frame["first_correct"], np.nan)
     frame = frame.merge(_jobs_frame(job_ids), on="job_id", how="left")
@@ -106,14 +109,12 @@ def repetition(*, job_ids: list[int]) -> list[dict]:
     """Mean and population std of the cached repetition rates per cell (generations too short for 4-grams are left
     out; `n` counts the rest)."""
     rows = (
-        RepetitionRate.objects.filter(generation__job_id__in=job_ids, rate__isnull=False)
-        .values(
-            model=F("generation__job__model__name"),
-            dataset=F("generation__job__dataset__kind"),
-            setting=F("generation__setting"),
-            pronoun=F("generation__instance__pronoun"),
-        )
+        RepetitionRate.objects.filter(job_id__in=job_ids, rate__isnull=False)
+        .values("setting", "pronoun", model=F("job__model__name"), dataset=F("job__dataset__kind"))
         .annotate(mean=Avg("rate"), std=StdDev("rate", sample=False), n=Count("pk"))
         .order_by(*CELL)
     )
-    return [{**row, "mean": finite(row["mean"]), "std": finite(row["std"])} for row in rows]
+    return [
+        {**{c: row[c] for c in CELL}, "mean": finite(row["mean"]), "std": finite(row["std"]), "n": row["n"]}
+        for row in rows
+    ]

@@ -2,13 +2,14 @@
 
 from annotation.services.adjudication import adjudication_save
 from annotation.services.annotation import AnnotationRejected, annotation_submit
-from annotation.services.assignment import AssignResult, assignments_create
+from annotation.services.assignment import AssignmentError, AssignResult, assignments_create
 from annotation.services.imports import GenerationImportError, ImportResult, generations_import
 from annotation.services.pool import PoolSampleError, PoolSampleResult, ShortCell, pool_sample
 
 __all__ = [
     "AnnotationRejected",
     "AssignResult",
+    "AssignmentError",
     "GenerationImportError",
     "ImportResult",
     "PoolSampleError",

@@ -64,7 +64,9 @@ def annotation_submit(
         )
     unknown = [tag for tag in tags if tag not in TAGS]
     if unknown:
-        raise AnnotationRejected(f"unknown tag(s) {', '.join(map(repr, unknown))}; known: {', '.join(TAGS)}", field="tags")
+        raise AnnotationRejected(
+            f"unknown tag(s) {', '.join(map(repr, unknown))}; known: {', '.join(TAGS)}", field="tags"
+        )
     checked = _check_spans(spans, item.continuation)
     if checked and not extraneous:
         raise AnnotationRejected("extraneous words are marked but extraneous is false", field="extraneous")
@@ -73,15 +75,16 @@ def annotation_submit(
 
     fields = {"label": label, "extraneous": extraneous, "notes": notes, "tags": sorted(set(tags), key=list(TAGS).index)}
     with transaction.atomic():
-        created = False
+        annotation = None
         try:
             with transaction.atomic():
-                Annotation.objects.create(item=item, annotator=user, seconds=seconds, **fields)
-                created = True
+                annotation = Annotation.objects.create(item=item, annotator=user, seconds=seconds, **fields)
         except IntegrityError:
             pass
-        annotation = Annotation.objects.select_for_update().get(item=item, annotator=user)
+        created = annotation is not None
         if not created:
+            # An earlier save exists (an edit, another tab, a double click): update it under its row lock.
+            annotation = Annotation.objects.select_for_update().get(item=item, annotator=user)
             for name, value in fields.items():
                 setattr(annotation, name, value)
             annotation.seconds += seconds

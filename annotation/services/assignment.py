@@ -76,9 +76,7 @@ def assignments_create(*, pool: Pool, usernames: list[str], overlap: int = 0, se
         holders: dict[int, set[int]] = defaultdict(set)
         for item_id, user_id in Assignment.objects.filter(pool=pool).values_list("item_id", "annotator_id"):
             holders[item_id].add(user_id)
-        load = {
-            user.pk: Assignment.objects.filter(pool=pool, annotator=user).count() for user in users.values()
-        }
+        load = {user.pk: Assignment.objects.filter(pool=pool, annotator=user).count() for user in users.values()}
 
         doubled = sum(1 for ids in holders.values() if len(ids) >= 2)
         candidates: dict[tuple, list[int]] = defaultdict(list)

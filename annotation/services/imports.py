@@ -70,7 +70,9 @@ def _mask_of(template: str) -> tuple[str, str, str | None] | None:
     return None
 
 
-def _post_context(template: str, mask: str, dataset: str, form: str | None, pronoun: str, generation: str) -> str | None:
+def _post_context(
+    template: str, mask: str, dataset: str, form: str | None, pronoun: str, generation: str
+) -> str | None:
     """The template with the mask filled by the form of `pronoun` that the generation actually starts with.
 
     The file does not say the mask's case for MISGENDERED, so every form of the base is tried; when several fit
@@ -173,7 +175,9 @@ def _read_file(path: Path, errors: list[str]) -> list[_Row]:
         if setting == "pre":
             context = pre_context(template, marker)
             if not generation.startswith(context):
-                errors.append(f"{name}:{line}: {generation_column} does not start with the pre-[MASK] context {context!r}")
+                errors.append(
+                    f"{name}:{line}: {generation_column} does not start with the pre-[MASK] context {context!r}"
+                )
                 continue
         else:
             context = _post_context(template, marker, dataset, form, pronoun, generation)

@@ -77,8 +77,7 @@ def pool_sample(
         unfinished = [job for job in jobs if job.status != JobStatus.DONE]
         if unfinished:
             raise PoolSampleError(
-                "only finished jobs can be sampled: "
-                + ", ".join(f"job {job.pk} is {job.status}" for job in unfinished)
+                "only finished jobs can be sampled: " + ", ".join(f"job {job.pk} is {job.status}" for job in unfinished)
             )
     else:
         jobs = list(jobs_qs.filter(status=JobStatus.DONE))

@@ -1,5 +1,5 @@
 from generation.models.datasets import Dataset, DatasetKind, Instance, PronounForm, Template
-from generation.models.jobs import Generation, GenerationJob, JobStatus, LanguageModel, ProbResult
+from generation.models.jobs import Generation, GenerationJob, JobChunk, JobStatus, LanguageModel, ProbResult
 
 __all__ = [
     "Dataset",
@@ -7,6 +7,7 @@ __all__ = [
     "Generation",
     "GenerationJob",
     "Instance",
+    "JobChunk",
     "JobStatus",
     "LanguageModel",
     "ProbResult",

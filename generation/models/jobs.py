@@ -125,3 +125,20 @@ class Generation(models.Model):
             models.CheckConstraint(condition=Q(setting__in=["pre", "post"]), name="generation_setting_valid"),
         ]
         indexes = [models.Index(fields=["job", "setting", "sample_index"])]
+
+
+class JobChunk(models.Model):
+    """A slice of a job's instances, run by one task. A chunk may run again (a lost worker): its rows are unique."""
+
+    job = models.ForeignKey(GenerationJob, on_delete=models.CASCADE, related_name="chunks")
+    index = models.PositiveIntegerField()
+    instance_ids = models.JSONField(help_text="the chunk's instances, in dataset order")
+    attempts = models.PositiveIntegerField(default=0, help_text="how often a worker started it")
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["job", "index"]
+        constraints = [models.UniqueConstraint(fields=["job", "index"], name="job_chunk_unique_index")]
+
+    def __str__(self) -> str:
+        return f"job {self.job_id} chunk {self.index}"

@@ -50,14 +50,18 @@ class TestRealFiles:
         per_cell = Instance.objects.filter(template__source_id="0", pronoun="xe")
         assert per_cell.count() == 15
         assert len(set(per_cell.values_list("name", flat=True))) == 15
-        all_names = {line.strip() for f in NAMES_DIR.glob("*.txt") for line in f.read_text().splitlines() if line.strip()}
+        all_names = {
+            line.strip() for f in NAMES_DIR.glob("*.txt") for line in f.read_text().splitlines() if line.strip()
+        }
         assert set(Instance.objects.values_list("name", flat=True)) <= all_names
 
     def test_it_fills_names_and_declared_pronouns_and_keeps_the_mask(self):
         import_misgendered()
         instance = Instance.objects.get(template__source_id="0", pronoun="xe", draw=0)
 
-        assert instance.text.startswith(f"{instance.name}/'s pronouns are xe/xem/xyrs. {instance.name} was very emotional.")
+        assert instance.text.startswith(
+            f"{instance.name}/'s pronouns are xe/xem/xyrs. {instance.name} was very emotional."
+        )
         assert instance.text.count(MISGENDERED_MASK) == 1
         assert not re.search(r"\{(?!mask_token\})\w+\}", instance.text)
         assert instance.correct_form == "xe"
@@ -94,9 +98,7 @@ class TestIdempotenceAndSeeding:
         before = snapshot("misgendered")
         ids_before = list(Instance.objects.order_by("ordinal").values_list("id", flat=True))
 
-        output, summary = run_import(
-            "misgendered", "--templates", str(MISGENDERED_FILE), "--names-dir", str(NAMES_DIR)
-        )
+        output, summary = run_import("misgendered", "--templates", str(MISGENDERED_FILE), "--names-dir", str(NAMES_DIR))
 
         assert "already imported" in output
         assert summary["instances"] == 3000
@@ -132,7 +134,7 @@ class TestIdempotenceAndSeeding:
 
 
 MISGENDERED_HEADER = "form,template,template_id\n"
-GOOD_ROW = "nom,\"{name}/'s pronouns are {nom}/{acc}/{pos_ind}. {name} sang. {mask_token} sang again.\",1\n"
+GOOD_ROW = 'nom,"{name}/\'s pronouns are {nom}/{acc}/{pos_ind}. {name} sang. {mask_token} sang again.",1\n'
 RUFF_HEADER = "occupation\tparticipant\tsentence\tpronoun_type\tword\tpronoun\tuid\tconfuse_pronoun\n"
 RUFF_GOOD = "".join(
     f"cook\tguest\tThe cook said {p} was late. The guest said that $NOM_PRONOUN was early.\t$NOM_PRONOUN\tcook\t{p}\tu0\t\n"
@@ -148,7 +150,10 @@ def write(tmp_path: Path, name: str, content: str | bytes) -> Path:
 
 MALFORMED_MISGENDERED = {
     "missing column": ("form,template\nnom,{mask_token} sang.\n", r"bad\.csv:1: missing column\(s\) template_id"),
-    "unknown form": (MISGENDERED_HEADER + GOOD_ROW + "dative,{mask_token} sang.,2\n", r"bad\.csv:3: unknown form 'dative'"),
+    "unknown form": (
+        MISGENDERED_HEADER + GOOD_ROW + "dative,{mask_token} sang.,2\n",
+        r"bad\.csv:3: unknown form 'dative'",
+    ),
     "template without its mask": (
         MISGENDERED_HEADER + GOOD_ROW + "nom,{name} sang alone.,2\n",
         r"bad\.csv:3: template has no mask",
@@ -157,7 +162,10 @@ MALFORMED_MISGENDERED = {
         MISGENDERED_HEADER + GOOD_ROW + "nom,{nickname} sang. {mask_token} sang.,2\n",
         r"bad\.csv:3: unknown placeholder\(s\) \{nickname\}",
     ),
-    "duplicate template id": (MISGENDERED_HEADER + GOOD_ROW + GOOD_ROW, r"bad\.csv:3: template_id '1' already used on line 2"),
+    "duplicate template id": (
+        MISGENDERED_HEADER + GOOD_ROW + GOOD_ROW,
+        r"bad\.csv:3: template_id '1' already used on line 2",
+    ),
     "bad encoding": (
         (MISGENDERED_HEADER + GOOD_ROW).encode() + b"nom,Jos\xe9 sang. {mask_token} sang.,2\n",
         r"bad\.csv:3: not UTF-8",
@@ -228,7 +236,16 @@ def test_the_command_exits_non_zero_from_the_shell(tmp_path):
 
     path = write(tmp_path, "bad.csv", MISGENDERED_HEADER + "nom,{name} sang.,1\n")
     result = subprocess.run(
-        [sys.executable, "manage.py", "import_dataset", "misgendered", "--templates", str(path), "--names-dir", str(NAMES_DIR)],
+        [
+            sys.executable,
+            "manage.py",
+            "import_dataset",
+            "misgendered",
+            "--templates",
+            str(path),
+            "--names-dir",
+            str(NAMES_DIR),
+        ],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -1,0 +1,241 @@
+"""Latency of the annotator API under concurrent annotators, against a real server on PostgreSQL.
+
+    python benchmarks/bench_annotation.py [--annotators 20] [--seconds 20] [--items 300]
+        [--database-url postgres://postgres@127.0.0.1:5432/concord_bench] [--workers 2] [--threads 8]
+
+Sets up (in its own database) a pool with `--items` items per annotator, assigned to `--annotators` users with
+API tokens, starts gunicorn (gthread) on a free loopback port with DEBUG off, then runs one thread per annotator
+for `--seconds`: GET /api/annotate/next/, then POST /api/annotations/ (after `--think-ms` on average, default none:
+as fast as the server answers), over a
+keep-alive connection with token auth. Every request's latency counts. Prints one JSON line:
+{"p50_ms": ..., "p95_ms": ..., "requests": ...}; details go to stderr. Only loopback traffic; bounded in time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+POOL = "bench-annotation"
+TEXT = "The nurse said that xe would be off work in an hour, and the man went home to market."
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def ensure_database(url: str) -> None:
+    import psycopg
+    from psycopg import sql
+
+    base, name = url.rsplit("/", 1)
+    with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone()
+        if not exists:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+
+
+def setup(annotators: int, items_per_annotator: int) -> dict[str, str]:
+    """Fresh pool and users; returns username -> API token."""
+    import django
+
+    django.setup()
+    from django.contrib.auth.hashers import make_password
+    from django.core.management import call_command
+    from rest_framework.authtoken.models import Token
+
+    from accounts.roles import ANNOTATOR
+    from accounts.services import roles_ensure
+    from annotation.models import Pool, PoolItem
+    from annotation.services import assignments_create
+
+    call_command("migrate", verbosity=0)
+    roles_ensure()
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
+
+    Pool.objects.filter(name=POOL).delete()
+    group = Group.objects.get(name=ANNOTATOR)
+    user_model = get_user_model()
+    names = [f"bench-ann-{n:02d}" for n in range(annotators)]
+    password = make_password(None)  # unusable: the benchmark uses tokens only
+    tokens = {}
+    for name in names:
+        user, _ = user_model.objects.get_or_create(username=name, defaults={"password": password})
+        user.groups.add(group)
+        tokens[name] = Token.objects.get_or_create(user=user)[0].key
+    pool = Pool.objects.create(name=POOL)
+    rng = random.Random(0)
+    PoolItem.objects.bulk_create(
+        PoolItem(
+            pool=pool,
+            model_name=f"m{n % 6}",
+            dataset=("misgendered", "ruff")[n % 2],
+            setting=("pre", "post")[n % 2],
+            pronoun=("he", "she", "they", "xe")[n % 4],
+            template="x",
+            context="Robin/'s pronouns are xe/xem/xyrs. Robin baked bread. ",
+            continuation=f"{TEXT} {rng.random():.6f}",
+            heuristic_correct=True,
+        )
+        for n in range(annotators * items_per_annotator)
+    )
+    assignments_create(pool=pool, usernames=names, overlap=0, seed=0)
+    return tokens
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for(port: int, deadline: float) -> None:
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError("the server did not start")
+
+
+def annotate(port: int, token: str, stop_at: float, think: float, latencies: list[float], errors: list[str]) -> None:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    headers = {"Authorization": f"Token {token}", "Accept": "application/json"}
+    labels = ["correct", "misgendering", "no_pronoun"]
+    rng = random.Random(token)
+
+    def call(method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]:
+        extra = {"Content-Type": "application/json"} if body else {}
+        started = time.perf_counter()
+        conn.request(method, path, body=body, headers={**headers, **extra})
+        response = conn.getresponse()
+        data = response.read()
+        latencies.append((time.perf_counter() - started) * 1000)
+        return response.status, data
+
+    try:
+        while time.monotonic() < stop_at:
+            status, data = call("GET", "/api/annotate/next/")
+            if status == 204:
+                break
+            if status != 200:
+                errors.append(f"next {status}")
+                break
+            item = json.loads(data)
+            if think:
+                time.sleep(rng.uniform(0.5, 1.5) * think)  # reading and deciding, not measured
+            extraneous = rng.random() < 0.2
+            body = {
+                "item": item["item"],
+                "label": rng.choice(labels),
+                "extraneous": extraneous,
+                "extraneous_spans": [[59, 62]] if extraneous else [],
+                "notes": "",
+                "tags": [],
+                "seconds": 3.0,
+            }
+            status, data = call("POST", "/api/annotations/", json.dumps(body).encode())
+            if status not in (200, 201):
+                errors.append(f"save {status} {data[:200]!r}")
+                break
+    finally:
+        conn.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--annotators", type=int, default=20)
+    parser.add_argument("--seconds", type=float, default=20)
+    parser.add_argument("--items", type=int, default=300, help="items per annotator")
+    parser.add_argument("--database-url", default="postgres://postgres@127.0.0.1:5432/concord_bench")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument(
+        "--think-ms", type=float, default=0, help="mean pause per item, as a person reading (default 0: no pause)"
+    )
+    args = parser.parse_args()
+
+    env = {
+        **os.environ,
+        "DATABASE_URL": args.database_url,
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DEBUG": "false",
+        "SECRET_KEY": "bench-annotation-not-secret",
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "SECURE_COOKIES": "false",
+    }
+    os.environ.update(env)
+    ensure_database(args.database_url)
+    log(f"setting up {args.annotators} annotators x {args.items} items in {args.database_url.rsplit('/', 1)[1]}")
+    tokens = setup(args.annotators, args.items)
+
+    port = free_port()
+    server = subprocess.Popen(
+        [
+            sys.executable, "-m", "gunicorn", "config.wsgi:application",
+            "--bind", f"127.0.0.1:{port}",
+            "--worker-class", "gthread",
+            "--workers", str(args.workers),
+            "--threads", str(args.threads),
+            "--keep-alive", "30",
+            "--log-level", "warning",
+        ],
+        cwd=ROOT,
+        env=env,
+    )  # fmt: skip
+    try:
+        wait_for(port, time.monotonic() + 30)
+        # One warm-up request per worker so that imports and first connections are not measured.
+        for token in list(tokens.values())[: args.workers * 2]:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            conn.request("GET", "/api/annotate/next/", headers={"Authorization": f"Token {token}"})
+            conn.getresponse().read()
+            conn.close()
+        latencies: list[float] = []
+        errors: list[str] = []
+        stop_at = time.monotonic() + args.seconds
+        threads = [
+            threading.Thread(target=annotate, args=(port, token, stop_at, args.think_ms / 1000, latencies, errors))
+            for token in tokens.values()
+        ]
+        started = time.monotonic()
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        elapsed = time.monotonic() - started
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+    if errors:
+        log(f"{len(errors)} annotator(s) stopped on errors, e.g. {errors[0]}")
+    if not latencies:
+        raise SystemExit("no request completed")
+    cuts = statistics.quantiles(latencies, n=100, method="inclusive")
+    log(f"{len(latencies)} requests in {elapsed:.1f}s ({len(latencies) / elapsed:.0f}/s), max {max(latencies):.1f} ms")
+    print(json.dumps({"p50_ms": round(cuts[49], 2), "p95_ms": round(cuts[94], 2), "requests": len(latencies)}))
+    if errors:
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()

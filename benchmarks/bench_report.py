@@ -1,0 +1,294 @@
+"""Time the JSON report of a paper-scale study on PostgreSQL.
+
+    python benchmarks/bench_report.py [--runs 5] [--database-url postgres://postgres@127.0.0.1:5432/concord_bench_report]
+
+Builds (from scratch, in its own database) 6 models x both datasets at full size (MISGENDERED 3,000 instances,
+RUFF 7,200), probability results for every instance, 5 samples x 2 settings per instance (612,000 generations),
+and the 2,400-item pool (25 per model x dataset x setting x pronoun) with 200 items annotated twice. The rows are
+synthetic (random text, verdicts drawn per model and pronoun) and written with COPY / bulk_create.
+
+Then times the report: the first run is cold (it fills the repetition-rate cache for all 612,000 generations), the
+next runs are warm, as every later report is. Prints one JSON object with the timings in seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+MODELS = ["llama-70b", "llama-8b", "mixtral-8x22b", "mixtral-8x7b", "olmo-13b", "olmo-7b"]
+PRONOUNS = ["he", "she", "they", "xe"]
+SETTINGS = ["pre", "post"]
+SAMPLES = 5
+SIZES = {"misgendered": 3000, "ruff": 7200}
+PER_CELL = 25
+OVERLAP = 200
+VOCAB = (
+    "the a nurse teacher said that would be off work in an hour and went home to market bread was very "
+    "diligent school taught name book published learn more about friend person because they she he xe his her "
+    "them xem xyr their him it is was not of for with at on"
+).split()
+
+
+def _parse() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=5, help="timed report runs after the cold one")
+    parser.add_argument(
+        "--database-url",
+        default=os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/concord_bench_report"),
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    return parser.parse_args()
+
+
+def _ensure_database(url: str) -> None:
+    import psycopg
+
+    name = url.rsplit("/", 1)[1]
+    admin_url = url.rsplit("/", 1)[0] + "/postgres"
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
+            conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def _setup(url: str) -> None:
+    _ensure_database(url)
+    os.environ["DATABASE_URL"] = url
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+def _copy(table: str, columns: list[str], rows) -> None:
+    from django.db import connection
+
+    connection.ensure_connection()
+    with connection.connection.cursor() as cursor:
+        with cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+        cursor.execute(
+            f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT COALESCE(MAX(id), 1) FROM {table}))"
+        )
+
+
+def _build(seed: int) -> dict:
+    from django.contrib.auth import get_user_model
+    from django.db import connection, transaction
+    from django.utils import timezone
+
+    from annotation.models import Adjudication, Annotation, Pool, PoolItem
+    from generation.models import Dataset, GenerationJob, Instance, JobStatus, LanguageModel, Template
+
+    rng = np.random.default_rng(seed)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "TRUNCATE analysis_repetitionrate, annotation_pool, annotation_poolitem, generation_generation, "
+            "generation_probresult, generation_generationjob, generation_instance, generation_template, "
+            "generation_dataset, generation_languagemodel RESTART IDENTITY CASCADE"
+        )
+    user_model = get_user_model()
+    user_model.objects.filter(username__startswith="bench-").delete()
+    now = timezone.now()
+    started = time.perf_counter()
+    with transaction.atomic():
+        models = LanguageModel.objects.bulk_create(
+            [LanguageModel(name=m, source_kind="hub", source=f"bench/{m}") for m in MODELS]
+        )
+        instances: dict[str, list[Instance]] = {}
+        datasets = {}
+        for kind, size in SIZES.items():
+            dataset = Dataset.objects.create(name=f"bench-{kind}", kind=kind, source="bench", import_signature="bench")
+            datasets[kind] = dataset
+            n_templates = size // len(PRONOUNS) if kind == "ruff" else 50
+            draws = size // (n_templates * len(PRONOUNS))
+            templates = Template.objects.bulk_create(
+                [
+                    Template(
+                        dataset=dataset,
+                        source_id=f"t{i}",
+                        line=i + 2,
+                        text="{name} baked. [MASK] sold it.",
+                        mask="[MASK]",
+                        form="nom",
+                    )
+                    for i in range(n_templates)
+                ]
+            )
+            rows = []
+            for t in templates:
+                for pronoun in PRONOUNS:
+                    for draw in range(draws):
+                        rows.append(
+                            Instance(
+                                dataset=dataset,
+                                template=t,
+                                pronoun=pronoun,
+                                draw=draw,
+                                name="Robin",
+                                text="Robin baked. [MASK] sold it.",
+                                correct_form=pronoun,
+                                ordinal=len(rows),
+                            )
+                        )
+            instances[kind] = Instance.objects.bulk_create(rows, batch_size=5000)
+        jobs = []
+        for model in models:
+            for kind in SIZES:
+                jobs.append(
+                    GenerationJob.objects.create(
+                        model=model, dataset=datasets[kind], pronouns=PRONOUNS, settings=SETTINGS, status=JobStatus.DONE
+                    )
+                )
+
+        # Probability results and generations, with per model x pronoun accuracy rates.
+        prob_rows, gen_rows = [], []
+        gen_meta = []  # (id, job index, pronoun, setting, sample index)
+        words = np.array(VOCAB)
+        gen_id = 0
+        prob_id = 0
+        for j, job in enumerate(jobs):
+            kind = job.dataset.kind if False else list(SIZES)[j % 2]
+            for instance in instances[kind]:
+                p_correct = 0.55 if instance.pronoun == "xe" else 0.9
+                prob_id += 1
+                m_prob = bool(rng.random() < p_correct)
+                prob_rows.append((prob_id, job.id, instance.id, json.dumps({"he": 3.0}), instance.pronoun, m_prob))
+                for setting in SETTINGS:
+                    g_correct = p_correct - (0.2 if setting == "pre" else 0.05)
+                    verdicts = rng.random(SAMPLES) < g_correct
+                    lengths = rng.integers(30, 55, SAMPLES)
+                    for s in range(SAMPLES):
+                        gen_id += 1
+                        text = " " + " ".join(words[rng.integers(0, len(words), lengths[s])]) + "."
+                        gen_rows.append(
+                            (
+                                gen_id,
+                                job.id,
+                                instance.id,
+                                setting,
+                                s,
+                                "Robin baked. ",
+                                text,
+                                bool(verdicts[s]),
+                                "",
+                                None,
+                                now,
+                            )
+                        )
+                        gen_meta.append((gen_id, j, instance.pronoun, setting, s))
+        _copy("generation_probresult", ["id", "job_id", "instance_id", "losses", "prediction", "correct"], prob_rows)
+        _copy(
+            "generation_generation",
+            [
+                "id", "job_id", "instance_id", "setting", "sample_index", "context", "continuation",
+                "heuristic_correct", "first_pronoun", "first_pronoun_offset", "created_at",
+            ],
+            gen_rows,
+        )  # fmt: skip
+        gen_text = {row[0]: row for row in gen_rows}
+
+        # The 2,400 pool: per model x dataset x setting x pronoun, 5 instances from each of the 5 sample indices.
+        pool = Pool.objects.create(name="bench", per_cell=PER_CELL, seed=seed)
+        pool.jobs.set(jobs)
+        meta = np.array([(m[0], m[1], PRONOUNS.index(m[2]), SETTINGS.index(m[3]), m[4]) for m in gen_meta])
+        chosen = []
+        for j in range(len(jobs)):
+            for p in range(len(PRONOUNS)):
+                for s in range(len(SETTINGS)):
+                    for sample in range(SAMPLES):
+                        mask = (meta[:, 1] == j) & (meta[:, 2] == p) & (meta[:, 3] == s) & (meta[:, 4] == sample)
+                        chosen += rng.choice(meta[mask, 0], PER_CELL // SAMPLES, replace=False).tolist()
+        items = PoolItem.objects.bulk_create(
+            [
+                PoolItem(
+                    pool=pool,
+                    generation_id=g,
+                    model_name=jobs[gen_meta[g - 1][1]].model.name,
+                    dataset=list(SIZES)[gen_meta[g - 1][1] % 2],
+                    setting=gen_text[g][3],
+                    pronoun=gen_meta[g - 1][2],
+                    sample_index=gen_text[g][4],
+                    template="Robin baked. [MASK] sold it.",
+                    context=gen_text[g][5],
+                    continuation=gen_text[g][6],
+                    heuristic_correct=gen_text[g][7],
+                )
+                for g in chosen
+            ],
+            batch_size=1000,
+        )
+        ana = user_model.objects.create_user(username="bench-ana")
+        bo = user_model.objects.create_user(username="bench-bo")
+        labels = np.array(["correct", "misgendering", "no_pronoun"])
+        annotations = []
+        first_labels = rng.choice(labels, len(items), p=[0.7, 0.2, 0.1])
+        extraneous = rng.random(len(items)) < 0.1
+        for item, label, ext in zip(items, first_labels, extraneous, strict=True):
+            annotations.append(Annotation(item=item, annotator=ana, label=label, extraneous=bool(ext)))
+        overlap = rng.choice(len(items), OVERLAP, replace=False)
+        for i in overlap:
+            label = first_labels[i] if rng.random() < 0.96 else rng.choice(labels)
+            ext = extraneous[i] if rng.random() < 0.98 else not extraneous[i]
+            annotations.append(Annotation(item=items[i], annotator=bo, label=label, extraneous=bool(ext)))
+        Annotation.objects.bulk_create(annotations, batch_size=1000)
+        Adjudication.objects.bulk_create([Adjudication(item=items[i], label=first_labels[i]) for i in overlap[:10]])
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+    return {
+        "build_seconds": round(time.perf_counter() - started, 2),
+        "generations": len(gen_rows),
+        "prob_results": len(prob_rows),
+        "pool_items": len(items),
+        "annotations": len(annotations),
+    }
+
+
+def _time_report() -> float:
+    from analysis.exports import report_json
+    from analysis.services import report_build
+    from annotation.models import Pool
+
+    started = time.perf_counter()
+    body = report_json(report=report_build(pool=Pool.objects.get(name="bench")))
+    elapsed = time.perf_counter() - started
+    assert json.loads(body)["inter_annotator"]["pronoun_label"]["n_items"] == OVERLAP
+    return elapsed
+
+
+def main() -> None:
+    args = _parse()
+    _setup(args.database_url)
+    built = _build(args.seed)
+    cold = _time_report()
+    warm = [_time_report() for _ in range(args.runs)]
+    print(
+        json.dumps(
+            {
+                **built,
+                "cold_report_seconds": round(cold, 3),
+                "warm_report_seconds": [round(x, 3) for x in warm],
+                "warm_median_seconds": round(statistics.median(warm), 3),
+                "target_seconds": 3.0,
+            },
+            indent=2,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

