@@ -76,3 +76,12 @@ def csrf_client():
     from django.test import Client
 
     return Client(enforce_csrf_checks=True)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _connections_close_after_each_request():
+    """Live-server and worker threads would otherwise keep persistent connections open past the test database's
+    teardown. The settings dict is shared by every thread's connection, so this reaches them all."""
+    from django.conf import settings
+
+    settings.DATABASES["default"]["CONN_MAX_AGE"] = 0

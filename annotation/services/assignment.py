@@ -86,13 +86,15 @@ def assignments_create(*, pool: Pool, usernames: list[str], overlap: int = 0, se
         overlap_ids = set(_stratified(candidates, max(0, overlap - doubled), rng))
 
         # Units of work: one per missing holder.
-        units: list[int] = []
+        missing: dict[int, int] = {}
         for item_id, *_ in items:
             wanted = 2 if item_id in overlap_ids else 1
-            units.extend([item_id] * max(0, wanted - len(holders[item_id])))
+            missing[item_id] = max(0, wanted - len(holders[item_id]))
+        units = [item_id for item_id, count in missing.items() for _ in range(count)]
         rng.shuffle(units)
-        # Items needing two holders go first so that a second holder is always available.
-        units.sort(key=lambda item_id: -(2 - len(holders[item_id])))
+        # Items that still need two holders go first: handing them out while loads are level leaves a second,
+        # different annotator free for each, and the single units that follow even the loads out.
+        units.sort(key=lambda item_id: -missing[item_id])
 
         new: dict[int, list[int]] = defaultdict(list)
         for item_id in units:

@@ -65,6 +65,18 @@ class TestAssign:
         assert max(loads.values()) - min(loads.values()) <= 1
         assert result.per_annotator == dict(loads)
 
+    def test_it_balances_small_pools_with_overlap_for_any_seed(self, trio):
+        # Regression: an overlap item's second unit handed out last could find only one eligible annotator.
+        for seed in range(60):
+            small = PoolFactory(name=f"small-{seed}")
+            for _ in range(3):
+                PoolItemFactory(pool=small)
+
+            assignments_create(pool=small, usernames=["a1", "a2"], overlap=1, seed=seed)
+
+            loads = Counter(Assignment.objects.filter(pool=small).values_list("annotator__username", flat=True))
+            assert loads == {"a1": 2, "a2": 2}, f"seed {seed}"
+
     def test_it_orders_each_annotators_work_randomly_and_contiguously(self, pool, trio):
         assignments_create(pool=pool, usernames=["a1", "a2"], overlap=0, seed=4)
 
