@@ -15,14 +15,18 @@ from generation.models import Generation
 FILL_BATCH = 5000
 
 
-def repetition_rates_fill(*, job_ids: list[int]) -> int:
+def repetition_rates_fill(*, job_ids: list[int], instance_ids: list[int] | None = None) -> int:
     """Compute and store the repetition rate of every generation of these jobs that has none yet. The text is the
     stored generation as the released files keep it, context + continuation (appendix I rates "generations" as
     stored, which is why RUFF's repeated occupations raise its rates); spaCy tokens, lower-cased.
     Safe to run twice; returns how many were added. Generation jobs call it as each chunk finishes."""
     generations = Generation.objects.filter(job_id__in=job_ids)
+    rates = RepetitionRate.objects.filter(job_id__in=job_ids)
+    if instance_ids is not None:
+        generations = generations.filter(instance_id__in=instance_ids)
+        rates = rates.filter(generation__instance_id__in=instance_ids)
     # Counting both sides is an index-only scan; the anti-join below reads every generation, so skip it when complete.
-    if generations.count() == RepetitionRate.objects.filter(job_id__in=job_ids).count():
+    if generations.count() == rates.count():
         return 0
     missing = (
         generations.filter(repetition__isnull=True)

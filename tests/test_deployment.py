@@ -1,6 +1,5 @@
 """docker-compose.yml is what users run in production: Compose itself must accept it, with the services we document."""
 
-import json
 import os
 import shutil
 import subprocess

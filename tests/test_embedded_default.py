@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.cookiejar
+import json
 import os
 import re
 import socket
@@ -48,9 +49,12 @@ def test_it_serves_the_demo_on_sqlite_with_printed_logins(embedded_env):
     logins = dict(re.findall(r"^\s+annotator\s+(annotator1)\s+(\S+)$", output, re.M))
     assert "annotator1" in logins, output
 
-    # Loading the demo twice is harmless (a second start of the run command).
+    assert "pool demo: 80 items, 20 of them for both annotator1 and annotator2" in output
+
+    # Loading the demo twice is harmless (a second start of the run command): no second generation run or pool.
     again = manage(embedded_env, "load_demo")
     assert "demo-misgendered: 120 instances" in again
+    assert "generating" not in again and "pool demo" not in again
 
     port = free_port()
     server = subprocess.Popen(
@@ -81,6 +85,11 @@ def test_it_serves_the_demo_on_sqlite_with_printed_logins(embedded_env):
         assert home.geturl() == f"{base}/"
         assert 'data-role="annotator"' in home.read().decode()
         assert opener.open(f"{base}/static/css/concord.css", timeout=5).status == 200
+        # The demo pool is waiting for this annotator: half of 80 items plus half of the 20 doubled ones.
+        assert opener.open(f"{base}/annotate/", timeout=10).status == 200
+        first = json.loads(opener.open(f"{base}/api/annotate/next/", timeout=10).read())
+        assert first["position"] == 1 and first["total"] == 50
+        assert first["context"] and first["generation"]
     finally:
         server.terminate()
         server.wait(timeout=10)

@@ -12,7 +12,9 @@ from tests.conftest import REPO
 
 
 def start(env: dict[str, str]) -> subprocess.CompletedProcess:
-    base = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "CELERY_BROKER_URL", "DEBUG", "SECRET_KEY"}}
+    base = {
+        k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "CELERY_BROKER_URL", "DEBUG", "SECRET_KEY"}
+    }
     return subprocess.run(
         [sys.executable, "manage.py", "check"], cwd=REPO, env={**base, **env}, capture_output=True, text=True
     )
@@ -22,8 +24,14 @@ def start(env: dict[str, str]) -> subprocess.CompletedProcess:
     ("env", "message"),
     [
         ({"DEBUG": "maybe"}, "DEBUG='maybe' is not a boolean"),
-        ({"DATABASE_URL": "mysql://root@localhost/concord"}, "DATABASE_URL='mysql://root@localhost/concord' is not a database URL"),
-        ({"DATABASE_URL": "postgres://postgres@127.0.0.1:5432"}, "DATABASE_URL='postgres://postgres@127.0.0.1:5432' names no database"),
+        (
+            {"DATABASE_URL": "mysql://root@localhost/concord"},
+            "DATABASE_URL='mysql://root@localhost/concord' is not a database URL",
+        ),
+        (
+            {"DATABASE_URL": "postgres://postgres@127.0.0.1:5432"},
+            "DATABASE_URL='postgres://postgres@127.0.0.1:5432' names no database",
+        ),
         ({"CELERY_BROKER_URL": "localhost:6379"}, "CELERY_BROKER_URL='localhost:6379' is not a broker URL"),
         ({"DEBUG": "0"}, "SECRET_KEY must be set when DEBUG is off"),
         ({"ALLOWED_HOSTS": "a.org,,b.org"}, "ALLOWED_HOSTS='a.org,,b.org' has an empty entry"),
@@ -51,7 +59,12 @@ def test_the_helpers_parse_good_values(monkeypatch):
     assert env_int("NUMBER", 1, minimum=1) == 12
     assert env_list("HOSTS", []) == ["a.org", "b.org"]
     db = database_from_url("DB", default="sqlite:///x")
-    assert (db["ENGINE"], db["NAME"], db["HOST"], db["PORT"]) == ("django.db.backends.postgresql", "concord", "db", 5432)
+    assert (db["ENGINE"], db["NAME"], db["HOST"], db["PORT"]) == (
+        "django.db.backends.postgresql",
+        "concord",
+        "db",
+        5432,
+    )
     assert broker_from_url("BROKER") == "redis://redis:6379/0"
     monkeypatch.delenv("BROKER")
     assert broker_from_url("BROKER") is None

@@ -128,4 +128,13 @@ def chunk_run(*, chunk_id: int) -> GenerationJob:
         job_fail(job_id=job.pk, error=exc)
         raise
     JobChunk.objects.filter(pk=chunk.pk).update(finished_at=timezone.now())
+    _repetition_rates_queue(job_id=job.pk, instance_ids=chunk.instance_ids)
     return job_progress_refresh(job_id=job.pk)
+
+
+def _repetition_rates_queue(*, job_id: int, instance_ids: list[int]) -> None:
+    """Reports need every generation's repetition rate; tokenizing them as chunks finish (on the default queue, or
+    inline without a broker) keeps a paper-scale report from tokenizing 600k texts on its first request."""
+    from analysis.tasks import repetition_rates_fill_task  # analysis reads generation's rows, not the other way
+
+    transaction.on_commit(lambda: repetition_rates_fill_task.delay(job_id, list(instance_ids)))

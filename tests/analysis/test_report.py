@@ -176,3 +176,26 @@ def test_it_reports_an_empty_pool(db):
     assert report["n_annotated"] == 0
     assert report["inter_annotator"]["pronoun_label"]["n_items"] == 0
     assert report["human_vs_heuristic"] == [] and report["disagreements"] == []
+
+
+@pytest.mark.django_db
+def test_a_finished_generation_chunk_fills_the_repetition_cache_for_its_generations(django_capture_on_commit_callbacks):
+    """Reports start warm: chunk_run queues the fill for exactly its own instances (inline without a broker)."""
+    from analysis.models import RepetitionRate
+    from generation.services.chunks import _repetition_rates_queue
+    from tests.factories import GenerationFactory, GenerationJobFactory, InstanceFactory
+
+    job = GenerationJobFactory()
+    mine, other = InstanceFactory(), InstanceFactory()
+    for index in range(2):
+        GenerationFactory(
+            job=job, instance=mine, sample_index=index, continuation=" the cat sat on the mat the cat sat"
+        )
+    GenerationFactory(job=job, instance=other, continuation=" xe left early and never came back")
+
+    with django_capture_on_commit_callbacks(execute=True):
+        _repetition_rates_queue(job_id=job.pk, instance_ids=[mine.pk])
+
+    cached = RepetitionRate.objects.filter(job=job)
+    assert set(cached.values_list("generation__instance_id", flat=True)) == {mine.pk}
+    assert cached.count() == 2 and all(rate is not None for rate in cached.values_list("rate", flat=True))

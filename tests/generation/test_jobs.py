@@ -198,3 +198,37 @@ class TestCli:
     def test_it_says_which_job_is_missing_on_export(self, db, tmp_path):
         with pytest.raises(CommandError, match="no generation job 999"):
             call_command("export_generations", "--job=999", f"--out={tmp_path / 'x.csv'}")
+
+
+def test_the_generate_command_reads_settings_as_generation_settings_from_the_shell(tmp_path):
+    """Django treats a global --settings as its settings module; manage.py hands it to `generate` instead."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}", "HF_HUB_OFFLINE": "1"}
+    env.pop("CELERY_BROKER_URL", None)
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=REPO, env=env, check=True)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "manage.py",
+            "generate",
+            "--model",
+            "smollm2-135m",
+            "--dataset",
+            "nowhere",
+            "--settings",
+            "middle",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode != 0
+    assert "No module named 'middle'" not in result.stderr
+    assert "settings" in result.stderr and "middle" in result.stderr
+    assert "dataset" in result.stderr and "nowhere" in result.stderr

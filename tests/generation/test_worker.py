@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 from django.db import connection
@@ -33,7 +34,7 @@ def broker():
         client.ping()
     except redis.exceptions.ConnectionError as exc:
         pytest.fail(f"the test broker {BROKER} is not reachable: {exc}")
-    client.delete("generation")  # messages left by an earlier, interrupted run
+    client.delete("generation", "default")  # messages left by an earlier, interrupted run
     return client
 
 
@@ -43,7 +44,7 @@ def worker(broker, tmp_path):
         pytest.skip("the worker process needs a database it can share (Postgres); set DATABASE_URL")
     log = (tmp_path / "worker.log").open("w")
     process = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "generation", "--pool", "solo"]
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "generation,default", "--pool", "solo"]
         + ["--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "info"],
         cwd=REPO,
         env=_environment(),
@@ -63,7 +64,8 @@ def worker(broker, tmp_path):
 class TestCeleryWorker:
     def test_it_runs_a_tiny_job_end_to_end(self, smollm2, demo_ruff, worker):
         command = [sys.executable, "manage.py", "generate", "--dataset=demo-ruff", "--per-pronoun=1"]
-        command += ["--samples=1", "--max-new-tokens=3", "--contexts=pre", "--seed=3", "--wait"]
+        # `--settings pre` is the contract's spelling (manage.py keeps Django from reading it as a settings module).
+        command += ["--samples=1", "--max-new-tokens=3", "--settings", "pre", "--seed=3", "--wait"]
         try:
             result = subprocess.run(command, cwd=REPO, env=_environment(), capture_output=True, text=True, timeout=400)
         except subprocess.TimeoutExpired:
@@ -78,3 +80,11 @@ class TestCeleryWorker:
         assert generations.count() == 4 and set(generations.values_list("setting", flat=True)) == {"pre"}
         assert all(g.continuation for g in generations)
         assert "chunk_run_task" in worker.read_text()
+        # The chunk queued the repetition rates on the default queue; the worker fills them shortly after.
+        from analysis.models import RepetitionRate
+
+        for _ in range(100):
+            if RepetitionRate.objects.filter(job=job).count() == 4:
+                break
+            time.sleep(0.2)
+        assert RepetitionRate.objects.filter(job=job).count() == 4, worker.read_text()[-3000:]
