@@ -10,52 +10,83 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from django.db import connection
 from django.db.models import Count, Exists, OuterRef, QuerySet
 
 from annotation.models import Annotation, Assignment, Pool, PoolItem
 
 
-def assignment_queue(*, user, pool_name: str | None = None) -> QuerySet[Assignment]:
-    """The annotator's work in the order they see it: pool by pool, then their own random position."""
-    queue = Assignment.objects.filter(annotator=user)
-    if pool_name:
-        queue = queue.filter(pool__name=pool_name)
-    return queue.order_by("pool_id", "position")
-
-
-def _annotated(user) -> Exists:
-    return Exists(Annotation.objects.filter(item_id=OuterRef("item_id"), annotator=user))
-
-
 @dataclass(frozen=True)
 class _Slot:
     assignment_id: int
-    public_id: str
-    annotated: bool
+    position: int  # 1-based place in the annotator's whole queue
+    total: int
+    done: int
+    previous: str | None
+    next: str | None
 
 
-def _slots(queue: QuerySet[Assignment], user) -> list[_Slot]:
-    """The whole queue in one query (a few hundred narrow rows): positions, neighbours and counts come from it."""
-    rows = queue.annotate(annotated=_annotated(user)).values_list("pk", "item__public_id", "annotated")
-    return [_Slot(*row) for row in rows]
+# The annotator's queue with each row's place, neighbours and the queue's counts, computed by the database in one
+# pass (window functions), then narrowed to the one row asked for. The API's hot path: it used to materialise the
+# whole queue in Python on every request. Table names come from the models, values are parameters.
+_SLOT_SQL = """
+WITH queue AS (
+    SELECT a.id, i.public_id, a.pool_id, a.position,
+           EXISTS (SELECT 1 FROM {annotation} n WHERE n.item_id = a.item_id AND n.annotator_id = a.annotator_id)
+               AS annotated
+    FROM {assignment} a JOIN {item} i ON i.id = a.item_id
+    WHERE a.annotator_id = %s {pool_filter}
+), placed AS (
+    SELECT id, public_id, annotated,
+           ROW_NUMBER() OVER w AS place,
+           COUNT(*) OVER () AS total,
+           SUM(CASE WHEN annotated THEN 1 ELSE 0 END) OVER () AS done,
+           LAG(public_id) OVER w AS previous,
+           LEAD(public_id) OVER w AS following
+    FROM queue
+    WINDOW w AS (ORDER BY pool_id, position)
+)
+SELECT id, place, total, done, previous, following FROM placed WHERE {pick} ORDER BY place LIMIT 1
+"""
 
 
-def annotator_item_payload(*, user, assignment: Assignment, slots: list[_Slot]) -> dict:
+def _slot(*, user, pool_name: str | None, public_id: str | None) -> _Slot | None:
+    params: list = [user.pk]
+    pool_filter = ""
+    if pool_name:
+        pool_filter = f"AND a.pool_id = (SELECT id FROM {Pool._meta.db_table} WHERE name = %s)"
+        params.append(pool_name)
+    if public_id is None:
+        pick = "NOT annotated"
+    else:
+        pick = "public_id = %s"
+        params.append(public_id)
+    sql = _SLOT_SQL.format(
+        annotation=Annotation._meta.db_table,
+        assignment=Assignment._meta.db_table,
+        item=PoolItem._meta.db_table,
+        pool_filter=pool_filter,
+        pick=pick,
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    return None if row is None else _Slot(*row)
+
+
+def annotator_item_payload(*, user, assignment: Assignment, slot: _Slot) -> dict:
     item = assignment.item
-    index = next(i for i, slot in enumerate(slots) if slot.assignment_id == assignment.pk)
-    own = None
-    if slots[index].annotated:
-        own = Annotation.objects.filter(item=item, annotator=user).prefetch_related("spans").first()
+    own = Annotation.objects.filter(item=item, annotator=user).prefetch_related("spans").first()
     return {
         "item": item.public_id,
         "context": item.context,
         "generation": item.continuation,
-        "position": index + 1,
-        "total": len(slots),
-        "done": sum(slot.annotated for slot in slots),
+        "position": slot.position,
+        "total": slot.total,
+        "done": slot.done,
         "labels": list(assignment.pool.labels),
-        "previous": slots[index - 1].public_id if index > 0 else None,
-        "next": slots[index + 1].public_id if index + 1 < len(slots) else None,
+        "previous": slot.previous,
+        "next": slot.next,
         "annotation": None
         if own is None
         else {
@@ -68,27 +99,21 @@ def annotator_item_payload(*, user, assignment: Assignment, slots: list[_Slot]) 
     }
 
 
-def _payload_for(*, user, queue: QuerySet[Assignment], pick) -> dict | None:
-    slots = _slots(queue, user)
-    slot = pick(slots)
+def _payload_for(*, user, slot: _Slot | None) -> dict | None:
     if slot is None:
         return None
     assignment = Assignment.objects.select_related("item", "pool").get(pk=slot.assignment_id)
-    return annotator_item_payload(user=user, assignment=assignment, slots=slots)
+    return annotator_item_payload(user=user, assignment=assignment, slot=slot)
 
 
 def assignment_next(*, user, pool_name: str | None = None) -> dict | None:
     """The first item in the annotator's queue they have not annotated yet, or None when all are done."""
-    queue = assignment_queue(user=user, pool_name=pool_name)
-    return _payload_for(user=user, queue=queue, pick=lambda slots: next((s for s in slots if not s.annotated), None))
+    return _payload_for(user=user, slot=_slot(user=user, pool_name=pool_name, public_id=None))
 
 
 def assignment_item(*, user, public_id: str) -> dict | None:
     """One of the annotator's own items (for going back), placed in their whole queue; None if not theirs."""
-    queue = assignment_queue(user=user)
-    return _payload_for(
-        user=user, queue=queue, pick=lambda slots: next((s for s in slots if s.public_id == public_id), None)
-    )
+    return _payload_for(user=user, slot=_slot(user=user, pool_name=None, public_id=public_id))
 
 
 # Researchers -------------------------------------------------------------------------------------------------------

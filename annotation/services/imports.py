@@ -19,6 +19,7 @@ from annotation.models import Pool, PoolItem
 from generation.contexts import fill_mask, pre_context
 from generation.heuristic import heuristic_verdicts
 from generation.pronouns import BASES, MISGENDERED_MASK, RUFF_MASKS, codebook_for
+from generation.textfiles import UnreadableFile, read_utf8
 
 GENERATION_COLUMNS = {"random_pre_gen": "pre", "random_post_gen": "post"}
 REQUIRED_COLUMNS = ("template", "correct", "pronoun", "model")
@@ -99,15 +100,9 @@ def _parse_correct(value: str) -> bool | None:
 def _read_file(path: Path, errors: list[str]) -> list[_Row]:
     name = str(path)
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        errors.append(f"{name}: cannot be read ({exc.strerror or exc})")
-        return []
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        errors.append(f"{name}:{line}: not valid UTF-8 (byte {exc.start}); save the file as UTF-8")
+        raw, text = read_utf8(path)
+    except UnreadableFile as exc:
+        errors.append(str(exc))
         return []
     file_hash = hashlib.sha256(raw).hexdigest()
 

@@ -19,6 +19,7 @@ from django.db.models import Count
 
 from generation.models import Dataset, DatasetKind, Instance, PronounForm, Template
 from generation.pronouns import BASES, FORMS, MISGENDERED_MASK, RUFF_MASKS, codebook_for
+from generation.textfiles import UnreadableFile, read_utf8
 
 MISGENDERED_COLUMNS = ("form", "template", "template_id")
 RUFF_COLUMNS = ("sentence", "pronoun_type", "pronoun", "uid")
@@ -67,15 +68,9 @@ class _ParsedInstance:
 
 def _read_text(path: Path) -> str:
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ImportFailed([f"{path}: cannot read: {exc.strerror}"]) from None
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise ImportFailed([f"{path}:{line}: not UTF-8 (byte {data[exc.start]:#04x} at offset {exc.start})"]) from None
-    return text
+        return read_utf8(path)[1]
+    except UnreadableFile as exc:
+        raise ImportFailed([str(exc)]) from None
 
 
 def _read_rows(path: Path, *, delimiter: str, required: tuple[str, ...]) -> list[tuple[int, dict[str, str]]]:

@@ -172,7 +172,7 @@ class TestImportErrors:
             b"template,random_pre_gen,correct,pronoun,model\n" + "caf\u00e9".encode("latin-1") + b",x,1.0,he,m\n"
         )
 
-        assert f"{path}:2: not valid UTF-8" in error_of([path])
+        assert f"{path}:2: not UTF-8" in error_of([path])
 
     def test_it_names_a_short_row(self, tmp_path):
         path = tmp_path / "f.csv"

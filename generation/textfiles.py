@@ -1,0 +1,24 @@
+"""Reading the text files users hand to Concord (templates, name lists, generation samples)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class UnreadableFile(ValueError):
+    """The file cannot be read as UTF-8 text; the message is "PATH[:LINE]: problem"."""
+
+
+def read_utf8(path: Path) -> tuple[bytes, str]:
+    """The file's bytes and its text (a UTF-8 byte-order mark is dropped). A bad byte is reported with its line."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise UnreadableFile(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    try:
+        return raw, raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise UnreadableFile(
+            f"{path}:{line}: not UTF-8 (byte {raw[exc.start]:#04x} at offset {exc.start}); save the file as UTF-8"
+        ) from None
