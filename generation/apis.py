@@ -9,7 +9,7 @@ from rest_framework.views import APIView
 
 from accounts.roles import IsAdmin, IsResearcher
 from generation.contexts import SETTINGS
-from generation.models import GenerationJob
+from generation.models import DEFAULT_MODEL_NAME, GenerationJob
 from generation.pronouns import BASES
 from generation.selectors import job_get, job_list
 from generation.services.jobs import JobParameterError, JobStateError, job_cancel, job_create
@@ -59,7 +59,7 @@ class JobListCreateApi(APIView):
     """GET: every job, newest first (researcher). POST: queue a job (admin)."""
 
     class InputSerializer(serializers.Serializer):
-        model = serializers.CharField(default="smollm2-135m")
+        model = serializers.CharField(default=DEFAULT_MODEL_NAME)
         dataset = serializers.CharField()
         pronouns = serializers.ListField(child=serializers.ChoiceField(choices=BASES), required=False)
         settings = serializers.ListField(child=serializers.ChoiceField(choices=SETTINGS), required=False)

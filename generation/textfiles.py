@@ -4,6 +4,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
+MAX_ERRORS_SHOWN = 20
+
+
+class InputErrors(ValueError):
+    """Problems found in input files, each "PATH:LINE: problem"; nothing was written. The message lists the first
+    few; `errors` keeps them all."""
+
+    heading = ""
+    indent = ""
+
+    def __init__(self, errors: list[str]):
+        self.errors = list(errors)
+        lines = [self.indent + error for error in self.errors[:MAX_ERRORS_SHOWN]]
+        if len(self.errors) > MAX_ERRORS_SHOWN:
+            lines.append(f"{self.indent}... and {len(self.errors) - MAX_ERRORS_SHOWN} more")
+        super().__init__(self.heading + "\n".join(lines))
+
 
 class UnreadableFile(ValueError):
     """The file cannot be read as UTF-8 text; the message is "PATH[:LINE]: problem"."""

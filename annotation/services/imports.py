@@ -19,22 +19,18 @@ from annotation.models import Pool, PoolItem
 from generation.contexts import fill_mask, pre_context
 from generation.heuristic import heuristic_verdicts
 from generation.pronouns import BASES, MISGENDERED_MASK, RUFF_MASKS, codebook_for
-from generation.textfiles import UnreadableFile, read_utf8
+from generation.textfiles import InputErrors, UnreadableFile, read_utf8
 
 GENERATION_COLUMNS = {"random_pre_gen": "pre", "random_post_gen": "post"}
 REQUIRED_COLUMNS = ("template", "correct", "pronoun", "model")
 MISGENDERED_MASKS = (MISGENDERED_MASK, "[MASK]")
-MAX_REPORTED_ERRORS = 20
 
 
-class GenerationImportError(ValueError):
-    """One or more rows could not be read; nothing was written. `errors` holds "file:line: problem" strings."""
+class GenerationImportError(InputErrors):
+    """One or more rows could not be read; nothing was written."""
 
-    def __init__(self, errors: list[str]):
-        self.errors = errors
-        shown = errors[:MAX_REPORTED_ERRORS]
-        more = f"\n  ... and {len(errors) - len(shown)} more" if len(errors) > len(shown) else ""
-        super().__init__("import failed, nothing was written:\n  " + "\n  ".join(shown) + more)
+    heading = "import failed, nothing was written:\n"
+    indent = "  "
 
 
 @dataclass

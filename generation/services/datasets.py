@@ -19,20 +19,15 @@ from django.db.models import Count
 
 from generation.models import Dataset, DatasetKind, Instance, PronounForm, Template
 from generation.pronouns import BASES, FORMS, MISGENDERED_MASK, RUFF_MASKS, codebook_for
-from generation.textfiles import UnreadableFile, read_utf8
+from generation.textfiles import InputErrors, UnreadableFile, read_utf8
 
 MISGENDERED_COLUMNS = ("form", "template", "template_id")
 RUFF_COLUMNS = ("sentence", "pronoun_type", "pronoun", "uid")
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
-_MAX_ERRORS_SHOWN = 20
 
 
-class ImportFailed(Exception):
-    def __init__(self, errors: list[str]):
-        self.errors = errors
-        shown = errors[:_MAX_ERRORS_SHOWN]
-        more = f"\n... and {len(errors) - len(shown)} more" if len(errors) > len(shown) else ""
-        super().__init__("\n".join(shown) + more)
+class ImportFailed(InputErrors):
+    """A template file or name list is malformed; the import wrote nothing."""
 
 
 @dataclass

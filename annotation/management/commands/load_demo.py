@@ -9,12 +9,11 @@ from accounts.roles import ADMIN, ANNOTATOR, RESEARCHER
 from accounts.services import user_create_or_update
 from annotation.models import Pool
 from annotation.services import assignments_create, pool_sample
-from generation.models import GenerationJob, JobStatus
+from generation.models import DEFAULT_MODEL_NAME, GenerationJob, JobStatus
 from generation.services.datasets import dataset_import_misgendered, dataset_import_ruff
 from generation.services.jobs import job_create, job_run
 
 DEMO_USERS = (("admin", ADMIN), ("researcher", RESEARCHER), ("annotator1", ANNOTATOR), ("annotator2", ANNOTATOR))
-DEMO_MODEL = "smollm2-135m"
 DEMO_POOL = "demo"
 
 
@@ -57,12 +56,14 @@ class Command(BaseCommand):
 
     def _demo_job(self, dataset) -> GenerationJob:
         """Two instances per pronoun, both settings, 5 samples: 80 continuations per dataset, once."""
-        job = GenerationJob.objects.filter(dataset=dataset, model__name=DEMO_MODEL, status=JobStatus.DONE).first()
+        job = GenerationJob.objects.filter(
+            dataset=dataset, model__name=DEFAULT_MODEL_NAME, status=JobStatus.DONE
+        ).first()
         if job is not None:
             return job
-        job = job_create(model=DEMO_MODEL, dataset=dataset, per_pronoun=2, seed=0, queue=False)
+        job = job_create(model=DEFAULT_MODEL_NAME, dataset=dataset, per_pronoun=2, seed=0, queue=False)
         self.stdout.write(
-            f"generating {job.total_generations} demo continuations of {dataset.name} with {DEMO_MODEL} on the CPU "
+            f"generating {job.total_generations} demo continuations of {dataset.name} with {DEFAULT_MODEL_NAME} on the CPU "
             "(first start only)..."
         )
         sys.stdout.flush()

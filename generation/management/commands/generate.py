@@ -6,7 +6,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from generation.models import GenerationJob
+from generation.models import DEFAULT_MODEL_NAME, GenerationJob
 from generation.services.jobs import ACTIVE, JobParameterError, job_create, job_progress_refresh, job_run
 
 POLL_SECONDS = 2.0
@@ -29,7 +29,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.set_defaults(settings=None)  # read by Django's handle_default_options
-        parser.add_argument("--model", default="smollm2-135m", help="registered model name")
+        parser.add_argument("--model", default=DEFAULT_MODEL_NAME, help="registered model name")
         parser.add_argument("--dataset", required=True, help="dataset name (misgendered, ruff, demo-ruff, ...)")
         parser.add_argument("--pronouns", type=_csv, default=None, help="comma separated base pronouns (default all)")
         parser.add_argument(
