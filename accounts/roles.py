@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import wraps
 
 from django.contrib.auth.decorators import login_required
@@ -28,11 +28,20 @@ def user_roles(user: AbstractBaseUser | AnonymousUser) -> set[str]:
         return set()
     cached = getattr(user, "_concord_roles", None)
     if cached is None:
-        cached = set(user.groups.filter(name__in=ROLES).values_list("name", flat=True))
-        if user.is_superuser:
-            cached.add(ADMIN)
-        user._concord_roles = cached
+        cached = roles_remember(user, user.groups.filter(name__in=ROLES).values_list("name", flat=True))
     return cached
+
+
+def roles_remember(user: AbstractBaseUser, group_names: Iterable[str]) -> set[str]:
+    """Keep the user's roles on this request's user object, from the names of their groups (a superuser is an admin).
+
+    Nothing outlives the request, so a role taken away applies from the next request on.
+    """
+    roles = {name for name in group_names if name in ROLES}
+    if user.is_superuser:
+        roles.add(ADMIN)
+    user._concord_roles = roles
+    return roles
 
 
 def has_role(user: AbstractBaseUser | AnonymousUser, role: str) -> bool:

@@ -1,4 +1,4 @@
-"""The annotator API. Every response is built by annotation.selectors.annotator_item_payload (blinded)."""
+"""The annotator API. Every item response is built by annotation.selectors._payload (blinded)."""
 
 from __future__ import annotations
 
@@ -74,22 +74,19 @@ class AnnotationSubmitApi(APIView):
         seconds = serializers.FloatField(default=0.0, min_value=0.0)
 
     class OutputSerializer(serializers.Serializer):
-        item = serializers.CharField(source="item.public_id")
-        label = serializers.CharField()
-        extraneous = serializers.BooleanField()
-        extraneous_spans = serializers.SerializerMethodField()
-        notes = serializers.CharField()
-        tags = serializers.ListField(child=serializers.CharField())
-
-        def get_extraneous_spans(self, annotation) -> list[list[int]]:
-            return [[span.start, span.end] for span in annotation.spans.all()]
+        item = serializers.CharField()
+        label = serializers.CharField(source="annotation.label")
+        extraneous = serializers.BooleanField(source="annotation.extraneous")
+        extraneous_spans = serializers.ListField(source="spans", child=serializers.ListField())
+        notes = serializers.CharField(source="annotation.notes")
+        tags = serializers.ListField(source="annotation.tags", child=serializers.CharField())
 
     def post(self, request):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = data.validated_data
         try:
-            annotation, created = annotation_submit(
+            submitted = annotation_submit(
                 user=request.user,
                 public_id=values["item"],
                 label=values["label"],
@@ -102,5 +99,6 @@ class AnnotationSubmitApi(APIView):
         except AnnotationRejected as exc:
             return Response({"detail": str(exc), "field": exc.field}, status=exc.status)
         return Response(
-            self.OutputSerializer(annotation).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
+            self.OutputSerializer(submitted).data,
+            status=status.HTTP_201_CREATED if submitted.created else status.HTTP_200_OK,
         )

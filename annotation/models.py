@@ -95,6 +95,8 @@ class Assignment(models.Model):
             models.UniqueConstraint(fields=["item", "annotator"], name="assignment_unique_item_annotator"),
             models.UniqueConstraint(fields=["pool", "annotator", "position"], name="assignment_unique_position"),
         ]
+        # The annotator's queue in order: the annotator API walks it on every call.
+        indexes = [models.Index(fields=["annotator", "pool", "position"], name="assignment_queue")]
 
 
 class Annotation(models.Model):

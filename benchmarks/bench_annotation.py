@@ -59,7 +59,7 @@ def setup(annotators: int, items_per_annotator: int) -> dict[str, str]:
 
     from accounts.roles import ANNOTATOR
     from accounts.services import roles_ensure
-    from annotation.models import Pool, PoolItem
+    from annotation.models import Annotation, Assignment, ExtraneousSpan, Pool, PoolItem
     from annotation.services import assignments_create
 
     call_command("migrate", verbosity=0)
@@ -94,6 +94,14 @@ def setup(annotators: int, items_per_annotator: int) -> dict[str, str]:
         for n in range(annotators * items_per_annotator)
     )
     assignments_create(pool=pool, usernames=names, overlap=0, seed=0)
+    # A running site's tables have statistics and visibility maps from autovacuum; fresh bulk inserts (and the rows
+    # the previous run deleted) do not, and the planner would be guessing.
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        for model in (Pool, PoolItem, Assignment, Annotation, ExtraneousSpan, Token, Group, user_model):
+            cursor.execute(f"VACUUM ANALYZE {connection.ops.quote_name(model._meta.db_table)}")
+        cursor.execute(f"VACUUM ANALYZE {connection.ops.quote_name(user_model.groups.through._meta.db_table)}")
     return tokens
 
 
@@ -113,7 +121,40 @@ def wait_for(port: int, deadline: float) -> None:
     raise RuntimeError("the server did not start")
 
 
-def annotate(port: int, token: str, stop_at: float, think: float, latencies: list[float], errors: list[str]) -> None:
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU of these processes so far (Linux /proc; 0 for any that is gone or unreadable)."""
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def server_pids(server: subprocess.Popen) -> list[int]:
+    """gunicorn's master and workers."""
+    try:
+        children = Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
+    except OSError:
+        children = []
+    return [server.pid, *map(int, children)]
+
+
+def database_pids(url: str) -> list[int]:
+    """The PostgreSQL backends serving the benchmark's database (readable in /proc when the server is local)."""
+    import psycopg
+
+    name = url.rsplit("/", 1)[1]
+    with psycopg.connect(url, autocommit=True) as conn:
+        rows = conn.execute("SELECT pid FROM pg_stat_activity WHERE datname = %s", [name]).fetchall()
+    return [pid for (pid,) in rows]
+
+
+def annotate(
+    port: int, token: str, measure_from: float, stop_at: float, think: float, latencies: list[float], errors: list[str]
+) -> None:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     headers = {"Authorization": f"Token {token}", "Accept": "application/json"}
     labels = ["correct", "misgendering", "no_pronoun"]
@@ -125,7 +166,8 @@ def annotate(port: int, token: str, stop_at: float, think: float, latencies: lis
         conn.request(method, path, body=body, headers={**headers, **extra})
         response = conn.getresponse()
         data = response.read()
-        latencies.append((time.perf_counter() - started) * 1000)
+        if time.monotonic() >= measure_from:
+            latencies.append((time.perf_counter() - started) * 1000)
         return response.status, data
 
     try:
@@ -160,9 +202,11 @@ def annotate(port: int, token: str, stop_at: float, think: float, latencies: lis
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--annotators", type=int, default=20)
-    parser.add_argument("--seconds", type=float, default=20)
+    parser.add_argument("--seconds", type=float, default=20, help="measured time, after the warm-up")
+    parser.add_argument("--warmup", type=float, default=3, help="seconds of unmeasured work first (default 3)")
     parser.add_argument("--items", type=int, default=300, help="items per annotator")
     parser.add_argument("--database-url", default="postgres://postgres@127.0.0.1:5432/concord_bench")
+    parser.add_argument("--worker-class", default="gthread")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument(
@@ -189,7 +233,7 @@ def main() -> None:
         [
             sys.executable, "-m", "gunicorn", "config.wsgi:application",
             "--bind", f"127.0.0.1:{port}",
-            "--worker-class", "gthread",
+            "--worker-class", args.worker_class,
             "--workers", str(args.workers),
             "--threads", str(args.threads),
             "--keep-alive", "30",
@@ -200,25 +244,31 @@ def main() -> None:
     )  # fmt: skip
     try:
         wait_for(port, time.monotonic() + 30)
-        # One warm-up request per worker so that imports and first connections are not measured.
-        for token in list(tokens.values())[: args.workers * 2]:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-            conn.request("GET", "/api/annotate/next/", headers={"Authorization": f"Token {token}"})
-            conn.getresponse().read()
-            conn.close()
         latencies: list[float] = []
         errors: list[str] = []
-        stop_at = time.monotonic() + args.seconds
+        # Every annotator works through a warm-up first (not measured), so that each worker thread has its database
+        # connection and each worker its imports before the clock starts.
+        measure_from = time.monotonic() + args.warmup
+        stop_at = measure_from + args.seconds
         threads = [
-            threading.Thread(target=annotate, args=(port, token, stop_at, args.think_ms / 1000, latencies, errors))
+            threading.Thread(
+                target=annotate, args=(port, token, measure_from, stop_at, args.think_ms / 1000, latencies, errors)
+            )
             for token in tokens.values()
         ]
-        started = time.monotonic()
         for thread in threads:
             thread.start()
+        time.sleep(max(0.0, measure_from - time.monotonic()))
+        cpu_pids = {
+            "server": server_pids(server),
+            "database": database_pids(args.database_url),
+            "client": [os.getpid()],
+        }
+        cpu_before = {role: cpu_seconds(pids) for role, pids in cpu_pids.items()}
         for thread in threads:
             thread.join()
-        elapsed = time.monotonic() - started
+        elapsed = time.monotonic() - measure_from
+        cpu_used = {role: cpu_seconds(pids) - cpu_before[role] for role, pids in cpu_pids.items()}
     finally:
         server.terminate()
         try:
@@ -232,6 +282,11 @@ def main() -> None:
         raise SystemExit("no request completed")
     cuts = statistics.quantiles(latencies, n=100, method="inclusive")
     log(f"{len(latencies)} requests in {elapsed:.1f}s ({len(latencies) / elapsed:.0f}/s), max {max(latencies):.1f} ms")
+    log(
+        "CPU per request: "
+        + ", ".join(f"{role} {1000 * used / len(latencies):.2f} ms" for role, used in cpu_used.items())
+        + " (database: its PostgreSQL backends)"
+    )
     print(json.dumps({"p50_ms": round(cuts[49], 2), "p95_ms": round(cuts[94], 2), "requests": len(latencies)}))
     if errors:
         raise SystemExit(1)

@@ -94,8 +94,9 @@ CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        # First, so that a call without credentials gets 401 with "WWW-Authenticate: Token" rather than 403.
+        "accounts.authentication.TokenAuthentication",  # DRF's, with the roles in the same query
         "rest_framework.authentication.SessionAuthentication",  # enforces CSRF for browser calls
-        "rest_framework.authentication.TokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],

@@ -1,7 +1,7 @@
 """Writes for the annotation app. Every entry point (commands, pages, API) calls these functions."""
 
 from annotation.services.adjudication import adjudication_save
-from annotation.services.annotation import AnnotationRejected, annotation_submit
+from annotation.services.annotation import AnnotationRejected, Submitted, annotation_submit
 from annotation.services.assignment import AssignmentError, AssignResult, assignments_create
 from annotation.services.imports import GenerationImportError, ImportResult, generations_import
 from annotation.services.pool import PoolSampleError, PoolSampleResult, ShortCell, pool_sample
@@ -15,6 +15,7 @@ __all__ = [
     "PoolSampleError",
     "PoolSampleResult",
     "ShortCell",
+    "Submitted",
     "adjudication_save",
     "annotation_submit",
     "assignments_create",

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from django.db import IntegrityError, transaction
+from django.db import connection, transaction
 
-from annotation.models import Annotation, Assignment, ExtraneousSpan, PoolItem
+from annotation.models import Annotation, Assignment, ExtraneousSpan, Pool, PoolItem
 from annotation.schema import TAGS
 
 MAX_SECONDS_PER_VISIT = 24 * 3600
@@ -19,6 +20,14 @@ class AnnotationRejected(ValueError):
         super().__init__(message)
         self.field = field
         self.status = status
+
+
+@dataclass(frozen=True)
+class Submitted:
+    item: str  # the item's public id
+    annotation: Annotation
+    spans: list[tuple[int, int]]  # as stored: distinct, sorted
+    created: bool
 
 
 def _check_spans(spans: Sequence[Sequence[int]], text: str) -> list[tuple[int, int]]:
@@ -36,6 +45,53 @@ def _check_spans(spans: Sequence[Sequence[int]], text: str) -> list[tuple[int, i
     return sorted(checked)
 
 
+# The item, its pool's labels and whether it is assigned to the annotator, in one statement (the API's hot path).
+_ITEM_SQL = """
+SELECT i.id, i.continuation, p.labels,
+       EXISTS (SELECT 1 FROM {assignment} a WHERE a.item_id = i.id AND a.annotator_id = %s)
+FROM {item} i JOIN {pool} p ON p.id = i.pool_id
+WHERE i.public_id = %s
+"""
+
+
+def _item_for(*, user, public_id: str) -> tuple[int, str, list[str], bool] | None:
+    sql = _ITEM_SQL.format(assignment=Assignment._meta.db_table, item=PoolItem._meta.db_table, pool=Pool._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [user.pk, public_id])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    item_id, continuation, labels, assigned = row
+    return item_id, continuation, Pool._meta.get_field("labels").from_db_value(labels, None, connection), bool(assigned)
+
+
+def _insert_if_absent(annotation: Annotation) -> bool:
+    """INSERT the new row unless the annotator already has one for the item; True if inserted (and its pk is set).
+
+    One statement with no savepoint, where `create()` would need one to survive the unique constraint's error inside
+    the transaction. Values are prepared by the model's own fields, so this writes what `save()` would.
+    """
+    meta = Annotation._meta
+    fields = [field for field in meta.concrete_fields if not field.primary_key]
+    values = [field.get_db_prep_save(field.pre_save(annotation, add=True), connection) for field in fields]
+    quote = connection.ops.quote_name
+    sql = (
+        f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(field.column) for field in fields)})"
+        f" VALUES ({', '.join(['%s'] * len(fields))})"
+        f" ON CONFLICT ({quote(meta.get_field('item').column)}, {quote(meta.get_field('annotator').column)}) DO NOTHING"
+        f" RETURNING {quote(meta.pk.column)}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, values)
+        row = cursor.fetchone()
+    if row is None:
+        return False
+    annotation.pk = row[0]
+    annotation._state.adding = False
+    annotation._state.db = connection.alias
+    return True
+
+
 def annotation_submit(
     *,
     user,
@@ -46,28 +102,30 @@ def annotation_submit(
     notes: str = "",
     tags: Sequence[str] = (),
     seconds: float = 0.0,
-) -> tuple[Annotation, bool]:
-    """Create or update `user`'s annotation of the item; returns (annotation, created).
+) -> Submitted:
+    """Create or update `user`'s annotation of the item.
 
-    The database allows one annotation per annotator and item. Two concurrent submits (two tabs, a double click)
-    race on that constraint: the loser's insert fails inside a savepoint and it updates the winner's row under a
-    row lock instead, so neither duplicates nor loses work. Time is summed over visits.
+    The database allows one annotation per annotator and item. The first save inserts with `ON CONFLICT DO
+    NOTHING`; when the row is already there (an edit, another tab, a double click, or a concurrent first save that won
+    the race) it updates that row under its row lock instead, so neither duplicates nor loses work. Time is summed
+    over visits.
     """
-    item = PoolItem.objects.select_related("pool").filter(public_id=public_id).first()
-    if item is None:
+    found = _item_for(user=user, public_id=public_id)
+    if found is None:
         raise AnnotationRejected(f"no item {public_id!r}", field="item", status=404)
-    if not Assignment.objects.filter(item=item, annotator=user).exists():
+    item_id, continuation, labels, assigned = found
+    if not assigned:
         raise AnnotationRejected("this item is not assigned to you", field="item", status=403)
-    if label not in item.pool.labels:
+    if label not in labels:
         raise AnnotationRejected(
-            f"label {label!r} is not one of this pool's labels: {', '.join(item.pool.labels)}", field="label"
+            f"label {label!r} is not one of this pool's labels: {', '.join(labels)}", field="label"
         )
     unknown = [tag for tag in tags if tag not in TAGS]
     if unknown:
         raise AnnotationRejected(
             f"unknown tag(s) {', '.join(map(repr, unknown))}; known: {', '.join(TAGS)}", field="tags"
         )
-    checked = _check_spans(spans, item.continuation)
+    checked = _check_spans(spans, continuation)
     if checked and not extraneous:
         raise AnnotationRejected("extraneous words are marked but extraneous is false", field="extraneous")
     if not 0 <= seconds <= MAX_SECONDS_PER_VISIT:
@@ -75,22 +133,16 @@ def annotation_submit(
 
     fields = {"label": label, "extraneous": extraneous, "notes": notes, "tags": sorted(set(tags), key=list(TAGS).index)}
     with transaction.atomic():
-        annotation = None
-        try:
-            with transaction.atomic():
-                annotation = Annotation.objects.create(item=item, annotator=user, seconds=seconds, **fields)
-        except IntegrityError:
-            pass
-        created = annotation is not None
+        annotation = Annotation(item_id=item_id, annotator=user, seconds=seconds, **fields)
+        created = _insert_if_absent(annotation)
         if not created:
-            # An earlier save exists (an edit, another tab, a double click): update it under its row lock.
-            annotation = Annotation.objects.select_for_update().get(item=item, annotator=user)
+            annotation = Annotation.objects.select_for_update().get(item_id=item_id, annotator=user)
             for name, value in fields.items():
                 setattr(annotation, name, value)
             annotation.seconds += seconds
             annotation.save()
             annotation.spans.all().delete()
         ExtraneousSpan.objects.bulk_create(
-            ExtraneousSpan(annotation=annotation, start=start, end=end) for start, end in checked
+            [ExtraneousSpan(annotation=annotation, start=start, end=end) for start, end in checked]
         )
-    return annotation, created
+    return Submitted(item=public_id, annotation=annotation, spans=checked, created=created)

@@ -24,7 +24,7 @@ def test_it_keeps_one_annotation_and_every_visits_time_under_concurrent_submits(
     def submit(n: int) -> None:
         try:
             barrier.wait()
-            _, created = annotation_submit(
+            submitted = annotation_submit(
                 user=annotator,
                 public_id=item.public_id,
                 label="correct" if n % 2 else "misgendering",
@@ -32,7 +32,7 @@ def test_it_keeps_one_annotation_and_every_visits_time_under_concurrent_submits(
                 spans=[[4, 7]],
                 seconds=1.0,
             )
-            outcomes.append(created)
+            outcomes.append(submitted.created)
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
         finally:

@@ -79,7 +79,8 @@ def test_it_keeps_non_annotators_out_of_the_annotator_api(api, people, method, u
 def test_it_refuses_the_annotator_api_to_anonymous_callers(api, method, url, body):
     response = getattr(api, method)(url, body, format="json")
 
-    assert response.status_code in (401, 403)
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"] == "Token"
     assert "credentials were not provided" in response.json()["detail"]
 
 
