@@ -1,4 +1,9 @@
-"""The annotator API. Every item response is built by annotation.selectors._payload (blinded)."""
+"""The annotator API: next item, one item, save.
+
+Item responses are the dicts built by `annotation.selectors` (its `_payload` is the one place an item becomes
+something an annotator can load, which is what blinding rests on). They are returned as they are: these are the API's
+hot path, and passing them through an OutputSerializer again cost about 0.15 ms of a 2 ms request.
+"""
 
 from __future__ import annotations
 
@@ -10,20 +15,46 @@ from rest_framework.views import APIView
 
 from accounts.roles import IsAnnotator
 from annotation import selectors
-from annotation.services import AnnotationRejected, annotation_submit
+from annotation.services import AnnotationRejected, Submitted, annotation_submit
+
+MAX_SPANS = 500
 
 
-class _ItemOutput(serializers.Serializer):
-    item = serializers.CharField()
-    context = serializers.CharField()
-    generation = serializers.CharField()
-    position = serializers.IntegerField()
-    total = serializers.IntegerField()
-    done = serializers.IntegerField()
-    labels = serializers.ListField(child=serializers.CharField())
-    previous = serializers.CharField(allow_null=True)
-    next = serializers.CharField(allow_null=True)
-    annotation = serializers.DictField(allow_null=True)
+class SpansField(serializers.Field):
+    """`[[start, end], ...]`, integer pairs; whether they fit the text is the service's check.
+
+    One flat check instead of `ListField(child=ListField(child=IntegerField()))`, whose nested fields DRF deep-copies
+    for every request.
+    """
+
+    default_error_messages = {
+        "invalid": "Expected a list of [start, end] pairs of integers.",
+        "max_length": f"Ensure this field has no more than {MAX_SPANS} elements.",
+    }
+
+    def to_internal_value(self, data) -> list[tuple[int, int]]:
+        if not isinstance(data, list) or not all(
+            isinstance(span, list) and len(span) == 2 and all(type(value) is int for value in span) for span in data
+        ):
+            self.fail("invalid")
+        if len(data) > MAX_SPANS:
+            self.fail("max_length")
+        return [(start, end) for start, end in data]
+
+    def to_representation(self, value) -> list[list[int]]:
+        return [[start, end] for start, end in value]
+
+
+def _saved(submitted: Submitted) -> dict:
+    annotation = submitted.annotation
+    return {
+        "item": submitted.item,
+        "label": annotation.label,
+        "extraneous": annotation.extraneous,
+        "extraneous_spans": [[start, end] for start, end in submitted.spans],
+        "notes": annotation.notes,
+        "tags": list(annotation.tags),
+    }
 
 
 class AnnotateNextApi(APIView):
@@ -31,13 +62,11 @@ class AnnotateNextApi(APIView):
 
     permission_classes = [IsAuthenticated, IsAnnotator]  # a list keeps IsAnnotator's message
 
-    OutputSerializer = _ItemOutput
-
     def get(self, request):
         payload = selectors.assignment_next(user=request.user, pool_name=request.query_params.get("pool") or None)
         if payload is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
-        return Response(self.OutputSerializer(payload).data)
+        return Response(payload)
 
 
 class AnnotateItemApi(APIView):
@@ -45,14 +74,12 @@ class AnnotateItemApi(APIView):
 
     permission_classes = [IsAuthenticated, IsAnnotator]  # a list keeps IsAnnotator's message
 
-    OutputSerializer = _ItemOutput
-
     def get(self, request, public_id: str):
         payload = selectors.assignment_item(user=request.user, public_id=public_id)
         if payload is None:
             # Unknown and not-yours look the same, so ids cannot be probed.
             raise NotFound("no such item among yours")
-        return Response(self.OutputSerializer(payload).data)
+        return Response(payload)
 
 
 class AnnotationSubmitApi(APIView):
@@ -64,22 +91,10 @@ class AnnotationSubmitApi(APIView):
         item = serializers.CharField(max_length=32)
         label = serializers.CharField(max_length=32)
         extraneous = serializers.BooleanField(default=False)
-        extraneous_spans = serializers.ListField(
-            child=serializers.ListField(child=serializers.IntegerField(), min_length=2, max_length=2),
-            default=list,
-            max_length=500,
-        )
+        extraneous_spans = SpansField(default=list)
         notes = serializers.CharField(allow_blank=True, default="", max_length=5000)
         tags = serializers.ListField(child=serializers.CharField(max_length=32), default=list, max_length=20)
         seconds = serializers.FloatField(default=0.0, min_value=0.0)
-
-    class OutputSerializer(serializers.Serializer):
-        item = serializers.CharField()
-        label = serializers.CharField(source="annotation.label")
-        extraneous = serializers.BooleanField(source="annotation.extraneous")
-        extraneous_spans = serializers.ListField(source="spans", child=serializers.ListField())
-        notes = serializers.CharField(source="annotation.notes")
-        tags = serializers.ListField(source="annotation.tags", child=serializers.CharField())
 
     def post(self, request):
         data = self.InputSerializer(data=request.data)
@@ -98,7 +113,4 @@ class AnnotationSubmitApi(APIView):
             )
         except AnnotationRejected as exc:
             return Response({"detail": str(exc), "field": exc.field}, status=exc.status)
-        return Response(
-            self.OutputSerializer(submitted).data,
-            status=status.HTTP_201_CREATED if submitted.created else status.HTTP_200_OK,
-        )
+        return Response(_saved(submitted), status=status.HTTP_201_CREATED if submitted.created else status.HTTP_200_OK)

@@ -64,6 +64,12 @@ TEMPLATES = [
 ]
 
 DATABASES = {"default": database_from_url("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'concord.sqlite3'}")}
+if DATABASES["default"]["ENGINE"].endswith("postgresql") and env_bool("DATABASE_PREPARED_STATEMENTS", default=True):
+    # Bind parameters on the server and let psycopg prepare a statement after its 5th use on a connection: the
+    # annotator API's queries then skip PostgreSQL's planner, which costs more than running them (about 1 ms against
+    # 0.2 ms for the next-item query). Set DATABASE_PREPARED_STATEMENTS=0 behind a pooler that cannot keep prepared
+    # statements (PgBouncer in transaction mode before 1.21).
+    DATABASES["default"]["OPTIONS"] = {"server_side_binding": True, "prepare_threshold": 5}
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # Several writers (web, in-process jobs) share the file: wait for the lock rather than fail.
     DATABASES["default"]["OPTIONS"] = {"timeout": 30, "transaction_mode": "IMMEDIATE"}

@@ -132,9 +132,12 @@ def annotation_submit(
         raise AnnotationRejected(f"seconds must be between 0 and {MAX_SECONDS_PER_VISIT}", field="seconds")
 
     fields = {"label": label, "extraneous": extraneous, "notes": notes, "tags": sorted(set(tags), key=list(TAGS).index)}
+    annotation = Annotation(item_id=item_id, annotator=user, seconds=seconds, **fields)
+    if not checked and _insert_if_absent(annotation):
+        # The common case, a first save without spans, is one INSERT: atomic by itself, no transaction round trips.
+        return Submitted(item=public_id, annotation=annotation, spans=checked, created=True)
     with transaction.atomic():
-        annotation = Annotation(item_id=item_id, annotator=user, seconds=seconds, **fields)
-        created = _insert_if_absent(annotation)
+        created = bool(checked) and _insert_if_absent(annotation)  # without spans, the INSERT was just tried
         if not created:
             annotation = Annotation.objects.select_for_update().get(item_id=item_id, annotator=user)
             for name, value in fields.items():

@@ -28,7 +28,12 @@ class TestTokenAuthentication:
             roles = user_roles(user)
 
         assert len(queries) == 1
-        assert (user.pk, user.username, token.key, token.user_id) == (researcher.pk, "rui_researcher", key, researcher.pk)
+        assert (user.pk, user.username, token.key, token.user_id) == (
+            researcher.pk,
+            "rui_researcher",
+            key,
+            researcher.pk,
+        )
         assert roles == {RESEARCHER, ANNOTATOR}
         assert user.date_joined == researcher.date_joined  # a real datetime on every database, not raw column text
 

@@ -195,6 +195,17 @@ class TestSubmit:
         assert response.status_code == 400
         assert set(response.json()) == {"label", "extraneous_spans", "seconds"}
 
+    @pytest.mark.parametrize("spans", [[5], [[1, "2"]], [[True, 2]], [[1.5, 2]], "1-2", [[1, 2, 3]], {"0": [1, 2]}])
+    def test_it_rejects_spans_that_are_not_integer_pairs(self, api, annotator, work, spans):
+        _, items = work
+        api.force_authenticate(annotator)
+
+        response = submit(api, items[0], extraneous=True, extraneous_spans=spans)
+
+        assert response.status_code == 400
+        assert response.json() == {"extraneous_spans": ["Expected a list of [start, end] pairs of integers."]}
+        assert not Annotation.objects.exists()
+
     def test_it_refuses_an_item_assigned_to_someone_else_with_403(self, api, annotator, second_annotator):
         _, theirs = pool_for(second_annotator, items=1)
         api.force_authenticate(annotator)
