@@ -13,4 +13,4 @@ COPY . .
 RUN DEBUG=1 python manage.py collectstatic --no-input -v0
 
 EXPOSE 8000
-CMD ["gunicorn", "config.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3", "--threads", "4"]
+CMD ["gunicorn", "-c", "config/gunicorn.py", "config.wsgi:application"]

@@ -100,7 +100,9 @@ class Assignment(models.Model):
 
 
 class Annotation(models.Model):
-    item = models.ForeignKey(PoolItem, on_delete=models.CASCADE, related_name="annotations")
+    # No index of its own: the unique (item, annotator) index serves lookups by item, and every save writes one
+    # index fewer.
+    item = models.ForeignKey(PoolItem, on_delete=models.CASCADE, related_name="annotations", db_index=False)
     annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="annotations")
     label = models.CharField(max_length=32)
     extraneous = models.BooleanField(default=False)

@@ -1,14 +1,15 @@
 """Latency of the annotator API under concurrent annotators, against a real server on PostgreSQL.
 
-    python benchmarks/bench_annotation.py [--annotators 20] [--seconds 20] [--items 300]
-        [--database-url postgres://postgres@127.0.0.1:5432/concord_bench] [--workers 2] [--threads 8]
+    python benchmarks/bench_annotation.py [--annotators 20] [--seconds 20] [--warmup 3] [--items 1000]
+        [--database-url postgres://postgres@127.0.0.1:5432/concord_bench] [--workers N] [--threads N] [--think-ms 0]
 
 Sets up (in its own database) a pool with `--items` items per annotator, assigned to `--annotators` users with
-API tokens, starts gunicorn (gthread) on a free loopback port with DEBUG off, then runs one thread per annotator
-for `--seconds`: GET /api/annotate/next/, then POST /api/annotations/ (after `--think-ms` on average, default none:
-as fast as the server answers), over a
-keep-alive connection with token auth. Every request's latency counts. Prints one JSON line:
-{"p50_ms": ..., "p95_ms": ..., "requests": ...}; details go to stderr. Only loopback traffic; bounded in time.
+API tokens, starts gunicorn with the production settings (config/gunicorn.py) on a free loopback port with DEBUG
+off, then runs every annotator on one asyncio loop: GET /api/annotate/next/, then POST /api/annotations/ (after
+`--think-ms` on average, default none: as fast as the server answers), over a keep-alive connection with token
+auth. After `--warmup` seconds, every request's latency for `--seconds` counts. Prints one JSON line:
+{"p50_ms": ..., "p95_ms": ..., "requests": ...}; details (throughput, CPU per request of the server, the database
+and the load generator) go to stderr. Only loopback traffic; bounded in time.
 """
 
 from __future__ import annotations
@@ -265,9 +266,8 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=3, help="seconds of unmeasured work first (default 3)")
     parser.add_argument("--items", type=int, default=1000, help="items per annotator")
     parser.add_argument("--database-url", default="postgres://postgres@127.0.0.1:5432/concord_bench")
-    parser.add_argument("--worker-class", default="gthread")
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument("--workers", type=int, help="gunicorn processes (default: config/gunicorn.py's)")
+    parser.add_argument("--threads", type=int, help="threads per process (default: config/gunicorn.py's)")
     parser.add_argument(
         "--think-ms", type=float, default=0, help="mean pause per item, as a person reading (default 0: no pause)"
     )
@@ -288,19 +288,13 @@ def main() -> None:
     tokens = setup(args.annotators, args.items)
 
     port = free_port()
-    server = subprocess.Popen(
-        [
-            sys.executable, "-m", "gunicorn", "config.wsgi:application",
-            "--bind", f"127.0.0.1:{port}",
-            "--worker-class", args.worker_class,
-            "--workers", str(args.workers),
-            "--threads", str(args.threads),
-            "--keep-alive", "30",
-            "--log-level", "warning",
-        ],
-        cwd=ROOT,
-        env=env,
-    )  # fmt: skip
+    # The production settings (config/gunicorn.py), bound to loopback; --workers/--threads override them.
+    command = [sys.executable, "-m", "gunicorn", "-c", "config/gunicorn.py", "--bind", f"127.0.0.1:{port}"]
+    if args.workers:
+        command += ["--workers", str(args.workers)]
+    if args.threads:
+        command += ["--threads", str(args.threads)]
+    server = subprocess.Popen([*command, "--log-level", "warning", "config.wsgi:application"], cwd=ROOT, env=env)
     try:
         wait_for(port, time.monotonic() + 30)
         latencies, errors, elapsed, cpu_used = asyncio.run(drive(args, tokens, port, server))

@@ -3,6 +3,7 @@
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -58,3 +59,31 @@ def test_the_ci_script_runs_the_readme_test_command():
     ci = (REPO / ".ci" / "run").read_text()
     assert "bash scripts/test.sh" in readme
     assert "bash scripts/test.sh" in ci
+
+
+def gunicorn_config(**env) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "gunicorn", "-c", "config/gunicorn.py", "--print-config", "config.wsgi:application"],
+        cwd=REPO,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+    )
+
+
+def test_the_web_servers_settings_load_and_read_the_environment():
+    lines = gunicorn_config(WEB_THREADS="6").stdout.splitlines()
+    settings = {key.strip(): value.strip() for key, _, value in (line.partition(" = ") for line in lines)}
+    assert settings["worker_class"] == "gthread"
+    assert (settings["workers"], settings["threads"]) == ("4", "6")
+
+
+def test_the_web_servers_settings_name_a_bad_variable():
+    result = gunicorn_config(WEB_THREADS="many")
+    assert result.returncode != 0
+    assert "WEB_THREADS='many' is not an integer" in result.stderr
+
+
+def test_every_way_to_start_the_web_server_uses_its_settings_file():
+    for path in ("Dockerfile", "docker-compose.yml", "README.md"):
+        assert "gunicorn -c config/gunicorn.py" in (REPO / path).read_text().replace('", "', " ").replace('["', "")
