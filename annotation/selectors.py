@@ -28,12 +28,15 @@ WITH a AS (
     WHERE a.annotator_id = %(user)s {scope_a} AND {pick}
     ORDER BY a.pool_id, a.position
     LIMIT 1
+), c AS (
+    -- One pass over the queue for its length and this item's place in it.
+    SELECT SUM(CASE WHEN (b.pool_id, b.position) <= (a.pool_id, a.position) THEN 1 ELSE 0 END) AS place,
+           COUNT(*) AS total
+    FROM {assignment} b JOIN a ON b.annotator_id = a.annotator_id
+    WHERE TRUE {scope_b}
 )
 SELECT i.public_id, i.context, i.continuation, p.labels,
-       (SELECT COUNT(*) FROM {assignment} b
-         WHERE b.annotator_id = a.annotator_id {scope_b}
-           AND (b.pool_id, b.position) <= (a.pool_id, a.position)) AS place,
-       (SELECT COUNT(*) FROM {assignment} b WHERE b.annotator_id = a.annotator_id {scope_b}) AS total,
+       c.place, c.total,
        (SELECT COUNT(*) FROM {annotation} m {scope_m} WHERE m.annotator_id = a.annotator_id) AS done,
        (SELECT j.public_id FROM {assignment} b JOIN {item} j ON j.id = b.item_id
          WHERE b.annotator_id = a.annotator_id {scope_b}
@@ -45,6 +48,7 @@ SELECT i.public_id, i.context, i.continuation, p.labels,
          ORDER BY b.annotator_id, b.pool_id, b.position LIMIT 1) AS following,
        n.id, n.label, n.extraneous, n.notes, n.tags
 FROM a
+CROSS JOIN c
 JOIN {item} i ON i.id = a.item_id
 JOIN {pool} p ON p.id = a.pool_id
 LEFT JOIN {annotation} n ON n.item_id = a.item_id AND n.annotator_id = a.annotator_id
