@@ -1,7 +1,7 @@
 import secrets
 
 from django.conf import settings
-from django.db import models
+from django.db import connection, models
 from django.db.models import F, Q
 
 from annotation.schema import DEFAULT_LABELS
@@ -12,6 +12,11 @@ from generation.models.jobs import SETTING_CHOICES
 
 def _default_labels() -> list[str]:
     return list(DEFAULT_LABELS)
+
+
+def json_column(model: type[models.Model], name: str, value):
+    """A JSON column's value read by raw SQL, decoded as the model's field decodes it on every database."""
+    return model._meta.get_field(name).from_db_value(value, None, connection)
 
 
 def new_public_id() -> str:

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from functools import cache
 
 from django.db import connection
 from django.db.models import Count, Exists, OuterRef, QuerySet
 
-from annotation.models import Annotation, Assignment, ExtraneousSpan, Pool, PoolItem
+from annotation.models import Annotation, Assignment, ExtraneousSpan, Pool, PoolItem, json_column
 
 # The API's hot path: one statement finds the annotator's item (the first one not annotated, or one by id) with its
 # text, the pool's labels, the annotator's own annotation and its place in their queue. Each part walks the index on
@@ -59,8 +60,8 @@ _NOT_ANNOTATED = (
 _BY_ID = "a.item_id = (SELECT id FROM {item} WHERE public_id = %(public_id)s)"
 
 
-def _item_row(*, user, pool_name: str | None, public_id: str | None) -> tuple | None:
-    params: dict = {"user": user.pk, "pool": pool_name, "public_id": public_id}
+@cache
+def _item_sql(*, pooled: bool, by_id: bool) -> str:
     scope = f"(SELECT id FROM {Pool._meta.db_table} WHERE name = %(pool)s)"
     tables = {
         "annotation": Annotation._meta.db_table,
@@ -68,20 +69,20 @@ def _item_row(*, user, pool_name: str | None, public_id: str | None) -> tuple | 
         "item": PoolItem._meta.db_table,
         "pool": Pool._meta.db_table,
     }
-    sql = _ITEM_SQL.format(
+    return _ITEM_SQL.format(
         **tables,
-        scope_a=f"AND a.pool_id = {scope}" if pool_name else "",
-        scope_b=f"AND b.pool_id = {scope}" if pool_name else "",
-        scope_m=f"JOIN {tables['item']} k ON k.id = m.item_id AND k.pool_id = {scope}" if pool_name else "",
-        pick=(_NOT_ANNOTATED if public_id is None else _BY_ID).format(**tables),
+        scope_a=f"AND a.pool_id = {scope}" if pooled else "",
+        scope_b=f"AND b.pool_id = {scope}" if pooled else "",
+        scope_m=f"JOIN {tables['item']} k ON k.id = m.item_id AND k.pool_id = {scope}" if pooled else "",
+        pick=(_BY_ID if by_id else _NOT_ANNOTATED).format(**tables),
     )
+
+
+def _item_row(*, user, pool_name: str | None, public_id: str | None) -> tuple | None:
+    sql = _item_sql(pooled=bool(pool_name), by_id=public_id is not None)
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(sql, {"user": user.pk, "pool": pool_name, "public_id": public_id})
         return cursor.fetchone()
-
-
-def _json(field, value):
-    return field.from_db_value(value, None, connection)
 
 
 def _payload(row: tuple | None) -> dict | None:
@@ -100,7 +101,7 @@ def _payload(row: tuple | None) -> dict | None:
                 for span in ExtraneousSpan.objects.filter(annotation_id=annotation_id).values_list("start", "end")
             ],
             "notes": notes,
-            "tags": list(_json(Annotation._meta.get_field("tags"), tags)),
+            "tags": list(json_column(Annotation, "tags", tags)),
         }
     return {
         "item": public_id,
@@ -109,7 +110,7 @@ def _payload(row: tuple | None) -> dict | None:
         "position": place,
         "total": total,
         "done": done,
-        "labels": list(_json(Pool._meta.get_field("labels"), labels)),
+        "labels": list(json_column(Pool, "labels", labels)),
         "previous": previous,
         "next": following,
         "annotation": annotation,

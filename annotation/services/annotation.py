@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 
 from django.db import connection, transaction
 
-from annotation.models import Annotation, Assignment, ExtraneousSpan, Pool, PoolItem
+from annotation.models import Annotation, Assignment, ExtraneousSpan, Pool, PoolItem, json_column
 from annotation.schema import TAGS
 
 MAX_SECONDS_PER_VISIT = 24 * 3600
@@ -54,15 +55,36 @@ WHERE i.public_id = %s
 """
 
 
+@cache
+def _item_sql() -> str:
+    return _ITEM_SQL.format(
+        assignment=Assignment._meta.db_table, item=PoolItem._meta.db_table, pool=Pool._meta.db_table
+    )
+
+
 def _item_for(*, user, public_id: str) -> tuple[int, str, list[str], bool] | None:
-    sql = _ITEM_SQL.format(assignment=Assignment._meta.db_table, item=PoolItem._meta.db_table, pool=Pool._meta.db_table)
     with connection.cursor() as cursor:
-        cursor.execute(sql, [user.pk, public_id])
+        cursor.execute(_item_sql(), [user.pk, public_id])
         row = cursor.fetchone()
     if row is None:
         return None
     item_id, continuation, labels, assigned = row
-    return item_id, continuation, Pool._meta.get_field("labels").from_db_value(labels, None, connection), bool(assigned)
+    return item_id, continuation, json_column(Pool, "labels", labels), bool(assigned)
+
+
+@cache
+def _insert_sql() -> tuple[str, list]:
+    """The INSERT ... ON CONFLICT DO NOTHING for an annotation, and the fields whose values it takes, in order."""
+    meta = Annotation._meta
+    fields = [field for field in meta.concrete_fields if not field.primary_key]
+    quote = connection.ops.quote_name
+    sql = (
+        f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(field.column) for field in fields)})"
+        f" VALUES ({', '.join(['%s'] * len(fields))})"
+        f" ON CONFLICT ({quote(meta.get_field('item').column)}, {quote(meta.get_field('annotator').column)}) DO NOTHING"
+        f" RETURNING {quote(meta.pk.column)}"
+    )
+    return sql, fields
 
 
 def _insert_if_absent(annotation: Annotation) -> bool:
@@ -71,16 +93,8 @@ def _insert_if_absent(annotation: Annotation) -> bool:
     One statement with no savepoint, where `create()` would need one to survive the unique constraint's error inside
     the transaction. Values are prepared by the model's own fields, so this writes what `save()` would.
     """
-    meta = Annotation._meta
-    fields = [field for field in meta.concrete_fields if not field.primary_key]
+    sql, fields = _insert_sql()
     values = [field.get_db_prep_save(field.pre_save(annotation, add=True), connection) for field in fields]
-    quote = connection.ops.quote_name
-    sql = (
-        f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(field.column) for field in fields)})"
-        f" VALUES ({', '.join(['%s'] * len(fields))})"
-        f" ON CONFLICT ({quote(meta.get_field('item').column)}, {quote(meta.get_field('annotator').column)}) DO NOTHING"
-        f" RETURNING {quote(meta.pk.column)}"
-    )
     with connection.cursor() as cursor:
         cursor.execute(sql, values)
         row = cursor.fetchone()
