@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable
+from functools import cache
+from typing import TYPE_CHECKING
 
-import matplotlib
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 PRONOUNS = ["he", "she", "they", "xe"]
 MARKERS = {"he": "o", "she": "s", "they": "^", "xe": "D"}
@@ -29,9 +29,21 @@ def _pronouns(rows: list[dict]) -> list[str]:
     return [p for p in PRONOUNS if p in seen] + sorted(seen - set(PRONOUNS))
 
 
+@cache
+def _pyplot():
+    """matplotlib, on the first plot rather than at import: it takes most of a second to load, and every web
+    process imports this module with its URLs, most of them never to draw anything."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot
+
+    return matplotlib.pyplot
+
+
 def _figure(n_panels: int, *, width: float = 6.0, height: float = 3.2) -> tuple[Figure, list]:
     n = max(n_panels, 1)
-    figure, axes = plt.subplots(n, 1, figsize=(width, height * n), squeeze=False)
+    figure, axes = _pyplot().subplots(n, 1, figsize=(width, height * n), squeeze=False)
     return figure, list(axes[:, 0])
 
 
@@ -116,7 +128,7 @@ def beta_landscape(report: dict) -> Figure:
     if not panels:
         _empty(axes[0])
     models = sorted({row["model"] for row in rows})
-    colours = {model: plt.get_cmap("tab10")(i % 10) for i, model in enumerate(models)}
+    colours = {model: _pyplot().get_cmap("tab10")(i % 10) for i, model in enumerate(models)}
     for ax, (dataset, setting) in zip(axes, panels, strict=False):
         cell = [row for row in rows if row["dataset"] == dataset and row["setting"] == setting]
         for row in cell:
@@ -132,8 +144,8 @@ def beta_landscape(report: dict) -> Figure:
         ax.set_xlabel("alpha")
         ax.set_ylabel("beta")
         ax.set_title(f"{dataset}, {setting}-[MASK]")
-        handles = [plt.Line2D([], [], color=colours[m], marker="o", linestyle="", label=m) for m in models]
-        handles += [plt.Line2D([], [], color="black", marker=MARKERS[p], linestyle="", label=p) for p in PRONOUNS]
+        handles = [_pyplot().Line2D([], [], color=colours[m], marker="o", linestyle="", label=m) for m in models]
+        handles += [_pyplot().Line2D([], [], color="black", marker=MARKERS[p], linestyle="", label=p) for p in PRONOUNS]
         ax.legend(handles=handles, fontsize="x-small", ncols=2)
     figure.tight_layout()
     return figure
@@ -154,5 +166,5 @@ def plot_render(*, report: dict, name: str, fmt: str) -> bytes:
     try:
         figure.savefig(buffer, format=fmt, dpi=150 if fmt == "png" else None)
     finally:
-        plt.close(figure)
+        _pyplot().close(figure)
     return buffer.getvalue()

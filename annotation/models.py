@@ -88,10 +88,17 @@ class PoolItem(models.Model):
 class Assignment(models.Model):
     """Work for one annotator: `position` is the item's place in that annotator's own random order."""
 
-    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="assignments")
-    item = models.ForeignKey(PoolItem, on_delete=models.CASCADE, related_name="assignments")
-    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments")
+    # No single-column indexes on the keys: each leads one of the composite indexes below, and every save rewrites
+    # this row's index entries (the `annotated` flag changes).
+    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="assignments", db_index=False)
+    item = models.ForeignKey(PoolItem, on_delete=models.CASCADE, related_name="assignments", db_index=False)
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments", db_index=False
+    )
     position = models.PositiveIntegerField()
+    # Whether this annotator has annotated the item. Kept by database triggers (migration 0003), for every writer,
+    # so that the next open item is the first entry of an index rather than a walk past everything already done.
+    annotated = models.BooleanField(default=False, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -100,8 +107,14 @@ class Assignment(models.Model):
             models.UniqueConstraint(fields=["item", "annotator"], name="assignment_unique_item_annotator"),
             models.UniqueConstraint(fields=["pool", "annotator", "position"], name="assignment_unique_position"),
         ]
-        # The annotator's queue in order: the annotator API walks it on every call.
-        indexes = [models.Index(fields=["annotator", "pool", "position"], name="assignment_queue")]
+        indexes = [
+            # The annotator's queue in order, with the flag: place, length and done count without reading rows.
+            models.Index(fields=["annotator", "pool", "position", "annotated"], name="assignment_queue"),
+            # The items still to do, in order: the annotator API's "next" is this index's first entry.
+            models.Index(
+                fields=["annotator", "pool", "position"], condition=Q(annotated=False), name="assignment_open"
+            ),
+        ]
 
 
 class Annotation(models.Model):

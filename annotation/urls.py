@@ -5,13 +5,14 @@ from annotation import apis, views
 app_name = "annotation"
 
 urlpatterns = [
+    # The annotator API first: it is the site's busiest route (see config/urls.py).
+    path("api/annotate/next/", apis.AnnotateNextApi.as_view(), name="api-next"),
+    path("api/annotate/items/<str:public_id>/", apis.AnnotateItemApi.as_view(), name="api-item"),
+    path("api/annotations/", apis.AnnotationSubmitApi.as_view(), name="api-annotations"),
     path("annotate/", views.annotate, name="annotate"),
     path("pools/", views.pool_list, name="pool-list"),
     path("pools/new/", views.pool_sample_page, name="pool-sample"),
     path("pools/<slug:name>/", views.pool_detail, name="pool-detail"),
     path("pools/<slug:name>/assign/", views.pool_assign_page, name="pool-assign"),
     path("pools/<slug:name>/adjudicate/", views.pool_adjudicate, name="pool-adjudicate"),
-    path("api/annotate/next/", apis.AnnotateNextApi.as_view(), name="api-next"),
-    path("api/annotate/items/<str:public_id>/", apis.AnnotateItemApi.as_view(), name="api-item"),
-    path("api/annotations/", apis.AnnotationSubmitApi.as_view(), name="api-annotations"),
 ]

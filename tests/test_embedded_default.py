@@ -90,6 +90,16 @@ def test_it_serves_the_demo_on_sqlite_with_printed_logins(embedded_env):
         first = json.loads(opener.open(f"{base}/api/annotate/next/", timeout=10).read())
         assert first["position"] == 1 and first["total"] == 50
         assert first["context"] and first["generation"]
+        # A save moves the queue on: SQLite's triggers keep each assignment's "annotated" flag.
+        csrf_cookie = next(cookie.value for cookie in jar if cookie.name == "csrftoken")
+        save = urllib.request.Request(
+            f"{base}/api/annotations/",
+            data=json.dumps({"item": first["item"], "label": "correct"}).encode(),
+            headers={"Content-Type": "application/json", "X-CSRFToken": csrf_cookie, "Referer": f"{base}/annotate/"},
+        )
+        assert opener.open(save, timeout=10).status == 201
+        second = json.loads(opener.open(f"{base}/api/annotate/next/", timeout=10).read())
+        assert (second["position"], second["done"], second["previous"]) == (2, 1, first["item"])
     finally:
         server.terminate()
         server.wait(timeout=10)

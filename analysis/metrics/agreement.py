@@ -12,10 +12,10 @@ import warnings
 from collections.abc import Sequence
 from typing import TypedDict
 
-import krippendorff
 import numpy as np
-from scipy import stats
-from statsmodels.stats.inter_rater import cohens_kappa as sm_cohens_kappa
+
+# scipy.stats, statsmodels and krippendorff are imported where they are used: together they take over a second to
+# load, and every web process imports this module with its URLs.
 
 
 def finite(value: float | None) -> float | None:
@@ -44,6 +44,8 @@ class Mcc(TypedDict):
 
 def mean_sem(values: Sequence | np.ndarray) -> dict:
     """Mean of a vector and its standard error (scipy.stats.sem, ddof=1); None where undefined."""
+    from scipy import stats
+
     values = np.asarray(values, dtype=float)
     if values.size == 0:
         return {"mean": None, "sem": None}
@@ -77,6 +79,8 @@ def cohen_kappa(
     `require_variation` it is also undefined when either side is constant, as for probability vs generation results,
     where a constant side makes kappa 0 by construction rather than by disagreement.
     """
+    from statsmodels.stats.inter_rater import cohens_kappa as sm_cohens_kappa
+
     a, b = np.asarray(a), np.asarray(b)
     if a.size == 0:
         return {"kappa": None, "kappa_ci": None}
@@ -100,6 +104,8 @@ def mcc(a: Sequence | np.ndarray, b: Sequence | np.ndarray) -> Mcc:
     Undefined when either side is constant (never reported as 0) or with fewer than two items; the interval also needs
     more than three items (its standard error is 1/sqrt(n - 3)).
     """
+    from scipy import stats
+
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if a.size < 2 or np.unique(a).size < 2 or np.unique(b).size < 2:
         return {"mcc": None, "mcc_ci": None}
@@ -117,6 +123,8 @@ def mcc(a: Sequence | np.ndarray, b: Sequence | np.ndarray) -> Mcc:
 
 def krippendorff_alpha(a: Sequence | np.ndarray, b: Sequence | np.ndarray) -> float | None:
     """Nominal Krippendorff's alpha of two raters over the same items; undefined when only one value occurs."""
+    import krippendorff
+
     a, b = list(a), list(b)
     if not a:
         return None

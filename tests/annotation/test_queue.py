@@ -81,3 +81,58 @@ def test_it_places_every_item_as_a_walk_of_the_queue_does(api, annotator, second
         assert response.status_code == 204
     else:
         assert place(response.json()) == expected(part, annotated, open_in_part)
+
+
+@pytest.mark.django_db
+class TestAnnotatedFlag:
+    """`Assignment.annotated` is kept by database triggers, so it holds whoever writes the annotations."""
+
+    def flags(self, *assignments):
+        return [Assignment.objects.get(pk=assignment.pk).annotated for assignment in assignments]
+
+    def test_it_follows_annotations_as_they_are_created_and_deleted(self, annotator, second_annotator):
+        item = PoolItemFactory()
+        mine = Assignment.objects.create(pool=item.pool, item=item, annotator=annotator, position=1)
+        theirs = Assignment.objects.create(pool=item.pool, item=item, annotator=second_annotator, position=1)
+        assert self.flags(mine, theirs) == [False, False]
+
+        annotation = Annotation.objects.create(item=item, annotator=annotator, label="correct")
+        assert self.flags(mine, theirs) == [True, False]  # only the annotator's own assignment
+
+        annotation.label = "misgendering"
+        annotation.save()
+        assert self.flags(mine, theirs) == [True, False]
+
+        annotation.delete()
+        assert self.flags(mine, theirs) == [False, False]
+
+    def test_it_starts_true_for_an_assignment_made_after_the_annotation(self, annotator):
+        item = PoolItemFactory()
+        Annotation.objects.create(item=item, annotator=annotator, label="correct")
+        assignment = Assignment.objects.create(
+            pool=item.pool, item=item, annotated=False, annotator=annotator, position=3
+        )
+        assert self.flags(assignment) == [True]
+
+    def test_it_moves_with_an_annotation_given_to_another_item(self, annotator):
+        first, second = PoolItemFactory(), PoolItemFactory()
+        a = Assignment.objects.create(pool=first.pool, item=first, annotator=annotator, position=1)
+        b = Assignment.objects.create(pool=second.pool, item=second, annotator=annotator, position=1)
+        annotation = Annotation.objects.create(item=first, annotator=annotator, label="correct")
+
+        Annotation.objects.filter(pk=annotation.pk).update(item=second)
+        assert self.flags(a, b) == [False, True]
+
+    def test_next_skips_items_annotated_outside_the_api(self, api, annotator):
+        pool = PoolFactory()
+        items = [PoolItemFactory(pool=pool) for _ in range(3)]
+        for position, item in enumerate(items, start=1):
+            Assignment.objects.create(pool=pool, item=item, annotator=annotator, position=position)
+        Annotation.objects.bulk_create(
+            [Annotation(item=item, annotator=annotator, label="correct") for item in items[:2]]
+        )
+        api.force_authenticate(annotator)
+
+        body = api.get(NEXT).json()
+
+        assert (body["item"], body["position"], body["done"]) == (items[2].public_id, 3, 2)
