@@ -13,4 +13,5 @@ COPY . .
 RUN DEBUG=1 python manage.py collectstatic --no-input -v0
 
 EXPOSE 8000
-CMD ["gunicorn", "-c", "config/gunicorn.py", "config.wsgi:application"]
+# The web server (config/web.py); it reads WEB_BIND, WEB_CONCURRENCY, WEB_THREADS and WEB_TIMEOUT.
+CMD ["python", "-m", "config.web"]

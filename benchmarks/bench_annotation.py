@@ -4,7 +4,7 @@
         [--database-url postgres://postgres@127.0.0.1:5432/concord_bench] [--workers N] [--threads N] [--think-ms 0]
 
 Sets up (in its own database) a pool with `--items` items per annotator, assigned to `--annotators` users with
-API tokens, starts gunicorn with the production settings (config/gunicorn.py) on a free loopback port with DEBUG
+API tokens, starts the production web server (`python -m config.web`: uWSGI) on a free loopback port with DEBUG
 off, then runs every annotator on one asyncio loop: GET /api/annotate/next/, then POST /api/annotations/ (after
 `--think-ms` on average, default none: as fast as the server answers), over a keep-alive connection with token
 auth. After `--warmup` seconds, every request's latency for `--seconds` counts. Prints one JSON line:
@@ -23,6 +23,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -150,7 +151,7 @@ def cpu_seconds(pids: list[int]) -> float:
 
 
 def server_pids(server: subprocess.Popen) -> list[int]:
-    """gunicorn's master and workers."""
+    """The server's master process and its children (uWSGI's HTTP router and the Django processes)."""
     try:
         children = Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
     except OSError:
@@ -209,9 +210,17 @@ class Client:
 
 
 async def annotate(
-    port: int, token: str, measure_from: float, stop_at: float, think: float, latencies: list[float], errors: list[str]
+    port: int,
+    token: str,
+    measure_from: float,
+    stop_at: float,
+    think: float,
+    latencies: list[list[float]],
+    errors: list[str],
 ) -> None:
     client = Client(port, token)
+    mine: list[float] = []
+    latencies.append(mine)
     labels = ["correct", "misgendering", "no_pronoun"]
     rng = random.Random(token)
 
@@ -219,7 +228,7 @@ async def annotate(
         started = time.perf_counter()
         status, data = await client.call(method, path, body)
         if time.monotonic() >= measure_from:
-            latencies.append((time.perf_counter() - started) * 1000)
+            mine.append((time.perf_counter() - started) * 1000)
         return status, data
 
     try:
@@ -254,8 +263,8 @@ async def annotate(
 
 
 async def drive(args, tokens: dict[str, str], port: int, server: subprocess.Popen):
-    """Run every annotator; returns latencies, errors, measured seconds and CPU used per role while measuring."""
-    latencies: list[float] = []
+    """Run every annotator; returns each one's latencies, errors, measured seconds and CPU used per role."""
+    latencies: list[list[float]] = []
     errors: list[str] = []
     # Every annotator works through a warm-up first (not measured), so that each worker thread has its database
     # connection and each worker its imports before the clock starts.
@@ -282,8 +291,8 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=3, help="seconds of unmeasured work first (default 3)")
     parser.add_argument("--items", type=int, default=1000, help="items per annotator")
     parser.add_argument("--database-url", default="postgres://postgres@127.0.0.1:5432/concord_bench")
-    parser.add_argument("--workers", type=int, help="gunicorn processes (default: config/gunicorn.py's)")
-    parser.add_argument("--threads", type=int, help="threads per process (default: config/gunicorn.py's)")
+    parser.add_argument("--workers", type=int, help="Django processes (default: config/web.py's WEB_CONCURRENCY)")
+    parser.add_argument("--threads", type=int, help="threads per process (default: config/web.py's WEB_THREADS)")
     parser.add_argument(
         "--think-ms", type=float, default=0, help="mean pause per item, as a person reading (default 0: no pause)"
     )
@@ -305,16 +314,24 @@ def main() -> None:
 
     speed_before = reference_ms()
     port = free_port()
-    # The production settings (config/gunicorn.py), bound to loopback; --workers/--threads override them.
-    command = [sys.executable, "-m", "gunicorn", "-c", "config/gunicorn.py", "--bind", f"127.0.0.1:{port}"]
+    # The production server and settings (config/web.py), bound to loopback; --workers/--threads override them.
+    server_env = {**env, "WEB_BIND": f"127.0.0.1:{port}"}
     if args.workers:
-        command += ["--workers", str(args.workers)]
+        server_env["WEB_CONCURRENCY"] = str(args.workers)
     if args.threads:
-        command += ["--threads", str(args.threads)]
-    server = subprocess.Popen([*command, "--log-level", "warning", "config.wsgi:application"], cwd=ROOT, env=env)
+        server_env["WEB_THREADS"] = str(args.threads)
+    server_log = tempfile.TemporaryFile()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "config.web"], cwd=ROOT, env=server_env, stdout=server_log, stderr=subprocess.STDOUT
+    )
     try:
-        wait_for(port, time.monotonic() + 30)
-        latencies, errors, elapsed, cpu_used = asyncio.run(drive(args, tokens, port, server))
+        try:
+            wait_for(port, time.monotonic() + 30)
+        except RuntimeError:
+            server_log.seek(0)
+            log_tail = server_log.read()[-3000:].decode(errors="replace")
+            raise RuntimeError(f"the server did not start:\n{log_tail}") from None
+        per_annotator, errors, elapsed, cpu_used = asyncio.run(drive(args, tokens, port, server))
     finally:
         server.terminate()
         try:
@@ -325,6 +342,7 @@ def main() -> None:
     speed_after = reference_ms()
     if errors:
         log(f"{len(errors)} annotator(s) stopped on errors, e.g. {errors[0]}")
+    latencies = [latency for mine in per_annotator for latency in mine]
     if not latencies:
         raise SystemExit("no request completed")
     cuts = statistics.quantiles(latencies, n=100, method="inclusive")
@@ -334,6 +352,9 @@ def main() -> None:
         + ", ".join(f"{role} {1000 * used / len(latencies):.2f} ms" for role, used in cpu_used.items())
         + " (database: its PostgreSQL backends)"
     )
+    means = sorted(statistics.mean(mine) for mine in per_annotator if mine)
+    # A server that keeps each connection in one process can give some annotators a busier process than others.
+    log(f"mean latency per annotator: {means[0]:.1f} ms (fastest) to {means[-1]:.1f} ms (slowest)")
     log(f"machine speed: reference loop {speed_before} ms before, {speed_after} ms after (lower is faster)")
     print(json.dumps({"p50_ms": round(cuts[49], 2), "p95_ms": round(cuts[94], 2), "requests": len(latencies)}))
     if errors:

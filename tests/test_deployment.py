@@ -1,9 +1,14 @@
-"""docker-compose.yml is what users run in production: Compose itself must accept it, with the services we document."""
+"""What users run in production: docker-compose.yml (Compose itself must accept it, with the services we document)
+and the web server (`python -m config.web`), started for real."""
 
+import http.client
 import os
 import shutil
+import signal
+import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -61,29 +66,114 @@ def test_the_ci_script_runs_the_readme_test_command():
     assert "bash scripts/test.sh" in ci
 
 
-def gunicorn_config(**env) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "gunicorn", "-c", "config/gunicorn.py", "--print-config", "config.wsgi:application"],
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def web_command(monkeypatch, **env) -> list[str]:
+    from config.web import uwsgi_command
+
+    for name in ("WEB_BIND", "WEB_CONCURRENCY", "WEB_THREADS", "WEB_TIMEOUT"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    return uwsgi_command()
+
+
+def option(command: list[str], name: str) -> str:
+    return command[command.index(name) + 1]
+
+
+def test_the_web_server_reads_its_settings_from_the_environment(monkeypatch):
+    defaults = web_command(monkeypatch)
+    assert [option(defaults, flag) for flag in ("--http", "--processes", "--threads", "--harakiri")] == [
+        "0.0.0.0:8000",
+        "4",
+        "2",
+        "60",
+    ]
+    assert option(defaults, "--module") == "config.wsgi:application"
+
+    command = web_command(
+        monkeypatch, WEB_BIND="127.0.0.1:9000", WEB_CONCURRENCY="8", WEB_THREADS="1", WEB_TIMEOUT="30"
+    )
+    assert [option(command, flag) for flag in ("--http", "--processes", "--threads", "--harakiri")] == [
+        "127.0.0.1:9000",
+        "8",
+        "1",
+        "30",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("WEB_THREADS", "many", "WEB_THREADS='many' is not an integer"),
+        ("WEB_CONCURRENCY", "0", "WEB_CONCURRENCY='0' must be at least 1"),
+        ("WEB_BIND", "8000", "WEB_BIND='8000' is not an address"),
+        ("WEB_BIND", "0.0.0.0:http", "WEB_BIND='0.0.0.0:http' is not an address"),
+    ],
+)
+def test_the_web_server_names_a_bad_variable_and_does_not_start(name, value, message):
+    result = subprocess.run(
+        [sys.executable, "-m", "config.web"],
         cwd=REPO,
-        env={**os.environ, **env},
+        env={**os.environ, name: value},
         capture_output=True,
         text=True,
+        timeout=60,
     )
-
-
-def test_the_web_servers_settings_load_and_read_the_environment():
-    lines = gunicorn_config(WEB_THREADS="6").stdout.splitlines()
-    settings = {key.strip(): value.strip() for key, _, value in (line.partition(" = ") for line in lines)}
-    assert settings["worker_class"] == "gthread"
-    assert (settings["workers"], settings["threads"]) == ("4", "6")
-
-
-def test_the_web_servers_settings_name_a_bad_variable():
-    result = gunicorn_config(WEB_THREADS="many")
     assert result.returncode != 0
-    assert "WEB_THREADS='many' is not an integer" in result.stderr
+    assert message in result.stderr
 
 
-def test_every_way_to_start_the_web_server_uses_its_settings_file():
+def test_the_web_server_keeps_connections_alive_and_stops_on_sigterm(tmp_path):
+    port = free_port()
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'web.sqlite3'}",
+        "DEBUG": "0",
+        "SECRET_KEY": "deployment-test-not-secret",
+        "ALLOWED_HOSTS": "127.0.0.1",
+        "SECURE_COOKIES": "0",
+        "WEB_BIND": f"127.0.0.1:{port}",
+        "WEB_CONCURRENCY": "2",
+    }
+    server = subprocess.Popen(
+        [sys.executable, "-m", "config.web"], cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    try:
+        connection = None
+        for _ in range(150):
+            try:
+                connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+                connection.connect()
+                break
+            except OSError:
+                time.sleep(0.2)
+        assert connection is not None and connection.sock is not None, "the web server did not start"
+        local = connection.sock.getsockname()
+        for _ in range(3):
+            connection.request("GET", "/login/")
+            response = connection.getresponse()
+            assert response.status == 200
+            assert b'name="csrfmiddlewaretoken"' in response.read()
+            assert connection.sock is not None and connection.sock.getsockname() == local  # the same connection
+        connection.request("GET", "/api/annotate/next/")
+        response = connection.getresponse()
+        assert response.status == 401 and response.read()  # Django answered, through the same router
+        connection.close()
+
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=20) is not None  # stopped, not reloaded
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+
+
+def test_every_way_to_start_the_web_server_uses_its_settings_module():
     for path in ("Dockerfile", "docker-compose.yml", "README.md"):
-        assert "gunicorn -c config/gunicorn.py" in (REPO / path).read_text().replace('", "', " ").replace('["', "")
+        assert "python -m config.web" in (REPO / path).read_text().replace('", "', " ").replace('["', "")

@@ -1,0 +1,82 @@
+"""The production web server: `python -m config.web` (Docker, Compose, the README and the benchmark all start it so).
+
+uWSGI with its HTTP router in front of the Django processes. The router, one process written in C, holds every
+browser's keep-alive connection and hands each request to whichever Django process is free. Servers that keep a
+connection in the process that accepted it (gunicorn's threaded workers, granian) leave the load to chance: on the
+development machine one process often took most of the 20 benchmark annotators while the others idled, and the
+95th-percentile latency doubled (benchmarks/README.md).
+
+Settings, from the environment:
+    WEB_BIND          address the router listens on (default 0.0.0.0:8000)
+    WEB_CONCURRENCY   Django processes (default 4; about two per core)
+    WEB_THREADS       threads per process (default 2), so that a long report request leaves a thread free
+    WEB_TIMEOUT       seconds before a stuck request's process is restarted (default 60)
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
+
+from config.env import env_int, env_str
+
+
+def _bind() -> str:
+    bind = env_str("WEB_BIND", "0.0.0.0:8000")
+    host, _, port = bind.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ImproperlyConfigured(f"WEB_BIND={bind!r} is not an address: use HOST:PORT, e.g. 0.0.0.0:8000.")
+    return bind
+
+
+def _uwsgi() -> str:
+    """The `uwsgi` program installed beside this Python (the pyuwsgi package), else the first on PATH."""
+    beside = Path(sys.executable).parent / "uwsgi"
+    found = str(beside) if beside.exists() else shutil.which("uwsgi")
+    if found is None:
+        raise ImproperlyConfigured("uwsgi is not installed: pip install -r requirements.txt")
+    return found
+
+
+def uwsgi_command() -> list[str]:
+    timeout = str(env_int("WEB_TIMEOUT", 60, minimum=1))
+    return [
+        _uwsgi(),
+        "--strict",  # an option uWSGI does not know is an error, not a warning
+        "--master",
+        "--http", _bind(),
+        "--http-keepalive",
+        "--http-auto-chunked",  # keep-alive also for responses without a Content-Length
+        "--http-timeout", timeout,
+        "--module", "config.wsgi:application",
+        "--need-app",
+        "--single-interpreter",
+        "--processes", str(env_int("WEB_CONCURRENCY", 4, minimum=1)),
+        "--threads", str(env_int("WEB_THREADS", 2, minimum=1)),
+        "--enable-threads",
+        "--thunder-lock",  # processes take turns at the router's socket
+        "--harakiri", timeout,
+        "--die-on-term",  # SIGTERM (docker stop) stops rather than reloads
+        "--vacuum",
+        "--buffer-size", "32768",  # request headers, cookies included
+        "--disable-logging",  # no access log; errors still go to the log
+        "--ignore-sigpipe",
+        "--ignore-write-errors",
+        "--disable-write-exception",  # a browser that went away is not an error
+    ]  # fmt: skip
+
+
+def main() -> None:
+    try:
+        command = uwsgi_command()
+    except ImproperlyConfigured as exc:
+        sys.exit(f"concord web server: {exc}")
+    os.execv(command[0], command)
+
+
+if __name__ == "__main__":
+    main()
