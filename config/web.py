@@ -9,7 +9,9 @@ development machine one process often took most of the 20 benchmark annotators w
 Settings, from the environment:
     WEB_BIND          address the router listens on (default 0.0.0.0:8000)
     WEB_CONCURRENCY   Django processes (default 4; about two per core)
-    WEB_THREADS       threads per process (default 2), so that a long report request leaves a thread free
+    WEB_THREADS       threads per process (default 1: one request at a time per process; its Python never waits for
+                      another thread's lock, and a long report request holds one process while the router sends the
+                      rest elsewhere)
     WEB_TIMEOUT       seconds before a stuck request's process is restarted (default 60)
 """
 
@@ -56,7 +58,7 @@ def uwsgi_command() -> list[str]:
         "--need-app",
         "--single-interpreter",
         "--processes", str(env_int("WEB_CONCURRENCY", 4, minimum=1)),
-        "--threads", str(env_int("WEB_THREADS", 2, minimum=1)),
+        "--threads", str(env_int("WEB_THREADS", 1, minimum=1)),
         "--enable-threads",
         "--thunder-lock",  # processes take turns at the router's socket
         "--harakiri", timeout,

@@ -91,18 +91,18 @@ def test_the_web_server_reads_its_settings_from_the_environment(monkeypatch):
     assert [option(defaults, flag) for flag in ("--http", "--processes", "--threads", "--harakiri")] == [
         "0.0.0.0:8000",
         "4",
-        "2",
+        "1",
         "60",
     ]
     assert option(defaults, "--module") == "config.wsgi:application"
 
     command = web_command(
-        monkeypatch, WEB_BIND="127.0.0.1:9000", WEB_CONCURRENCY="8", WEB_THREADS="1", WEB_TIMEOUT="30"
+        monkeypatch, WEB_BIND="127.0.0.1:9000", WEB_CONCURRENCY="8", WEB_THREADS="3", WEB_TIMEOUT="30"
     )
     assert [option(command, flag) for flag in ("--http", "--processes", "--threads", "--harakiri")] == [
         "127.0.0.1:9000",
         "8",
-        "1",
+        "3",
         "30",
     ]
 
