@@ -128,7 +128,8 @@ def beta_landscape(report: dict) -> Figure:
     if not panels:
         _empty(axes[0])
     models = sorted({row["model"] for row in rows})
-    colours = {model: _pyplot().get_cmap("tab10")(i % 10) for i, model in enumerate(models)}
+    plt = _pyplot()
+    colours = {model: plt.get_cmap("tab10")(i % 10) for i, model in enumerate(models)}
     for ax, (dataset, setting) in zip(axes, panels, strict=False):
         cell = [row for row in rows if row["dataset"] == dataset and row["setting"] == setting]
         for row in cell:
@@ -144,8 +145,8 @@ def beta_landscape(report: dict) -> Figure:
         ax.set_xlabel("alpha")
         ax.set_ylabel("beta")
         ax.set_title(f"{dataset}, {setting}-[MASK]")
-        handles = [_pyplot().Line2D([], [], color=colours[m], marker="o", linestyle="", label=m) for m in models]
-        handles += [_pyplot().Line2D([], [], color="black", marker=MARKERS[p], linestyle="", label=p) for p in PRONOUNS]
+        handles = [plt.Line2D([], [], color=colours[m], marker="o", linestyle="", label=m) for m in models]
+        handles += [plt.Line2D([], [], color="black", marker=MARKERS[p], linestyle="", label=p) for p in PRONOUNS]
         ax.legend(handles=handles, fontsize="x-small", ncols=2)
     figure.tight_layout()
     return figure

@@ -52,7 +52,8 @@ class FlatSerializer(serializers.Serializer):
 
     DRF deep-copies every declared field for each serializer instance, which re-runs each field's constructor: about
     a tenth of a save's Python. A shallow copy is enough when the fields keep no state between requests (no nested
-    serializers, no per-field querysets); `bind` then gives each copy its name and parent as usual.
+    serializers, no per-field querysets; a ListField's plain child field is shared, and only read); `bind` then gives
+    each copy its name and parent as usual.
     """
 
     def get_fields(self) -> dict[str, serializers.Field]:

@@ -109,7 +109,7 @@ def setup(annotators: int, items_per_annotator: int) -> dict[str, str]:
 def reference_ms() -> float:
     """Milliseconds for a fixed piece of pure Python (best of 3): this machine's speed at the moment.
 
-    The development machine is a virtual machine whose speed varies by tens of percent from hour to hour; figures
+    The development machine is a virtual machine whose speed varies by tens of percent from minute to minute; figures
     from two runs are comparable only when their reference times are close.
     """
     best = float("inf")

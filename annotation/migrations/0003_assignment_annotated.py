@@ -27,8 +27,15 @@ TRIGGERS = {
         """,
         """
         CREATE TRIGGER annotation_marks_assignment
-        AFTER INSERT OR DELETE OR UPDATE OF item_id, annotator_id ON annotation_annotation
+        AFTER INSERT OR DELETE ON annotation_annotation
         FOR EACH ROW EXECUTE FUNCTION annotation_marks_assignment()
+        """,
+        # Django's save() writes every column; only a real change of item or annotator moves the flag.
+        """
+        CREATE TRIGGER annotation_moves_assignment
+        AFTER UPDATE OF item_id, annotator_id ON annotation_annotation
+        FOR EACH ROW WHEN (OLD.item_id IS DISTINCT FROM NEW.item_id OR OLD.annotator_id IS DISTINCT FROM NEW.annotator_id)
+        EXECUTE FUNCTION annotation_marks_assignment()
         """,
         """
         CREATE FUNCTION assignment_starts_annotated() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -41,8 +48,14 @@ TRIGGERS = {
         """,
         """
         CREATE TRIGGER assignment_starts_annotated
-        BEFORE INSERT OR UPDATE OF item_id, annotator_id ON annotation_assignment
+        BEFORE INSERT ON annotation_assignment
         FOR EACH ROW EXECUTE FUNCTION assignment_starts_annotated()
+        """,
+        """
+        CREATE TRIGGER assignment_stays_annotated
+        BEFORE UPDATE OF item_id, annotator_id ON annotation_assignment
+        FOR EACH ROW WHEN (OLD.item_id IS DISTINCT FROM NEW.item_id OR OLD.annotator_id IS DISTINCT FROM NEW.annotator_id)
+        EXECUTE FUNCTION assignment_starts_annotated()
         """,
     ],
     "sqlite": [
@@ -62,6 +75,7 @@ TRIGGERS = {
         """,
         """
         CREATE TRIGGER annotation_marks_assignment_update AFTER UPDATE OF item_id, annotator_id ON annotation_annotation
+        WHEN OLD.item_id IS NOT NEW.item_id OR OLD.annotator_id IS NOT NEW.annotator_id
         BEGIN
             UPDATE annotation_assignment SET annotated = 0
             WHERE item_id = OLD.item_id AND annotator_id = OLD.annotator_id;
@@ -80,6 +94,7 @@ TRIGGERS = {
         """,
         """
         CREATE TRIGGER assignment_stays_annotated AFTER UPDATE OF item_id, annotator_id ON annotation_assignment
+        WHEN OLD.item_id IS NOT NEW.item_id OR OLD.annotator_id IS NOT NEW.annotator_id
         BEGIN
             UPDATE annotation_assignment SET annotated = EXISTS (
                 SELECT 1 FROM annotation_annotation WHERE item_id = NEW.item_id AND annotator_id = NEW.annotator_id
@@ -92,8 +107,10 @@ TRIGGERS = {
 DROP = {
     "postgresql": [
         "DROP TRIGGER IF EXISTS annotation_marks_assignment ON annotation_annotation",
+        "DROP TRIGGER IF EXISTS annotation_moves_assignment ON annotation_annotation",
         "DROP FUNCTION IF EXISTS annotation_marks_assignment()",
         "DROP TRIGGER IF EXISTS assignment_starts_annotated ON annotation_assignment",
+        "DROP TRIGGER IF EXISTS assignment_stays_annotated ON annotation_assignment",
         "DROP FUNCTION IF EXISTS assignment_starts_annotated()",
     ],
     "sqlite": [
