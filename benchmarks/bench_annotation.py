@@ -159,6 +159,26 @@ def server_pids(server: subprocess.Popen) -> list[int]:
     return [server.pid, *map(int, children)]
 
 
+def listeners(pids: list[int], port: int) -> list[int]:
+    """Those of `pids` that hold the socket listening on loopback `port`: the server's master and its HTTP router.
+
+    (The Django processes hold only the socket the router hands requests over.)
+    """
+    inodes = set()
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[1] == f"0100007F:{port:04X}" and fields[3] == "0A":  # 127.0.0.1:port, LISTEN
+            inodes.add(f"socket:[{fields[9]}]")
+    holding = []
+    for pid in pids:
+        try:
+            if any(os.readlink(fd) in inodes for fd in Path(f"/proc/{pid}/fd").iterdir()):
+                holding.append(pid)
+        except OSError:
+            continue
+    return holding
+
+
 def database_pids(url: str) -> list[int]:
     """The PostgreSQL backends serving the benchmark's database (readable in /proc when the server is local)."""
     import psycopg
@@ -278,9 +298,12 @@ async def drive(args, tokens: dict[str, str], port: int, server: subprocess.Pope
     await asyncio.sleep(max(0.0, measure_from - time.monotonic()))
     cpu_pids = {"server": server_pids(server), "database": database_pids(args.database_url), "client": [os.getpid()]}
     cpu_before = {role: cpu_seconds(pids) for role, pids in cpu_pids.items()}
+    router = [pid for pid in listeners(cpu_pids["server"], port) if pid != server.pid]
+    router_before = cpu_seconds(router)
     await asyncio.gather(*tasks)
     elapsed = time.monotonic() - measure_from
     cpu_used = {role: cpu_seconds(pids) - cpu_before[role] for role, pids in cpu_pids.items()}
+    cpu_used["router"] = cpu_seconds(router) - router_before
     return latencies, errors, elapsed, cpu_used
 
 
@@ -347,10 +370,10 @@ def main() -> None:
         raise SystemExit("no request completed")
     cuts = statistics.quantiles(latencies, n=100, method="inclusive")
     log(f"{len(latencies)} requests in {elapsed:.1f}s ({len(latencies) / elapsed:.0f}/s), max {max(latencies):.1f} ms")
+    per_request = {role: 1000 * used / len(latencies) for role, used in cpu_used.items()}
     log(
-        "CPU per request: "
-        + ", ".join(f"{role} {1000 * used / len(latencies):.2f} ms" for role, used in cpu_used.items())
-        + " (database: its PostgreSQL backends)"
+        f"CPU per request: server {per_request['server']:.2f} ms (of which the HTTP router {per_request['router']:.2f}),"
+        f" database {per_request['database']:.2f} ms (its PostgreSQL backends), load generator {per_request['client']:.2f} ms"
     )
     means = sorted(statistics.mean(mine) for mine in per_annotator if mine)
     # A server that keeps each connection in one process can give some annotators a busier process than others.

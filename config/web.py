@@ -44,6 +44,18 @@ def _uwsgi() -> str:
     return found
 
 
+def _backend_socket() -> list[str]:
+    """Where the router hands requests to the Django processes: on Linux a Unix socket in the abstract namespace.
+
+    Without one, uWSGI picks a loopback TCP port, and every request then pays for a TCP connection between the router
+    and a process. An abstract socket is no file to clean up; like the TCP port, it is reachable from this host (this
+    container) only. The name holds the master's process id, which `exec` keeps, so that two servers do not meet.
+    """
+    if sys.platform != "linux":
+        return []
+    return ["--socket", f"@concord-web-{os.getpid()}"]
+
+
 def uwsgi_command() -> list[str]:
     timeout = str(env_int("WEB_TIMEOUT", 60, minimum=1))
     return [
@@ -51,6 +63,7 @@ def uwsgi_command() -> list[str]:
         "--strict",  # an option uWSGI does not know is an error, not a warning
         "--master",
         "--http", _bind(),
+        *_backend_socket(),
         "--http-keepalive",
         "--http-auto-chunked",  # keep-alive also for responses without a Content-Length
         "--http-timeout", timeout,

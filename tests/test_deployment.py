@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -95,6 +96,9 @@ def test_the_web_server_reads_its_settings_from_the_environment(monkeypatch):
         "60",
     ]
     assert option(defaults, "--module") == "config.wsgi:application"
+    if sys.platform == "linux":
+        # The router reaches the processes over a Unix socket of this server's own, not a loopback TCP port.
+        assert option(defaults, "--socket") == f"@concord-web-{os.getpid()}"
 
     command = web_command(
         monkeypatch, WEB_BIND="127.0.0.1:9000", WEB_CONCURRENCY="8", WEB_THREADS="3", WEB_TIMEOUT="30"
@@ -155,6 +159,8 @@ def test_the_web_server_keeps_connections_alive_and_stops_on_sigterm(tmp_path):
                 time.sleep(0.2)
         assert connection is not None and connection.sock is not None, "the web server did not start"
         local = connection.sock.getsockname()
+        if sys.platform == "linux":
+            assert f"@concord-web-{server.pid}" in Path("/proc/net/unix").read_text()
         for _ in range(3):
             connection.request("GET", "/login/")
             response = connection.getresponse()
@@ -172,6 +178,20 @@ def test_the_web_server_keeps_connections_alive_and_stops_on_sigterm(tmp_path):
         if server.poll() is None:
             server.kill()
             server.wait()
+
+
+def test_the_wsgi_module_loads_every_view_before_the_server_forks_and_freezes_them():
+    probe = (
+        "import gc, sys; import config.wsgi; "
+        "print(gc.get_freeze_count(), 'annotation.apis' in sys.modules, 'analysis.views' in sys.modules)"
+    )
+    env = {**os.environ, "DATABASE_URL": "sqlite:///:memory:", "DEBUG": "0", "SECRET_KEY": "x", "ALLOWED_HOSTS": "x"}
+    result = subprocess.run(
+        [sys.executable, "-c", probe], cwd=REPO, env=env, capture_output=True, text=True, timeout=60, check=True
+    )
+    frozen, *loaded = result.stdout.split()
+    assert int(frozen) > 10_000  # Django, DRF and the views, out of the collector's reach
+    assert loaded == ["True", "True"]
 
 
 def test_every_way_to_start_the_web_server_uses_its_settings_module():
