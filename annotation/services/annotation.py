@@ -72,35 +72,66 @@ def _item_for(*, user, public_id: str) -> tuple[int, str, list[str], bool] | Non
     return item_id, continuation, json_column(Pool, "labels", labels), bool(assigned)
 
 
+def _label_allowed_sql(labels: str) -> str:
+    """SQL that is true when the pool's JSON `labels` column holds the string parameter `%(label)s`."""
+    if connection.vendor == "postgresql":
+        return f"{labels} @> jsonb_build_array(%(label)s::varchar)"
+    return f"EXISTS (SELECT 1 FROM json_each({labels}) WHERE json_each.value = %(label)s)"
+
+
 @cache
-def _insert_sql() -> tuple[str, list]:
-    """The INSERT ... ON CONFLICT DO NOTHING for an annotation, and the fields whose values it takes, in order."""
+def _insert_sql(*, checked: bool) -> tuple[str, list]:
+    """The INSERT ... ON CONFLICT DO NOTHING for an annotation, and the fields whose values it takes, in order.
+
+    `checked`: the item comes from its public id, and the row is inserted only if the item is assigned to the
+    annotator and the label is one of its pool's. A first save is then one statement; the caller looks the item up
+    only when nothing was inserted, to say why. Otherwise the item's primary key is a value like the others.
+    """
     meta = Annotation._meta
     fields = [field for field in meta.concrete_fields if not field.primary_key]
     quote = connection.ops.quote_name
-    sql = (
-        f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(field.column) for field in fields)})"
-        f" VALUES ({', '.join(['%s'] * len(fields))})"
-        f" ON CONFLICT ({quote(meta.get_field('item').column)}, {quote(meta.get_field('annotator').column)}) DO NOTHING"
-        f" RETURNING {quote(meta.pk.column)}"
+    item, annotator = meta.get_field("item"), meta.get_field("annotator")
+    columns = ", ".join(quote(field.column) for field in fields)
+    conflict = (
+        f" ON CONFLICT ({quote(item.column)}, {quote(annotator.column)}) DO NOTHING"
+        f" RETURNING {quote(meta.pk.column)}, {quote(item.column)}"
     )
-    return sql, fields
+    if not checked:
+        values = ", ".join(f"%({field.attname})s" for field in fields)
+        return f"INSERT INTO {quote(meta.db_table)} ({columns}) VALUES ({values}){conflict}", fields
+    values = ", ".join("i.id" if field is item else f"%({field.attname})s" for field in fields)
+    assignment = Assignment._meta.db_table
+    sql = (
+        f"INSERT INTO {quote(meta.db_table)} ({columns})"
+        f" SELECT {values} FROM {PoolItem._meta.db_table} i JOIN {Pool._meta.db_table} p ON p.id = i.pool_id"
+        f" WHERE i.public_id = %(public_id)s"
+        f" AND EXISTS (SELECT 1 FROM {assignment} a WHERE a.item_id = i.id AND a.annotator_id = %({annotator.attname})s)"
+        f" AND {_label_allowed_sql('p.labels')}"
+        f"{conflict}"
+    )
+    return sql, [field for field in fields if field is not item]
 
 
-def _insert_if_absent(annotation: Annotation) -> bool:
+def _insert_if_absent(annotation: Annotation, *, public_id: str | None = None) -> bool:
     """INSERT the new row unless the annotator already has one for the item; True if inserted (and its pk is set).
 
     One statement with no savepoint, where `create()` would need one to survive the unique constraint's error inside
-    the transaction. Values are prepared by the model's own fields, so this writes what `save()` would.
+    the transaction. Values are prepared by the model's own fields, so this writes what `save()` would. With
+    `public_id`, the item is found by it and checked in the same statement (see `_insert_sql`); then False also
+    means that there is no such item, that it is not the annotator's, or that the label is not its pool's.
     """
-    sql, fields = _insert_sql()
-    values = [field.get_db_prep_save(field.pre_save(annotation, add=True), connection) for field in fields]
+    sql, fields = _insert_sql(checked=public_id is not None)
+    values = {
+        field.attname: field.get_db_prep_save(field.pre_save(annotation, add=True), connection) for field in fields
+    }
+    if public_id is not None:
+        values["public_id"] = public_id  # the label predicate reads the label's own value
     with connection.cursor() as cursor:
         cursor.execute(sql, values)
         row = cursor.fetchone()
     if row is None:
         return False
-    annotation.pk = row[0]
+    annotation.pk, annotation.item_id = row
     annotation._state.adding = False
     annotation._state.db = connection.alias
     return True
@@ -124,6 +155,22 @@ def annotation_submit(
     the race) it updates that row under its row lock instead, so neither duplicates nor loses work. Time is summed
     over visits.
     """
+    unknown = [tag for tag in tags if tag not in TAGS]
+    if unknown:
+        raise AnnotationRejected(
+            f"unknown tag(s) {', '.join(map(repr, unknown))}; known: {', '.join(TAGS)}", field="tags"
+        )
+    if spans and not extraneous:
+        raise AnnotationRejected("extraneous words are marked but extraneous is false", field="extraneous")
+    if not 0 <= seconds <= MAX_SECONDS_PER_VISIT:
+        raise AnnotationRejected(f"seconds must be between 0 and {MAX_SECONDS_PER_VISIT}", field="seconds")
+    fields = {"label": label, "extraneous": extraneous, "notes": notes, "tags": sorted(set(tags), key=list(TAGS).index)}
+    annotation = Annotation(annotator=user, seconds=seconds, **fields)
+    if not spans and _insert_if_absent(annotation, public_id=public_id):
+        # The common case, a first save without spans: found, checked and inserted by one statement, atomic by
+        # itself, with no transaction round trips.
+        return Submitted(item=public_id, annotation=annotation, spans=[], created=True)
+
     found = _item_for(user=user, public_id=public_id)
     if found is None:
         raise AnnotationRejected(f"no item {public_id!r}", field="item", status=404)
@@ -134,22 +181,8 @@ def annotation_submit(
         raise AnnotationRejected(
             f"label {label!r} is not one of this pool's labels: {', '.join(labels)}", field="label"
         )
-    unknown = [tag for tag in tags if tag not in TAGS]
-    if unknown:
-        raise AnnotationRejected(
-            f"unknown tag(s) {', '.join(map(repr, unknown))}; known: {', '.join(TAGS)}", field="tags"
-        )
     checked = _check_spans(spans, continuation)
-    if checked and not extraneous:
-        raise AnnotationRejected("extraneous words are marked but extraneous is false", field="extraneous")
-    if not 0 <= seconds <= MAX_SECONDS_PER_VISIT:
-        raise AnnotationRejected(f"seconds must be between 0 and {MAX_SECONDS_PER_VISIT}", field="seconds")
-
-    fields = {"label": label, "extraneous": extraneous, "notes": notes, "tags": sorted(set(tags), key=list(TAGS).index)}
-    annotation = Annotation(item_id=item_id, annotator=user, seconds=seconds, **fields)
-    if not checked and _insert_if_absent(annotation):
-        # The common case, a first save without spans, is one INSERT: atomic by itself, no transaction round trips.
-        return Submitted(item=public_id, annotation=annotation, spans=checked, created=True)
+    annotation.item_id = item_id
     with transaction.atomic():
         created = bool(checked) and _insert_if_absent(annotation)  # without spans, the INSERT was just tried
         if not created:

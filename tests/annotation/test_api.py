@@ -180,9 +180,13 @@ class TestSubmit:
         pool, items = pool_for(annotator, items=1, pool=PoolFactory(labels=["correct", "plural_they"]))
         api.force_authenticate(annotator)
 
+        first = submit(api, items[0], label="misgendering")  # a label of the default set, not of this pool's
+        assert first.status_code == 400 and "correct, plural_they" in first.json()["detail"]
+        assert not Annotation.objects.exists()
         assert submit(api, items[0], label="plural_they").status_code == 201
         response = submit(api, items[0], label="misgendering")
         assert response.status_code == 400 and "correct, plural_they" in response.json()["detail"]
+        assert Annotation.objects.get().label == "plural_they"
 
     def test_it_rejects_malformed_bodies_with_400_per_field(self, api, annotator, work):
         _, items = work
