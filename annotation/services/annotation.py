@@ -46,6 +46,19 @@ def _check_spans(spans: Sequence[Sequence[int]], text: str) -> list[tuple[int, i
     return sorted(checked)
 
 
+def _formed_spans(spans: Sequence[Sequence[int]]) -> list[tuple[int, int]] | None:
+    """The spans as stored (distinct, sorted) if each is a pair of integers with 0 <= start < end, else None.
+
+    Whether the last end fits the generation is for the database (or `_check_spans`, which also says what is wrong).
+    """
+    formed = set()
+    for span in spans:
+        if len(span) != 2 or not all(type(value) is int for value in span) or not 0 <= span[0] < span[1]:
+            return None
+        formed.add((span[0], span[1]))
+    return sorted(formed)
+
+
 # The item, its pool's labels and whether it is assigned to the annotator, in one statement (the API's hot path).
 _ITEM_SQL = """
 SELECT i.id, i.continuation, p.labels,
@@ -80,12 +93,16 @@ def _label_allowed_sql(labels: str) -> str:
 
 
 @cache
-def _insert_sql(*, checked: bool) -> tuple[str, list]:
+def _insert_sql(*, checked: bool, spans: bool = False) -> tuple[str, list]:
     """The INSERT ... ON CONFLICT DO NOTHING for an annotation, and the fields whose values it takes, in order.
 
     `checked`: the item comes from its public id, and the row is inserted only if the item is assigned to the
     annotator and the label is one of its pool's. A first save is then one statement; the caller looks the item up
     only when nothing was inserted, to say why. Otherwise the item's primary key is a value like the others.
+
+    `spans` (PostgreSQL, with `checked`): the extraneous spans, `%(starts)s` and `%(ends)s`, are inserted by the same
+    statement, and only if the last end (`%(last_end)s`) fits the generation. One statement is one transaction,
+    without the BEGIN and COMMIT round trips of `transaction.atomic()`.
     """
     meta = Annotation._meta
     fields = [field for field in meta.concrete_fields if not field.primary_key]
@@ -107,25 +124,42 @@ def _insert_sql(*, checked: bool) -> tuple[str, list]:
         f" WHERE i.public_id = %(public_id)s"
         f" AND EXISTS (SELECT 1 FROM {assignment} a WHERE a.item_id = i.id AND a.annotator_id = %({annotator.attname})s)"
         f" AND {_label_allowed_sql('p.labels')}"
+        f"{' AND char_length(i.continuation) >= %(last_end)s' if spans else ''}"
         f"{conflict}"
     )
+    if spans:
+        span_meta = ExtraneousSpan._meta
+        span_columns = ", ".join(quote(span_meta.get_field(name).column) for name in ("annotation", "start", "end"))
+        sql = (
+            f"WITH saved AS ({sql}), spans AS ("
+            f"INSERT INTO {quote(span_meta.db_table)} ({span_columns})"
+            f" SELECT saved.{quote(meta.pk.column)}, s.start, s.stop FROM saved"
+            f" CROSS JOIN unnest(%(starts)s::integer[], %(ends)s::integer[]) AS s (start, stop))"
+            f" SELECT * FROM saved"
+        )
     return sql, [field for field in fields if field is not item]
 
 
-def _insert_if_absent(annotation: Annotation, *, public_id: str | None = None) -> bool:
+def _insert_if_absent(
+    annotation: Annotation, *, public_id: str | None = None, spans: Sequence[tuple[int, int]] = ()
+) -> bool:
     """INSERT the new row unless the annotator already has one for the item; True if inserted (and its pk is set).
 
     One statement with no savepoint, where `create()` would need one to survive the unique constraint's error inside
     the transaction. Values are prepared by the model's own fields, so this writes what `save()` would. With
     `public_id`, the item is found by it and checked in the same statement (see `_insert_sql`); then False also
-    means that there is no such item, that it is not the annotator's, or that the label is not its pool's.
+    means that there is no such item, that it is not the annotator's, or that the label is not its pool's; and with
+    `spans` too (checked and sorted, PostgreSQL only), that the last one ends past the generation.
     """
-    sql, fields = _insert_sql(checked=public_id is not None)
+    sql, fields = _insert_sql(checked=public_id is not None, spans=bool(spans))
     values = {
         field.attname: field.get_db_prep_save(field.pre_save(annotation, add=True), connection) for field in fields
     }
     if public_id is not None:
         values["public_id"] = public_id  # the label predicate reads the label's own value
+    if spans:
+        values.update(starts=[start for start, _ in spans], ends=[end for _, end in spans])
+        values["last_end"] = max(values["ends"])
     with connection.cursor() as cursor:
         cursor.execute(sql, values)
         row = cursor.fetchone()
@@ -160,16 +194,18 @@ def annotation_submit(
         raise AnnotationRejected(
             f"unknown tag(s) {', '.join(map(repr, unknown))}; known: {', '.join(TAGS)}", field="tags"
         )
-    if spans and not extraneous:
+    formed = _formed_spans(spans)  # None: one is malformed, and the slower path below says which
+    if formed and not extraneous:
         raise AnnotationRejected("extraneous words are marked but extraneous is false", field="extraneous")
     if not 0 <= seconds <= MAX_SECONDS_PER_VISIT:
         raise AnnotationRejected(f"seconds must be between 0 and {MAX_SECONDS_PER_VISIT}", field="seconds")
     fields = {"label": label, "extraneous": extraneous, "notes": notes, "tags": sorted(set(tags), key=list(TAGS).index)}
     annotation = Annotation(annotator=user, seconds=seconds, **fields)
-    if not spans and _insert_if_absent(annotation, public_id=public_id):
-        # The common case, a first save without spans: found, checked and inserted by one statement, atomic by
-        # itself, with no transaction round trips.
-        return Submitted(item=public_id, annotation=annotation, spans=[], created=True)
+    tried = formed == [] or (formed is not None and connection.vendor == "postgresql")
+    if tried and _insert_if_absent(annotation, public_id=public_id, spans=formed):
+        # The common case, a first save: found, checked and inserted (with its spans, on PostgreSQL) by one
+        # statement, atomic by itself, with no transaction round trips.
+        return Submitted(item=public_id, annotation=annotation, spans=formed, created=True)
 
     found = _item_for(user=user, public_id=public_id)
     if found is None:
@@ -182,9 +218,11 @@ def annotation_submit(
             f"label {label!r} is not one of this pool's labels: {', '.join(labels)}", field="label"
         )
     checked = _check_spans(spans, continuation)
+    if checked and not extraneous:
+        raise AnnotationRejected("extraneous words are marked but extraneous is false", field="extraneous")
     annotation.item_id = item_id
     with transaction.atomic():
-        created = bool(checked) and _insert_if_absent(annotation)  # without spans, the INSERT was just tried
+        created = not tried and _insert_if_absent(annotation)  # an edit, or spans on SQLite
         if not created:
             annotation = Annotation.objects.select_for_update().get(item_id=item_id, annotator=user)
             for name, value in fields.items():

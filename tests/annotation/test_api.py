@@ -138,6 +138,18 @@ class TestSubmit:
         assert (annotation.label, annotation.extraneous, annotation.seconds) == ("no_pronoun", True, 4.0)
         assert list(annotation.spans.values_list("start", "end")) == [(4, 7)]
 
+    def test_a_first_save_stores_its_spans_distinct_and_sorted_up_to_the_last_character(self, api, annotator, work):
+        _, items = work
+        api.force_authenticate(annotator)
+        spans = [[len(TEXT) - 3, len(TEXT)], [0, 3], [len(TEXT) - 3, len(TEXT)]]
+
+        response = submit(api, items[0], extraneous=True, extraneous_spans=spans)
+
+        assert response.status_code == 201
+        assert response.json()["extraneous_spans"] == [[0, 3], [len(TEXT) - 3, len(TEXT)]]
+        stored = ExtraneousSpan.objects.filter(annotation__item=items[0], annotation__annotator=annotator)
+        assert list(stored.values_list("start", "end")) == [(0, 3), (len(TEXT) - 3, len(TEXT))]
+
     def test_it_replaces_the_spans_on_update(self, api, annotator, work):
         _, items = work
         api.force_authenticate(annotator)
