@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -31,15 +32,17 @@ class Submitted:
     created: bool
 
 
-def _check_spans(spans: Sequence[Sequence[int]], text: str) -> list[tuple[int, int]]:
+def _check_spans(spans: Sequence[Sequence[int]], length: float) -> list[tuple[int, int]]:
+    """The spans as stored (distinct, sorted); AnnotationRejected names the first that is not a pair of integers
+    with 0 <= start < end <= length (the generation's length)."""
     checked = set()
     for i, span in enumerate(spans):
         if len(span) != 2 or not all(isinstance(v, int) and not isinstance(v, bool) for v in span):
             raise AnnotationRejected(f"span {i} must be a pair of integers [start, end]", field="extraneous_spans")
         start, end = span
-        if not 0 <= start < end <= len(text):
+        if not 0 <= start < end <= length:
             raise AnnotationRejected(
-                f"span {i} [{start}, {end}] must satisfy 0 <= start < end <= {len(text)} (the generation's length)",
+                f"span {i} [{start}, {end}] must satisfy 0 <= start < end <= {length} (the generation's length)",
                 field="extraneous_spans",
             )
         checked.add((start, end))
@@ -47,16 +50,15 @@ def _check_spans(spans: Sequence[Sequence[int]], text: str) -> list[tuple[int, i
 
 
 def _formed_spans(spans: Sequence[Sequence[int]]) -> list[tuple[int, int]] | None:
-    """The spans as stored (distinct, sorted) if each is a pair of integers with 0 <= start < end, else None.
+    """The spans as stored if they pass every check that does not need the generation, else None.
 
-    Whether the last end fits the generation is for the database (or `_check_spans`, which also says what is wrong).
+    Whether the last one ends inside the generation is then the database's check; when a span fails, the lookup of
+    the item that follows lets `_check_spans` say which and why.
     """
-    formed = set()
-    for span in spans:
-        if len(span) != 2 or not all(type(value) is int for value in span) or not 0 <= span[0] < span[1]:
-            return None
-        formed.add((span[0], span[1]))
-    return sorted(formed)
+    try:
+        return _check_spans(spans, math.inf)
+    except AnnotationRejected:
+        return None
 
 
 # The item, its pool's labels and whether it is assigned to the annotator, in one statement (the API's hot path).
@@ -156,7 +158,7 @@ def _insert_if_absent(
         field.attname: field.get_db_prep_save(field.pre_save(annotation, add=True), connection) for field in fields
     }
     if public_id is not None:
-        values["public_id"] = public_id  # the label predicate reads the label's own value
+        values["public_id"] = public_id  # the label check reuses the label's own parameter, %(label)s
     if spans:
         values.update(starts=[start for start, _ in spans], ends=[end for _, end in spans])
         values["last_end"] = max(values["ends"])
@@ -217,9 +219,8 @@ def annotation_submit(
         raise AnnotationRejected(
             f"label {label!r} is not one of this pool's labels: {', '.join(labels)}", field="label"
         )
-    checked = _check_spans(spans, continuation)
-    if checked and not extraneous:
-        raise AnnotationRejected("extraneous words are marked but extraneous is false", field="extraneous")
+    # Spans that passed `_formed_spans` were checked against `extraneous` above; any other fails here.
+    checked = _check_spans(spans, len(continuation))
     annotation.item_id = item_id
     with transaction.atomic():
         created = not tried and _insert_if_absent(annotation)  # an edit, or spans on SQLite
