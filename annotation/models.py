@@ -30,6 +30,12 @@ class Pool(models.Model):
     per_cell = models.PositiveIntegerField(null=True, blank=True, help_text="generations per cell when sampled")
     seed = models.BigIntegerField(null=True, blank=True)
     jobs = models.ManyToManyField(GenerationJob, blank=True, related_name="pools")
+    pass_mark = models.FloatField(
+        default=0.8, help_text="share of training items an annotator must get right before the real queue opens"
+    )
+    fast_seconds = models.FloatField(
+        default=3.0, help_text="decisions quicker than this many seconds count as fast on the quality dashboard"
+    )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -38,6 +44,12 @@ class Pool(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+STUDY = "study"
+GOLD = "gold"
+TRAINING = "training"
+ITEM_KINDS = [(STUDY, "study item"), (GOLD, "gold item (known answer, hidden among study items)"), (TRAINING, "training item (qualification round)")]
 
 
 class PoolItem(models.Model):
@@ -53,7 +65,7 @@ class PoolItem(models.Model):
     )
     # The cell: model x dataset x setting x pronoun.
     model_name = models.CharField(max_length=200)
-    dataset = models.CharField(max_length=16, help_text="dataset kind: misgendered or ruff")
+    dataset = models.CharField(max_length=16, help_text="dataset kind: misgendered, ruff or tango")
     setting = models.CharField(max_length=4, choices=SETTING_CHOICES)
     pronoun = models.CharField(max_length=8, choices=BASE_CHOICES)
     sample_index = models.PositiveSmallIntegerField(null=True, blank=True)
@@ -67,6 +79,11 @@ class PoolItem(models.Model):
     source_line = models.PositiveIntegerField(null=True, blank=True)
     source_key = models.CharField(max_length=64, blank=True, help_text="sha256 identifying an imported row")
     source_correct = models.BooleanField(null=True, blank=True)
+    # Quality control: gold and training items carry their expected answer; neither ever enters a study metric.
+    kind = models.CharField(max_length=8, choices=ITEM_KINDS, default=STUDY)
+    gold_label = models.CharField(max_length=32, blank=True)
+    gold_extraneous = models.BooleanField(null=True, blank=True)
+    explanation = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -77,7 +94,8 @@ class PoolItem(models.Model):
             models.UniqueConstraint(
                 fields=["pool", "source_key"], condition=~Q(source_key=""), name="pool_item_unique_source_key"
             ),
-            models.CheckConstraint(condition=Q(setting__in=["pre", "post"]), name="pool_item_setting_valid"),
+            models.CheckConstraint(condition=Q(setting__in=["pre", "post", "open"]), name="pool_item_setting_valid"),
+            models.CheckConstraint(condition=Q(kind=STUDY) | ~Q(gold_label=""), name="pool_item_gold_has_label"),
         ]
         indexes = [models.Index(fields=["pool", "model_name", "dataset", "setting", "pronoun"])]
 
@@ -153,11 +171,13 @@ class ExtraneousSpan(models.Model):
 
 
 class Adjudication(models.Model):
-    """A researcher's verdict on an overlap item the two annotators labelled differently; originals are kept."""
+    """A researcher's verdict on an overlap item whose annotators disagree (label, extraneous flag or marked words);
+    the originals are kept. A field left empty/null was not adjudicated."""
 
     item = models.OneToOneField(PoolItem, on_delete=models.CASCADE, related_name="adjudication")
-    label = models.CharField(max_length=32)
+    label = models.CharField(max_length=32, blank=True)
     extraneous = models.BooleanField(null=True, blank=True)
+    spans = models.JSONField(null=True, blank=True, help_text="adjudicated extraneous spans, [[start, end], ...]")
     notes = models.TextField(blank=True)
     adjudicator = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -79,6 +79,14 @@ def csrf_client():
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _fast_password_hasher():
+    """Tests hash passwords with MD5: PBKDF2's deliberate slowness is worth nothing here and costs minutes."""
+    from django.conf import settings
+
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _connections_close_after_each_request():
     """Live-server and worker threads would otherwise keep persistent connections open past the test database's
     teardown. The settings dict is shared by every thread's connection, so this reaches them all."""

