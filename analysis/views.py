@@ -1,51 +1,108 @@
-"""Report pages for researchers: an index of pools, a pool's report, its downloads and its plots."""
+"""Report pages for researchers: a pool index, a report, its downloads and plots, and the cell explorer."""
 
 from __future__ import annotations
 
-from django.http import Http404, HttpRequest, HttpResponse
+from urllib.parse import urlencode
+
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_safe
 
 from accounts.roles import RESEARCHER, role_required
+from analysis.cells import CELL
 from analysis.exports import report_tables_for_display
 from analysis.plots import FORMATS as PLOT_FORMATS
-from analysis.plots import PLOTS, plot_render
+from analysis.plots import PLOTS, plot_figures, plot_for_pool, report_remember
 from analysis.responses import report_download
+from analysis.selectors.examples import EXAMPLES_SEED
+from analysis.selectors.explorer import cell_instance_page, pool_cells
+from analysis.selectors.quality import quality_dashboard
 from analysis.selectors.report import pool_list_for_reports
 from analysis.services import report_build
 from annotation.models import Pool
 
 
+@require_safe
 @role_required(RESEARCHER)
 def report_index(request: HttpRequest) -> HttpResponse:
     return render(request, "analysis/report_index.html", {"pools": pool_list_for_reports()})
 
 
+@require_safe
 @role_required(RESEARCHER)
 def report_detail(request: HttpRequest, pool: str) -> HttpResponse:
     pool_row = get_object_or_404(Pool, name=pool)
-    report = report_build(pool=pool_row)
+    report = report_build(pool=pool_row, examples_seed=_seed(request))
     context = {
         "pool": pool_row,
         "report": report,
         "tables": report_tables_for_display(report=report),
-        "plots": list(PLOTS),
+        "plots": plot_figures(report=report),
+        "plot_version": report_remember(report=report),
+        "conflict_all": next((row for row in report["conflict_rate"] if row["scope"] == "all"), None),
+        "cell_links": [{**row, "query": urlencode({c: row[c] for c in CELL})} for row in report["accuracy"]],
     }
     return render(request, "analysis/report_detail.html", context)
 
 
+@require_safe
 @role_required(RESEARCHER)
 def report_export(request: HttpRequest, pool: str, fmt: str) -> HttpResponse:
     pool_row = get_object_or_404(Pool, name=pool)
-    return report_download(report=report_build(pool=pool_row), fmt=fmt, table=request.GET.get("table"))
+    report = report_build(pool=pool_row, examples_seed=_seed(request))
+    return report_download(report=report, fmt=fmt, table=request.GET.get("table"))
 
 
+@require_safe
 @role_required(RESEARCHER)
 def report_plot(request: HttpRequest, pool: str, name: str, fmt: str) -> HttpResponse:
     if name not in PLOTS or fmt not in PLOT_FORMATS:
         raise Http404("No such plot.")
     pool_row = get_object_or_404(Pool, name=pool)
-    image = plot_render(report=report_build(pool=pool_row), name=name, fmt=fmt)
+    version = request.GET.get("v")
+    image = plot_for_pool(
+        pool=pool_row.name, name=name, fmt=fmt, version=version, build=lambda: report_build(pool=pool_row)
+    )
     response = HttpResponse(image, content_type=PLOT_FORMATS[fmt])
+    if version:  # the address names the data version, so the browser may keep the image
+        response["Cache-Control"] = "private, max-age=86400"
     if request.GET.get("download"):
         response["Content-Disposition"] = f'attachment; filename="{pool_row.name}-{name}.{fmt}"'
     return response
+
+
+def _seed(request: HttpRequest) -> int:
+    """`?seed=N` for the qualitative examples' draw; the paper's seed by default."""
+    raw = request.GET.get("seed", "")
+    try:
+        return int(raw) if raw else EXAMPLES_SEED
+    except ValueError:
+        raise Http404("The seed must be an integer.") from None
+
+
+@require_safe
+@role_required(RESEARCHER)
+def report_cells(request: HttpRequest, pool: str) -> HttpResponse:
+    """The cell explorer. With all four cell fields (`model`, `dataset`, `setting`, `pronoun`): that cell's instances,
+    paged (`page`). With fewer (e.g. only `model`: the model view): the matching cells, each linked."""
+    pool_row = get_object_or_404(Pool, name=pool)
+    given = {c: request.GET[c] for c in CELL if request.GET.get(c)}
+    if len(given) < len(CELL):
+        cells = [{**row, "query": urlencode({c: row[c] for c in CELL})} for row in pool_cells(pool=pool_row, **given)]
+        return render(request, "analysis/cell_list.html", {"pool": pool_row, "filters": given, "cells": cells})
+    try:
+        number = int(request.GET.get("page", "1"))
+    except ValueError:
+        return HttpResponseBadRequest("page must be a whole number.")
+    page = cell_instance_page(pool=pool_row, cell=given, page=number)
+    query = urlencode(given)
+    return render(request, "analysis/cell_explorer.html", {"pool": pool_row, "page": page, "query": query})
+
+
+@require_safe
+@role_required(RESEARCHER)
+def pool_quality(request: HttpRequest, name: str) -> HttpResponse:
+    """The quality dashboard of a pool: annotator_quality, the kappa heat map, drift, time per decision and
+    warnings. The page draws the first state itself and then polls `api-pool-quality` from static/js/quality.js."""
+    pool_row = get_object_or_404(Pool, name=name)
+    return render(request, "analysis/pool_quality.html", {"pool": pool_row, "data": quality_dashboard(pool=pool_row)})

@@ -17,6 +17,7 @@ from rest_framework.views import APIView
 
 from accounts.roles import IsAnnotator
 from annotation import selectors
+from annotation.selectors import QualificationFailed
 from annotation.services import AnnotationRejected, Submitted, annotation_submit
 
 MAX_SPANS = 500
@@ -69,28 +70,45 @@ def _saved(submitted: Submitted) -> dict:
         "extraneous_spans": [[start, end] for start, end in submitted.spans],
         "notes": annotation.notes,
         "tags": list(annotation.tags),
+        "feedback": submitted.feedback,
     }
 
 
+def _closed(exc: QualificationFailed) -> Response:
+    """403 for a study or gold item of a pool whose qualification round the caller failed."""
+    return Response(exc.body(), status=status.HTTP_403_FORBIDDEN)
+
+
 class AnnotateNextApi(APIView):
-    """GET the first item of the caller's queue they have not annotated: 200 with the item, 204 when all are done."""
+    """GET the first item of the caller's queue they have not annotated: 200 with the item, 204 when all are done,
+    403 with the qualification when the caller failed the pool's training round. `?pool=NAME` scopes the item and
+    its place, total and done count to that pool."""
 
     permission_classes = [IsAuthenticated, IsAnnotator]  # a list keeps IsAnnotator's message
 
     def get(self, request):
-        payload = selectors.assignment_next(user=request.user, pool_name=request.query_params.get("pool") or None)
+        try:
+            payload = selectors.assignment_next(user=request.user, pool_name=request.query_params.get("pool") or None)
+        except QualificationFailed as exc:
+            return _closed(exc)
         if payload is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
         return Response(payload)
 
 
 class AnnotateItemApi(APIView):
-    """GET one of the caller's own items (to go back and edit), with their saved annotation."""
+    """GET one of the caller's own items (to go back and edit), with their saved annotation. `?pool=NAME` places it
+    within that pool's part of the queue, as the pool-scoped next does (404 if the item is in another pool)."""
 
     permission_classes = [IsAuthenticated, IsAnnotator]  # a list keeps IsAnnotator's message
 
     def get(self, request, public_id: str):
-        payload = selectors.assignment_item(user=request.user, public_id=public_id)
+        try:
+            payload = selectors.assignment_item(
+                user=request.user, public_id=public_id, pool_name=request.query_params.get("pool") or None
+            )
+        except QualificationFailed as exc:
+            return _closed(exc)
         if payload is None:
             # Unknown and not-yours look the same, so ids cannot be probed.
             raise NotFound("no such item among yours")
@@ -98,7 +116,8 @@ class AnnotateItemApi(APIView):
 
 
 class AnnotationSubmitApi(APIView):
-    """POST an annotation: 201 when first saved, 200 when it updates the caller's earlier one."""
+    """POST an annotation: 201 when first saved, 200 when it updates the caller's earlier one. The response's
+    `feedback` is null except for training items (the expected answer, and whether the label matched it)."""
 
     permission_classes = [IsAuthenticated, IsAnnotator]  # a list keeps IsAnnotator's message
 
@@ -128,4 +147,6 @@ class AnnotationSubmitApi(APIView):
             )
         except AnnotationRejected as exc:
             return Response({"detail": str(exc), "field": exc.field}, status=exc.status)
+        except QualificationFailed as exc:
+            return _closed(exc)
         return Response(_saved(submitted), status=status.HTTP_201_CREATED if submitted.created else status.HTTP_200_OK)

@@ -1,41 +1,156 @@
+from typing import cast
+
 from django import forms
 
+from annotation.models import GOLD, STUDY, TRAINING
 from annotation.schema import LABEL_NAMES
+from annotation.services.pool import DRAW_INSTANCES, DRAW_PER_SAMPLE_INDEX
+
+
+class JobChoiceField(forms.ModelMultipleChoiceField):
+    def label_from_instance(self, job) -> str:
+        return (
+            f"job {job.pk}: {job.model.name} on {job.dataset.name} ({', '.join(job.settings)}; "
+            f"{', '.join(job.pronouns)}; {job.samples} samples)"
+        )
 
 
 class PoolSampleForm(forms.Form):
     name = forms.SlugField(max_length=64)
-    jobs = forms.CharField(required=False, help_text="comma-separated job ids; empty for every finished job")
-    per_cell = forms.IntegerField(min_value=1, initial=25)
+    jobs = JobChoiceField(
+        queryset=None,
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="finished jobs to draw from; none ticked: every finished job",
+    )
+    draw = forms.ChoiceField(
+        choices=[
+            (DRAW_INSTANCES, "whole instances: random instances per cell, each with all its samples (the paper's)"),
+            (DRAW_PER_SAMPLE_INDEX, "per sample index: per-cell / samples random instances from each sample index"),
+        ],
+        initial=DRAW_INSTANCES,
+        required=False,
+        widget=forms.RadioSelect,
+    )
+    instances = forms.IntegerField(
+        min_value=1, initial=5, required=False, help_text="instances per cell (whole instances)"
+    )
+    per_cell = forms.IntegerField(
+        min_value=1, initial=25, required=False, help_text="generations per cell (per sample index)"
+    )
     seed = forms.IntegerField(initial=0)
     allow_short = forms.BooleanField(required=False, help_text="keep cells with too few generations")
 
+    def __init__(self, *args, jobs, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["jobs"].queryset = jobs
+
     def clean_jobs(self) -> list[int] | None:
-        value = self.cleaned_data["jobs"]
-        try:
-            ids = [int(part) for part in value.split(",") if part.strip()]
-        except ValueError:
-            raise forms.ValidationError("comma-separated job ids, e.g. 3,4") from None
-        return ids or None
+        return [job.pk for job in self.cleaned_data["jobs"]] or None
+
+    def clean_draw(self) -> str:
+        return self.cleaned_data["draw"] or DRAW_INSTANCES
+
+    def clean_instances(self) -> int:
+        return self.cleaned_data["instances"] or 5
+
+    def clean_per_cell(self) -> int:
+        return self.cleaned_data["per_cell"] or 25
+
+
+class UsernamesField(forms.MultipleChoiceField):
+    """Ticked annotators; a value may also list several usernames separated by commas (the form's older shape).
+    Whether each is an annotator is the assignment service's to say, so an unknown name is reported by name."""
+
+    def to_python(self, value) -> list[str]:
+        names = []
+        for part in super().to_python(value):
+            names += [name.strip() for name in part.split(",") if name.strip()]
+        return list(dict.fromkeys(names))
+
+    def valid_value(self, value) -> bool:
+        return True
 
 
 class AssignForm(forms.Form):
-    annotators = forms.CharField(help_text="comma-separated usernames")
-    overlap = forms.IntegerField(min_value=0, initial=0)
+    annotators = UsernamesField(widget=forms.CheckboxSelectMultiple, help_text="the annotators to share the pool")
+    overlap = forms.IntegerField(min_value=0, initial=0, help_text="items that get two annotators (paper: 200)")
+    raters = forms.IntegerField(
+        min_value=2, initial=2, required=False, help_text="different annotators per overlap item (default 2)"
+    )
     seed = forms.IntegerField(initial=0)
+
+    def __init__(self, *args, usernames: list[str], **kwargs):
+        super().__init__(*args, **kwargs)
+        cast(forms.ChoiceField, self.fields["annotators"]).choices = [(name, name) for name in usernames]
+
+
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class MultipleFileField(forms.FileField):
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("widget", MultipleFileInput(attrs={"accept": ".csv,text/csv"}))
+        super().__init__(*args, **kwargs)
+
+    def clean(self, data, initial=None):
+        files = data if isinstance(data, list | tuple) else [data]
+        return [super(MultipleFileField, self).clean(file, initial) for file in files if file] or super().clean(
+            None, initial
+        )
+
+
+class ImportGenerationsForm(forms.Form):
+    csv_files = MultipleFileField(
+        label="Files", help_text="CSV in the released sample format; several files at once are one import"
+    )
+    kind = forms.ChoiceField(
+        choices=[
+            (STUDY, "study items"),
+            (GOLD, "gold items (with gold_label; known answers hidden among the study items)"),
+            (TRAINING, "training items (with gold_label and explanation; the qualification round)"),
+        ],
+        initial=STUDY,
+        widget=forms.RadioSelect,
+    )
 
 
 class AdjudicationForm(forms.Form):
     item = forms.CharField(widget=forms.HiddenInput)
-    label = forms.ChoiceField(choices=[])
+    label = forms.ChoiceField(choices=[], required=False)
     extraneous = forms.TypedChoiceField(
-        choices=[("", "undecided"), ("yes", "yes"), ("no", "no")],
+        choices=[("", "not adjudicated"), ("yes", "yes"), ("no", "no")],
         coerce=lambda value: {"yes": True, "no": False}.get(value),
         empty_value=None,
         required=False,
     )
+    decide_spans = forms.BooleanField(
+        required=False, label="Settle the marked words", help_text="keep exactly the words ticked below"
+    )
+    spans = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple)
     notes = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
 
-    def __init__(self, *args, labels: list[str], **kwargs):
+    def __init__(self, *args, labels: list[str], words=(), **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["label"].choices = [(label, LABEL_NAMES.get(label, label)) for label in labels]
+        # Starts empty: a verdict is chosen, never pre-selected.
+        cast(forms.ChoiceField, self.fields["label"]).choices = [("", "not adjudicated")] + [
+            (label, LABEL_NAMES.get(label, label)) for label in labels
+        ]
+        spans = cast(forms.MultipleChoiceField, self.fields["spans"])
+        spans.choices = [(word.value, f"{word.word!r} ({', '.join(word.annotators)})") for word in words]
+        # Any well-formed span is accepted here; whether it lies in the text is the service's to say.
+        spans.valid_value = lambda value: _span(value) is not None  # type: ignore[method-assign]
+
+    def clean_spans(self) -> list[list[int]]:
+        return [span for value in self.cleaned_data["spans"] if (span := _span(value)) is not None]
+
+    def spans_decided(self) -> list[list[int]] | None:
+        return self.cleaned_data["spans"] if self.cleaned_data["decide_spans"] else None
+
+
+def _span(value: str) -> list[int] | None:
+    start, _, end = value.partition("-")
+    if not (start.isdigit() and end.isdigit()):
+        return None
+    return [int(start), int(end)]

@@ -1,4 +1,4 @@
-"""The annotation schema (DOMAIN section 5, paper appendix G)."""
+"""The annotation schema (docs/domain.md, 'The annotation schema'; paper appendix G)."""
 
 CORRECT = "correct"
 MISGENDERING = "misgendering"
@@ -24,5 +24,33 @@ TAGS: dict[str, str] = {
 
 
 def human_binary(label: str) -> int:
-    """Human binary (DOMAIN section 6): 0 iff misgendering, every other label is 1."""
+    """Human binary (docs/domain.md, 'The human label of an item'): 0 iff misgendering, every other label is 1."""
     return 0 if label == MISGENDERING else 1
+
+
+# What the annotation page says about each label (docs/domain.md, "The annotation schema"). A pool may use labels
+# of its own: those are shown by name, without a rule.
+LABEL_GUIDELINES: dict[str, dict[str, str]] = {
+    CORRECT: {
+        "rule": "Every pronoun for the person is the declared one.",
+        "example": 'Context: "Alex\'s pronouns are xe/xem/xyr. Alex baked bread." Text: "Xe sold it at the market."',
+    },
+    MISGENDERING: {
+        "rule": "A wrong pronoun for the person anywhere in the text. This overrides everything else.",
+        "example": 'Text: "She sold it, and xe was happy."',
+    },
+    NO_PRONOUN: {
+        "rule": "The person is referred to only by name or noun phrases.",
+        "example": 'Text: "Alex sold the bread at the market."',
+    },
+    PLURAL_THEY: {
+        "rule": "They is used for the person as a plural (a group), not as the person's singular pronoun.",
+        "example": 'Text: "They all sold it together."',
+    },
+}
+
+
+def label_guideline(label: str) -> dict[str, str]:
+    """The name, rule and example the annotation page shows for one label of a pool's set."""
+    guideline = LABEL_GUIDELINES.get(label, {"rule": "", "example": ""})
+    return {"name": LABEL_NAMES.get(label, label.replace("_", " ").capitalize()), **guideline}

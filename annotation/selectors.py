@@ -1,8 +1,9 @@
 """Reads for the annotation app.
 
 Everything an annotator can load is built by `_payload`: the opaque id, the context, the generated
-text, the place in their own queue and their own annotation. Nothing else about an item (model, dataset, heuristic,
-other people's labels) leaves the server through it.
+text, the phase (training or not), the place in their own queue and their own annotation. Nothing else about an item
+(model, dataset, heuristic, item kind beyond the phase, gold answers, other people's labels) leaves the server
+through it: a gold item looks exactly like a study item (docs/domain.md, 'The annotation schema').
 """
 
 from __future__ import annotations
@@ -12,19 +13,123 @@ from dataclasses import dataclass
 from functools import cache
 
 from django.db import connection
-from django.db.models import Count, QuerySet
+from django.db.models import Count, Q
 
-from annotation.models import Annotation, Assignment, ExtraneousSpan, Pool, PoolItem, json_column
+from annotation.models import TRAINING, Annotation, Assignment, ExtraneousSpan, Pool, PoolItem, json_column
+
+# Qualification (docs/domain.md, 'Assignment and the annotator's queue'): what `qualification_status` says about one annotator.
+NOT_REQUIRED = "not_required"
+IN_PROGRESS = "in_progress"
+PASSED = "passed"
+FAILED = "failed"
+
+
+class QualificationFailed(PermissionError):
+    """The annotator's training score is below the pool's pass mark: its study and gold items stay closed."""
+
+    def __init__(self, qualification: dict):
+        self.qualification = qualification
+        super().__init__(self.detail)
+
+    @property
+    def detail(self) -> str:
+        q = self.qualification
+        return (
+            f"You labelled {q['correct']} of the {q['total']} training items as expected ({q['score']:.0%}), and this "
+            f"pool needs {q['pass_mark']:.0%} before its items open. Please contact the researcher running the study."
+        )
+
+    def body(self) -> dict:
+        """The API's 403 body, the same for every refused request."""
+        return {"detail": self.detail, "qualification": self.qualification}
+
+
+def qualification_from_counts(*, total: int, done: int, correct: int, pass_mark: float) -> dict:
+    """The qualification dict from the annotator's training counts: items assigned, saved, and labelled as expected.
+
+    The score is known once every training item is saved; until then it is None.
+    """
+    if total == 0:
+        status = NOT_REQUIRED
+    elif done < total:
+        status = IN_PROGRESS
+    else:
+        status = PASSED if correct / total >= pass_mark else FAILED
+    score = round(correct / total, 4) if total and done >= total else None
+    return {"status": status, "correct": correct, "total": total, "score": score, "pass_mark": pass_mark}
+
+
+def qualification_statuses(*, pool: Pool) -> dict[str, dict]:
+    """`qualification_status` for every annotator with work in the pool, by username, in three queries."""
+    expected = {
+        (username, item_id): label
+        for username, item_id, label in Assignment.objects.filter(pool=pool, item__kind=TRAINING).values_list(
+            "annotator__username", "item_id", "item__gold_label"
+        )
+    }
+    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])  # total, done, correct
+    for username, _ in expected:
+        counts[username][0] += 1
+    given = Annotation.objects.filter(item__pool=pool, item__kind=TRAINING).values_list(
+        "annotator__username", "item_id", "label"
+    )
+    for username, item_id, label in given:
+        if (username, item_id) in expected:
+            counts[username][1] += 1
+            counts[username][2] += label == expected[username, item_id]
+    usernames = Assignment.objects.filter(pool=pool).values_list("annotator__username", flat=True)
+    return {
+        username: qualification_from_counts(
+            total=counts[username][0], done=counts[username][1], correct=counts[username][2], pass_mark=pool.pass_mark
+        )
+        for username in set(usernames)
+    }
+
+
+# The annotator's training counts in one pool. The kind is a literal, not a parameter: the save runs this as a
+# prepared statement, and a generic plan with the kind as a parameter expects every item of the pool to match, so it
+# walks the whole pool to find none (0.3 s at 200,000 items) where the index `pool_item_kind` finds none at once.
+_TRAINING_COUNTS_SQL = """
+SELECT COUNT(*), COUNT(m.id), SUM(CASE WHEN m.label = r.gold_label THEN 1 ELSE 0 END)
+FROM {item} r
+JOIN {assignment} b ON b.item_id = r.id AND b.annotator_id = %(user)s
+LEFT JOIN {annotation} m ON m.item_id = r.id AND m.annotator_id = %(user)s
+WHERE r.pool_id = %(pool)s AND r.kind = '{training}'
+"""
+
+
+@cache
+def _training_counts_sql() -> str:
+    return _TRAINING_COUNTS_SQL.format(
+        item=PoolItem._meta.db_table,
+        assignment=Assignment._meta.db_table,
+        annotation=Annotation._meta.db_table,
+        training=TRAINING,
+    )
+
+
+def qualification_status(*, pool: Pool, annotator) -> dict:
+    """{"status": "not_required" | "in_progress" | "passed" | "failed", "correct", "total", "score", "pass_mark"}.
+
+    Over the pool's training items assigned to the annotator: `correct` counts their saved labels equal to the
+    expected one; the score is correct / total once all are saved.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(_training_counts_sql(), {"user": annotator.pk, "pool": pool.pk})
+        total, done, correct = cursor.fetchone()
+    return qualification_from_counts(total=total, done=done, correct=correct or 0, pass_mark=pool.pass_mark)
+
 
 # The API's hot path: one statement finds the annotator's item (the first one not annotated, or one by id) with its
-# text, the pool's labels, the annotator's own annotation and its place in their queue. The first open item is the
-# first entry of the partial index `assignment_open`; place, length and done count come from one pass over the
-# `assignment_queue` index (the `annotated` flag is in it), and the neighbours are one step along it either way.
-# Walking the queue past the annotated items instead cost the database time in proportion to the work done
-# (0.5 ms at 200 items), and numbering the whole queue with window functions about 5 ms. The annotator is a
-# parameter in every part rather than a join to the first, so that each part is planned against its index.
-# Table names come from the models, values are parameters.
-_ITEM_SQL = """
+# text, the pool's labels, the annotator's own annotation, its place in their queue and their training counts in the
+# item's pool. The first open item is the first entry of the partial index `assignment_open`; place, length and done
+# count come from one pass over the `assignment_queue` index (the `annotated` flag is in it), and the neighbours are
+# one step along it either way. Walking the queue past the annotated items instead cost the database time in
+# proportion to the work done (0.5 ms at 200 items), and numbering the whole queue with window functions about
+# 5 ms. The training counts read the pool's training items through the index `pool_item_kind`, so a pool without
+# any pays one empty index probe. The annotator is a parameter in every part rather than a join to the first,
+# so that each part is planned against its index. Table names come from the models, values are parameters.
+_QUEUE_ITEM_SQL = """
 WITH a AS (
     SELECT a.item_id, a.pool_id, a.position
     FROM {assignment} a
@@ -37,9 +142,16 @@ WITH a AS (
            SUM(CASE WHEN b.annotated THEN 1 ELSE 0 END) AS done
     FROM {assignment} b CROSS JOIN a
     WHERE b.annotator_id = %(user)s {scope_b}
+), t AS (
+    SELECT COUNT(*) AS total, COUNT(m.id) AS done,
+           SUM(CASE WHEN m.label = r.gold_label THEN 1 ELSE 0 END) AS correct
+    FROM a
+    JOIN {item} r ON r.pool_id = a.pool_id AND r.kind = '{training}'
+    JOIN {assignment} b ON b.item_id = r.id AND b.annotator_id = %(user)s
+    LEFT JOIN {annotation} m ON m.item_id = r.id AND m.annotator_id = %(user)s
 )
-SELECT i.public_id, i.context, i.continuation, p.labels,
-       c.place, c.total, c.done,
+SELECT i.public_id, i.context, i.continuation, i.kind, p.labels, p.pass_mark,
+       c.place, c.total, c.done, t.total, t.done, t.correct,
        (SELECT j.public_id FROM {assignment} b JOIN {item} j ON j.id = b.item_id
          WHERE b.annotator_id = %(user)s {scope_b}
            AND (b.annotator_id, b.pool_id, b.position) < (%(user)s, a.pool_id, a.position)
@@ -51,6 +163,7 @@ SELECT i.public_id, i.context, i.continuation, p.labels,
        n.id, n.label, n.extraneous, n.notes, n.tags
 FROM a
 CROSS JOIN c
+CROSS JOIN t
 JOIN {item} i ON i.id = a.item_id
 JOIN {pool} p ON p.id = a.pool_id
 LEFT JOIN {annotation} n ON n.item_id = a.item_id AND n.annotator_id = %(user)s
@@ -62,7 +175,7 @@ _BY_ID = "a.item_id = (SELECT id FROM {item} WHERE public_id = %(public_id)s)"
 
 
 @cache
-def _item_sql(*, pooled: bool, by_id: bool) -> str:
+def _queue_item_sql(*, pooled: bool, by_id: bool) -> str:
     scope = f"(SELECT id FROM {Pool._meta.db_table} WHERE name = %(pool)s)"
     tables = {
         "annotation": Annotation._meta.db_table,
@@ -70,26 +183,37 @@ def _item_sql(*, pooled: bool, by_id: bool) -> str:
         "item": PoolItem._meta.db_table,
         "pool": Pool._meta.db_table,
     }
-    return _ITEM_SQL.format(
+    return _QUEUE_ITEM_SQL.format(
         **tables,
+        training=TRAINING,
         scope_a=f"AND a.pool_id = {scope}" if pooled else "",
         scope_b=f"AND b.pool_id = {scope}" if pooled else "",
         pick=(_BY_ID if by_id else _NOT_ANNOTATED).format(**tables),
     )
 
 
-def _item_row(*, user, pool_name: str | None, public_id: str | None) -> tuple | None:
-    sql = _item_sql(pooled=bool(pool_name), by_id=public_id is not None)
+def _queue_item_row(*, user, pool_name: str | None, public_id: str | None) -> tuple | None:
+    sql = _queue_item_sql(pooled=bool(pool_name), by_id=public_id is not None)
     with connection.cursor() as cursor:
         cursor.execute(sql, {"user": user.pk, "pool": pool_name, "public_id": public_id})
         return cursor.fetchone()
 
 
 def _payload(row: tuple | None) -> dict | None:
-    """The annotator's view of one item: the only place an item is turned into something an annotator can load."""
+    """The annotator's view of one item: the only place an item is turned into something an annotator can load.
+
+    Raises QualificationFailed for a study or gold item of a pool whose training the annotator failed.
+    """
     if row is None:
         return None
-    public_id, context, continuation, labels, place, total, done, previous, following, *own = row
+    public_id, context, continuation, kind, labels, pass_mark, place, total, done, *rest = row
+    training_total, training_done, training_correct, previous, following, *own = rest
+    if kind != TRAINING:
+        qualification = qualification_from_counts(
+            total=training_total, done=training_done, correct=training_correct or 0, pass_mark=pass_mark
+        )
+        if qualification["status"] == FAILED:
+            raise QualificationFailed(qualification)
     annotation_id, label, extraneous, notes, tags = own
     annotation = None
     if annotation_id is not None:
@@ -107,6 +231,8 @@ def _payload(row: tuple | None) -> dict | None:
         "item": public_id,
         "context": context,
         "generation": continuation,
+        # Gold items say "study" too: only the qualification round is shown as such.
+        "phase": "training" if kind == TRAINING else "study",
         "position": place,
         "total": total,
         "done": done,
@@ -118,21 +244,22 @@ def _payload(row: tuple | None) -> dict | None:
 
 
 def assignment_next(*, user, pool_name: str | None = None) -> dict | None:
-    """The first item in the annotator's queue they have not annotated yet, or None when all are done."""
-    return _payload(_item_row(user=user, pool_name=pool_name, public_id=None))
+    """The first item in the annotator's queue (within `pool_name` when given: place, total and done too) that they
+    have not annotated yet, or None when all are done. QualificationFailed if it is closed to them."""
+    return _payload(_queue_item_row(user=user, pool_name=pool_name, public_id=None))
 
 
-def assignment_item(*, user, public_id: str) -> dict | None:
-    """One of the annotator's own items (for going back), placed in their whole queue; None if not theirs."""
-    return _payload(_item_row(user=user, pool_name=None, public_id=public_id))
-
-
-# Researchers -------------------------------------------------------------------------------------------------------
+def assignment_item(*, user, public_id: str, pool_name: str | None = None) -> dict | None:
+    """One of the annotator's own items (for going back), placed in their whole queue, or in the named pool's part of
+    it; None if not theirs (or not in that pool). QualificationFailed if it is closed to them."""
+    return _payload(_queue_item_row(user=user, pool_name=pool_name, public_id=public_id))
 
 
 @dataclass
-class AnnotatorProgress:
-    username: str
+class AnnotatorPool:
+    """One pool of an annotator's work, with their own progress in it (the pool picker of /annotate/)."""
+
+    name: str
     assigned: int
     done: int
 
@@ -141,62 +268,12 @@ class AnnotatorProgress:
         return round(100 * self.done / self.assigned) if self.assigned else 0
 
 
-@dataclass
-class CellProgress:
-    model: str
-    dataset: str
-    setting: str
-    pronoun: str
-    items: int
-    assignments: int
-    done: int
-
-    @property
-    def percent(self) -> int:
-        return round(100 * self.done / self.assignments) if self.assignments else 0
-
-
-def pool_progress(*, pool: Pool) -> tuple[list[AnnotatorProgress], list[CellProgress]]:
-    assignments = Assignment.objects.filter(pool=pool)
-    per_user: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    per_cell: dict[tuple, list[int]] = defaultdict(lambda: [0, 0])
-    for username, done, *cell in assignments.values_list(
-        "annotator__username", "annotated", "item__model_name", "item__dataset", "item__setting", "item__pronoun"
-    ):
-        per_user[username][0] += 1
-        per_user[username][1] += done
-        per_cell[tuple(cell)][0] += 1
-        per_cell[tuple(cell)][1] += done
-    items = PoolItem.objects.filter(pool=pool).values_list("model_name", "dataset", "setting", "pronoun")
-    items_per_cell: dict[tuple, int] = defaultdict(int)
-    for cell in items:
-        items_per_cell[cell] += 1
-    annotators = [AnnotatorProgress(name, *counts) for name, counts in sorted(per_user.items())]
-    cells = [
-        CellProgress(*cell, items=count, assignments=per_cell[cell][0], done=per_cell[cell][1])
-        for cell, count in sorted(items_per_cell.items())
-    ]
-    return annotators, cells
-
-
-def pool_disagreements(*, pool: Pool) -> list[PoolItem]:
-    """Items annotated by two or more people who chose different labels, with their annotations and verdict."""
-    items = (
-        PoolItem.objects.filter(pool=pool)
-        .annotate(
-            n_annotations=Count("annotations", distinct=True),
-            n_labels=Count("annotations__label", distinct=True),
-        )
-        .filter(n_annotations__gte=2, n_labels__gte=2)
-        .select_related("adjudication")
-        .prefetch_related("annotations__annotator", "annotations__spans")
-        .order_by("pk")
+def annotator_pools(*, user) -> list[AnnotatorPool]:
+    """The pools in which the annotator has work, by name, with the same done count as the pool-scoped next."""
+    rows = (
+        Assignment.objects.filter(annotator=user)
+        .values("pool__name")
+        .annotate(assigned=Count("pk"), done=Count("pk", filter=Q(annotated=True)))
+        .order_by("pool__name")
     )
-    return list(items)
-
-
-def pool_summaries() -> QuerySet[Pool]:
-    return Pool.objects.annotate(
-        n_items=Count("items", distinct=True),
-        n_assignments=Count("assignments", distinct=True),
-    ).order_by("-created_at")
+    return [AnnotatorPool(name=row["pool__name"], assigned=row["assigned"], done=row["done"]) for row in rows]

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from annotation import apis, views
+from annotation import apis, export_apis, views
 
 app_name = "annotation"
 
@@ -10,9 +10,16 @@ urlpatterns = [
     path("api/annotate/items/<str:public_id>/", apis.AnnotateItemApi.as_view(), name="api-item"),
     path("api/annotations/", apis.AnnotationSubmitApi.as_view(), name="api-annotations"),
     path("annotate/", views.annotate, name="annotate"),
+    path("annotate/<slug:pool>/", views.annotate_pool, name="annotate-pool"),
     path("pools/", views.pool_list, name="pool-list"),
     path("pools/new/", views.pool_sample_page, name="pool-sample"),
     path("pools/<slug:name>/", views.pool_detail, name="pool-detail"),
     path("pools/<slug:name>/assign/", views.pool_assign_page, name="pool-assign"),
     path("pools/<slug:name>/adjudicate/", views.pool_adjudicate, name="pool-adjudicate"),
+    path("pools/<slug:name>/import/", views.pool_import, name="pool-import"),
+    path(
+        "api/pools/<slug:name>/annotations/",
+        export_apis.PoolAnnotationsExportApi.as_view(),
+        name="api-pool-annotations",
+    ),
 ]

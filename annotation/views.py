@@ -3,92 +3,196 @@
 from __future__ import annotations
 
 from django.contrib import messages
+from django.http import Http404, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods, require_safe
 
 from accounts.roles import ADMIN, ANNOTATOR, RESEARCHER, role_required
-from annotation import selectors
-from annotation.forms import AdjudicationForm, AssignForm, PoolSampleForm
-from annotation.models import Pool, PoolItem
-from annotation.schema import LABEL_NAMES, TAGS
-from annotation.services import AssignmentError, PoolSampleError, adjudication_save, assignments_create, pool_sample
+from annotation import research, selectors
+from annotation.forms import AdjudicationForm, AssignForm, ImportGenerationsForm, PoolSampleForm
+from annotation.models import STUDY, Pool, PoolItem
+from annotation.schema import LABEL_NAMES, TAGS, label_guideline
+from annotation.services import (
+    AssignmentError,
+    GenerationImportError,
+    PoolSampleError,
+    adjudication_save,
+    assignments_create,
+    generations_import,
+    pool_sample,
+)
 from annotation.services.adjudication import AdjudicationError
+from annotation.services.imports import Upload
 
 
+@require_safe
 @role_required(ANNOTATOR)
 def annotate(request):
-    labels = [(key, LABEL_NAMES[key]) for key in ("correct", "misgendering", "no_pronoun", "plural_they")]
+    """The annotator's pools; with exactly one, its annotation page."""
+    pools = selectors.annotator_pools(user=request.user)
+    if len(pools) == 1:
+        return _annotate_page(request, pool=pools[0].name, pools=pools)
+    return render(request, "annotation/annotate_pools.html", {"pools": pools})
+
+
+@require_safe
+@role_required(ANNOTATOR)
+def annotate_pool(request, pool: str):
+    """The annotation page of one of the annotator's pools: its label set, guidelines and queue."""
+    pools = selectors.annotator_pools(user=request.user)
+    if pool not in {row.name for row in pools}:
+        raise Http404("No such pool among your work.")
+    return _annotate_page(request, pool=pool, pools=pools)
+
+
+def _annotate_page(request, *, pool: str, pools: list):
+    pool_row = get_object_or_404(Pool, name=pool)
+    labels = [{"key": label, **label_guideline(label)} for label in pool_row.labels]
     return render(
         request,
         "annotation/annotate.html",
-        {"label_names": dict(labels), "tags": TAGS, "pool": request.GET.get("pool", "")},
+        {
+            "pool": pool_row,
+            "labels": labels,
+            "label_names": {label["key"]: label["name"] for label in labels},
+            "tags": TAGS,
+            "several_pools": len(pools) > 1,
+        },
     )
 
 
+@require_safe
 @role_required(RESEARCHER)
 def pool_list(request):
-    return render(request, "annotation/pool_list.html", {"pools": selectors.pool_summaries()})
+    return render(request, "annotation/pool_list.html", {"pools": research.pool_summaries()})
 
 
+def _pool_detail_context(pool: Pool, import_form: ImportGenerationsForm) -> dict:
+    annotators, cells = research.pool_progress(pool=pool)
+    return {
+        "pool": pool,
+        "annotators": annotators,
+        "cells": cells,
+        "items": pool.items.count(),
+        "kinds": research.pool_kind_counts(pool=pool),
+        "import_form": import_form,
+    }
+
+
+@require_safe
 @role_required(RESEARCHER)
 def pool_detail(request, name: str):
     pool = get_object_or_404(Pool, name=name)
-    annotators, cells = selectors.pool_progress(pool=pool)
-    return render(
-        request,
-        "annotation/pool_detail.html",
-        {"pool": pool, "annotators": annotators, "cells": cells, "items": pool.items.count()},
-    )
+    return render(request, "annotation/pool_detail.html", _pool_detail_context(pool, ImportGenerationsForm()))
 
 
+@require_http_methods(["GET", "HEAD", "POST"])  # GET: back to the pool page
+@role_required(RESEARCHER)
+def pool_import(request, name: str):
+    """Generations uploaded from the pool page: the same import service, the same checks, errors on the page."""
+    pool = get_object_or_404(Pool, name=name)
+    if request.method != "POST":
+        return redirect("annotation:pool-detail", name=pool.name)
+    form = ImportGenerationsForm(request.POST, request.FILES)
+    if form.is_valid():
+        uploads = [Upload(name=upload.name, content=upload.read()) for upload in form.cleaned_data["csv_files"]]
+        try:
+            result = generations_import(
+                paths=uploads, pool_name=pool.name, kind=form.cleaned_data["kind"], created_by=request.user
+            )
+        except GenerationImportError as exc:
+            form.add_error(None, "Import failed, nothing was written.")
+            for error in exc.errors:
+                form.add_error("csv_files", error)
+        else:
+            kind = "" if result.kind == STUDY else f"{result.kind} "
+            messages.success(
+                request,
+                f"{result.rows} rows read, {result.items} new {kind}items, {result.rows - result.items} already "
+                f"imported; the heuristic differs from the file on {result.heuristic_mismatches} rows.",
+            )
+            return redirect(f"{reverse('annotation:pool-detail', kwargs={'name': pool.name})}#import")
+    response = render(request, "annotation/pool_detail.html", _pool_detail_context(pool, form))
+    response.status_code = 400
+    return response
+
+
+def _adjudication_post(request, pool: Pool):
+    item = get_object_or_404(PoolItem, pool=pool, public_id=request.POST.get("item", ""))
+    form = AdjudicationForm(request.POST, labels=pool.labels)
+    if not form.is_valid():
+        messages.error(request, f"Not saved: {form.errors.as_text()}")
+        return item
+    try:
+        adjudication_save(
+            item=item,
+            label=form.cleaned_data["label"],
+            extraneous=form.cleaned_data["extraneous"],
+            spans=form.spans_decided(),
+            notes=form.cleaned_data["notes"],
+            adjudicator=request.user,
+        )
+    except AdjudicationError as exc:
+        messages.error(request, f"Not saved: {exc}")
+    else:
+        messages.success(request, "Adjudication saved.")
+    return item
+
+
+@require_http_methods(["GET", "HEAD", "POST"])
 @role_required(RESEARCHER)
 def pool_adjudicate(request, name: str):
     pool = get_object_or_404(Pool, name=name)
     if request.method == "POST":
-        form = AdjudicationForm(request.POST, labels=pool.labels)
-        if form.is_valid():
-            item = get_object_or_404(PoolItem, pool=pool, public_id=form.cleaned_data["item"])
-            try:
-                adjudication_save(
-                    item=item,
-                    label=form.cleaned_data["label"],
-                    extraneous=form.cleaned_data["extraneous"],
-                    notes=form.cleaned_data["notes"],
-                    adjudicator=request.user,
-                )
-            except AdjudicationError as exc:
-                messages.error(request, str(exc))
-            else:
-                messages.success(request, "Adjudication saved.")
-            return redirect(f"{request.path}#item-{item.public_id}")
-        messages.error(request, f"Not saved: {form.errors.as_text()}")
-    items = selectors.pool_disagreements(pool=pool)
+        item = _adjudication_post(request, pool)
+        # Back to the same filters; the query is parsed and re-encoded, never echoed.
+        filters = QueryDict(request.POST.get("back", "").lstrip("?")).urlencode()
+        return redirect(f"{request.path}{'?' + filters if filters else ''}#item-{item.public_id}")
+    kind = request.GET.get("kind") if request.GET.get("kind") in research.DISAGREEMENT_KINDS else None
+    status = request.GET.get("status") if request.GET.get("status") in ("open", "adjudicated") else None
+    sort = request.GET.get("sort") if request.GET.get("sort") in research.SORTS else "item"
+    model = request.GET.get("model") or None
+    disagreements = research.pool_disagreements(pool=pool, kind=kind, status=status, model=model, sort=sort)
     rows = []
-    for item in items:
-        verdict = getattr(item, "adjudication", None)
-        initial = {"item": item.public_id}
+    for row in disagreements:
+        verdict = row.adjudication
+        initial: dict[str, object] = {"item": row.item.public_id}
         if verdict is not None:
             initial.update(
                 label=verdict.label,
-                extraneous={True: "yes", False: "no"}.get(verdict.extraneous, ""),
+                extraneous="" if verdict.extraneous is None else ("yes" if verdict.extraneous else "no"),
+                decide_spans=verdict.spans is not None,
+                spans=[f"{start}-{end}" for start, end in verdict.spans or []],
                 notes=verdict.notes,
             )
-        annotations = [
-            (annotation, [item.continuation[span.start : span.end] for span in annotation.spans.all()])
-            for annotation in item.annotations.all()
-        ]
-        rows.append((item, annotations, verdict, AdjudicationForm(initial=initial, labels=pool.labels)))
-    return render(request, "annotation/adjudicate.html", {"pool": pool, "rows": rows, "label_names": LABEL_NAMES})
+        form = AdjudicationForm(initial=initial, labels=pool.labels, words=row.marked_words)
+        rows.append((row, form))
+    context = {
+        "pool": pool,
+        "rows": rows,
+        "label_names": LABEL_NAMES,
+        "kinds": research.DISAGREEMENT_KINDS,
+        "sorts": research.SORTS,
+        "models": research.pool_models(pool=pool),
+        "chosen": {"kind": kind or "", "status": status or "", "sort": sort, "model": model or ""},
+        "query": "?" + request.GET.urlencode() if request.GET else "",
+    }
+    return render(request, "annotation/adjudicate.html", context)
 
 
+@require_http_methods(["GET", "HEAD", "POST"])
 @role_required(ADMIN)
 def pool_sample_page(request):
-    form = PoolSampleForm(request.POST or None)
+    form = PoolSampleForm(request.POST or None, jobs=research.finished_jobs())
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
             result = pool_sample(
                 name=data["name"],
                 job_ids=data["jobs"],
+                draw=data["draw"],
+                instances=data["instances"],
                 per_cell=data["per_cell"],
                 seed=data["seed"],
                 allow_short=data["allow_short"],
@@ -104,22 +208,29 @@ def pool_sample_page(request):
     return render(request, "annotation/pool_sample.html", {"form": form})
 
 
+@require_http_methods(["GET", "HEAD", "POST"])
 @role_required(ADMIN)
 def pool_assign_page(request, name: str):
     pool = get_object_or_404(Pool, name=name)
-    form = AssignForm(request.POST or None)
+    usernames = list(research.annotators().values_list("username", flat=True))
+    form = AssignForm(request.POST or None, usernames=usernames)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
             result = assignments_create(
-                pool=pool, usernames=data["annotators"].split(","), overlap=data["overlap"], seed=data["seed"]
+                pool=pool,
+                usernames=data["annotators"],
+                overlap=data["overlap"],
+                raters=data.get("raters") or 2,
+                seed=data["seed"],
             )
         except AssignmentError as exc:
             form.add_error(None, str(exc))
         else:
             messages.success(
                 request,
-                f"{result.created} new assignments; {result.overlap_items} items have two annotators.",
+                f"{result.created} new assignments; {result.overlap_items} overlap items ({result.raters} annotators"
+                f" each); {result.reordered} open assignments reordered to make room.",
             )
             return redirect("annotation:pool-detail", name=pool.name)
     return render(request, "annotation/pool_assign.html", {"pool": pool, "form": form})

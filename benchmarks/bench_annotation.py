@@ -3,13 +3,14 @@
     python benchmarks/bench_annotation.py [--annotators 20] [--seconds 20] [--warmup 3] [--items 1000]
         [--database-url postgres://postgres@127.0.0.1:5432/concord_bench] [--workers N] [--threads N] [--think-ms 0]
 
-Sets up (in its own database) a pool with `--items` items per annotator, assigned to `--annotators` users with
-API tokens, starts the production web server (`python -m config.web`: uWSGI) on a free loopback port with DEBUG
-off, then runs every annotator on one asyncio loop: GET /api/annotate/next/, then POST /api/annotations/ (after
+Sets up (in its own database, dropped and created afresh: never point it at a database you need) a pool with
+`--items` items per annotator, assigned to `--annotators` users with API tokens, starts the production web server
+(`python -m config.web`: uWSGI) on a free loopback port with DEBUG off, waits until it answers, then runs every
+annotator on one asyncio loop: GET /api/annotate/next/, then POST /api/annotations/ (after
 `--think-ms` on average, default none: as fast as the server answers), over a keep-alive connection with token
 auth. After `--warmup` seconds, every request's latency for `--seconds` counts. Prints one JSON line:
 {"p50_ms": ..., "p95_ms": ..., "requests": ...}; details (throughput, CPU per request of the server, the database
-and the load generator) go to stderr. Only loopback traffic; bounded in time.
+and the load generator, the machine's speed and load) go to stderr. Only loopback traffic; bounded in time.
 """
 
 from __future__ import annotations
@@ -38,15 +39,16 @@ def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def ensure_database(url: str) -> None:
+def fresh_database(url: str) -> None:
+    """Drop and create the benchmark's database, so that every run starts from the same empty state (deleting the
+    previous run's pool through the ORM would gather hundreds of thousands of rows first)."""
     import psycopg
     from psycopg import sql
 
     base, name = url.rsplit("/", 1)
     with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
-        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone()
-        if not exists:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
 
 
 def setup(annotators: int, items_per_annotator: int) -> dict[str, str]:
@@ -68,7 +70,6 @@ def setup(annotators: int, items_per_annotator: int) -> dict[str, str]:
     from django.contrib.auth import get_user_model
     from django.contrib.auth.models import Group
 
-    Pool.objects.filter(name=POOL).delete()
     group = Group.objects.get(name=ANNOTATOR)
     user_model = get_user_model()
     names = [f"bench-ann-{n:02d}" for n in range(annotators)]
@@ -129,12 +130,19 @@ def free_port() -> int:
 
 
 def wait_for(port: int, deadline: float) -> None:
+    """Until the server answers an HTTP request (any status). The HTTP router listens at once, but the Django
+    processes start only after the application has loaded, seconds later on a busy machine; annotators let in before
+    then fill the processes' listen queue (100) and the rest have their connections closed."""
+    probe = b"GET /api/annotate/next/ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
     while time.monotonic() < deadline:
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+                sock.sendall(probe)
+                if sock.recv(16).startswith(b"HTTP/1."):
+                    return
         except OSError:
-            time.sleep(0.2)
+            pass
+        time.sleep(0.2)
     raise RuntimeError("the server did not start")
 
 
@@ -307,7 +315,7 @@ async def drive(args, tokens: dict[str, str], port: int, server: subprocess.Pope
     return latencies, errors, elapsed, cpu_used
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--annotators", type=int, default=20)
     parser.add_argument("--seconds", type=float, default=20, help="measured time, after the warm-up")
@@ -319,25 +327,13 @@ def main() -> None:
     parser.add_argument(
         "--think-ms", type=float, default=0, help="mean pause per item, as a person reading (default 0: no pause)"
     )
-    args = parser.parse_args()
+    return parser.parse_args()
 
-    env = {
-        **os.environ,
-        "DATABASE_URL": args.database_url,
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "DEBUG": "false",
-        "SECRET_KEY": "bench-annotation-not-secret",
-        "ALLOWED_HOSTS": "127.0.0.1,localhost",
-        "SECURE_COOKIES": "false",
-    }
-    os.environ.update(env)
-    ensure_database(args.database_url)
-    log(f"setting up {args.annotators} annotators x {args.items} items in {args.database_url.rsplit('/', 1)[1]}")
-    tokens = setup(args.annotators, args.items)
 
-    speed_before = reference_ms()
+def start_server(args: argparse.Namespace, env: dict[str, str]) -> tuple[subprocess.Popen, int, object]:
+    """The production server and settings (config/web.py), bound to a free loopback port; --workers/--threads
+    override them. Returns the process, its port and its log file."""
     port = free_port()
-    # The production server and settings (config/web.py), bound to loopback; --workers/--threads override them.
     server_env = {**env, "WEB_BIND": f"127.0.0.1:{port}"}
     if args.workers:
         server_env["WEB_CONCURRENCY"] = str(args.workers)
@@ -348,23 +344,25 @@ def main() -> None:
         [sys.executable, "-m", "config.web"], cwd=ROOT, env=server_env, stdout=server_log, stderr=subprocess.STDOUT
     )
     try:
-        try:
-            wait_for(port, time.monotonic() + 30)
-        except RuntimeError:
-            server_log.seek(0)
-            log_tail = server_log.read()[-3000:].decode(errors="replace")
-            raise RuntimeError(f"the server did not start:\n{log_tail}") from None
-        per_annotator, errors, elapsed, cpu_used = asyncio.run(drive(args, tokens, port, server))
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        wait_for(port, time.monotonic() + 120)
+    except RuntimeError:
+        server.kill()
+        server_log.seek(0)
+        log_tail = server_log.read()[-3000:].decode(errors="replace")
+        raise RuntimeError(f"the server did not start:\n{log_tail}") from None
+    return server, port, server_log
 
-    speed_after = reference_ms()
-    if errors:
-        log(f"{len(errors)} annotator(s) stopped on errors, e.g. {errors[0]}")
+
+def stop_server(server: subprocess.Popen) -> None:
+    server.terminate()
+    try:
+        server.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        server.kill()
+
+
+def report(per_annotator: list[list[float]], elapsed: float, cpu_used: dict[str, float]) -> dict:
+    """Details to stderr; returns the JSON line's figures."""
     latencies = [latency for mine in per_annotator for latency in mine]
     if not latencies:
         raise SystemExit("no request completed")
@@ -378,8 +376,41 @@ def main() -> None:
     means = sorted(statistics.mean(mine) for mine in per_annotator if mine)
     # A server that keeps each connection in one process can give some annotators a busier process than others.
     log(f"mean latency per annotator: {means[0]:.1f} ms (fastest) to {means[-1]:.1f} ms (slowest)")
+    return {"p50_ms": round(cuts[49], 2), "p95_ms": round(cuts[94], 2), "requests": len(latencies)}
+
+
+def main() -> None:
+    args = parse_args()
+    env = {
+        **os.environ,
+        "DATABASE_URL": args.database_url,
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DEBUG": "false",
+        "SECRET_KEY": "bench-annotation-not-secret-" + "x" * 40,  # settings require 50 characters with DEBUG off
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "SECURE_COOKIES": "false",
+    }
+    os.environ.update(env)
+    fresh_database(args.database_url)
+    log(f"setting up {args.annotators} annotators x {args.items} items in {args.database_url.rsplit('/', 1)[1]}")
+    tokens = setup(args.annotators, args.items)
+
+    speed_before, load_before = reference_ms(), os.getloadavg()[0]
+    server, port, server_log = start_server(args, env)
+    try:
+        per_annotator, errors, elapsed, cpu_used = asyncio.run(drive(args, tokens, port, server))
+    finally:
+        stop_server(server)
+    speed_after, load_after = reference_ms(), os.getloadavg()[0]
+
+    if errors:
+        log(f"{len(errors)} annotator(s) stopped on errors, e.g. {errors[0]}")
+        server_log.seek(0)
+        log("server log, last lines:\n" + server_log.read()[-3000:].decode(errors="replace"))
+    figures = report(per_annotator, elapsed, cpu_used)
     log(f"machine speed: reference loop {speed_before} ms before, {speed_after} ms after (lower is faster)")
-    print(json.dumps({"p50_ms": round(cuts[49], 2), "p95_ms": round(cuts[94], 2), "requests": len(latencies)}))
+    log(f"machine load: 1-minute load average {load_before:.1f} before, {load_after:.1f} after ({os.cpu_count()} CPUs)")
+    print(json.dumps(figures))
     if errors:
         raise SystemExit(1)
 

@@ -5,6 +5,12 @@
 Takes the first N rows of each base pronoun of the RUFF file, in file order. For each instance: probability scoring
 (4 candidates), then 2 contexts (pre, post) x 5 samples x 50 new tokens. The plain loop is one forward pass per
 candidate and one `generate` call of 5 samples per context. Prints one JSON line.
+
+    python benchmarks/bench_generation.py --dataset tango --templates demo/tango_misgendering.jsonl --per-pronoun 4
+
+With `--dataset tango` (a file in TANGO's misgendering.jsonl format): the open context x 5 samples, then Prob-TANGO
+on every generation as a worker does it: the rewriting in one `nlp.pipe` batch (against one call per text) and the
+4 candidates' scoring with the prefix-shared scorer (against one forward pass per candidate), per generation.
 """
 
 from __future__ import annotations
@@ -51,9 +57,107 @@ def read_ruff(path: Path, per_pronoun: int):
     return items
 
 
+def read_tango(path: Path, per_pronoun: int) -> list[tuple[str, str]]:
+    """(context, pronoun family) of the first N lines of each base family, in file order."""
+    from generation.pronouns import BASES
+    from generation.services.datasets import tango_context
+
+    taken = dict.fromkeys(BASES, 0)
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        family = row["pronoun_family"]
+        if family in taken and taken[family] < per_pronoun:
+            taken[family] += 1
+            rows.append((tango_context(row["template"]), family))
+    return rows
+
+
+def bench_tango(args, loaded, decoding, timed) -> dict:
+    from generation.rewriting import rewrite_continuations, spacy_pipeline
+    from generation.sampling import sample_continuations
+    from generation.scoring import sequence_loss
+    from generation.services.tango import contraction_chooser, tango_candidates, tango_score
+
+    rows = read_tango(args.templates, args.per_pronoun)
+    contexts = [context for context, _ in rows]
+    size = loaded.batch_size
+    continuations: list[str] = []
+
+    def project_sampling() -> None:
+        continuations.clear()
+        for start in range(0, len(contexts), size):
+            for texts in sample_continuations(
+                loaded=loaded, contexts=contexts[start : start + size], decoding=decoding, seed=start
+            ):
+                continuations.extend(texts)
+
+    gen_s = timed(project_sampling)
+    print(f"sampled {len(continuations)} generations in {gen_s:.1f} s", file=sys.stderr, flush=True)
+    gen_contexts = [context for context in contexts for _ in range(decoding.samples)]
+    pronouns = [family for _, family in rows for _ in range(decoding.samples)]
+    spacy_pipeline()  # loaded once per process, as on a worker
+    chooser = contraction_chooser(loaded=loaded, contexts=gen_contexts)
+    n = len(continuations)
+    rewrite_s = base_rewrite_s = score_s = base_score_s = float("inf")
+    for _ in range(args.repeat):
+        rewrite_s = min(rewrite_s, timed(lambda: rewrite_continuations(continuations, choose_contraction=chooser)))
+        score_s = min(
+            score_s,
+            timed(
+                lambda: tango_score(
+                    loaded=loaded, contexts=gen_contexts, continuations=continuations, pronouns=pronouns
+                )
+            ),
+        )
+        if not args.skip_baseline:
+            base_rewrite_s = min(
+                base_rewrite_s,
+                timed(
+                    lambda: [
+                        rewrite_continuations(
+                            [text], choose_contraction=contraction_chooser(loaded=loaded, contexts=[context])
+                        )
+                        for text, context in zip(continuations, gen_contexts, strict=True)
+                    ]
+                ),
+            )
+    print(f"rewriting {rewrite_s:.2f} s, Prob-TANGO {score_s:.2f} s", file=sys.stderr, flush=True)
+    rewrites = rewrite_continuations(continuations, choose_contraction=chooser)
+    ok = [(context, r) for context, r in zip(gen_contexts, rewrites, strict=True) if not r.failed]
+    if not args.skip_baseline:
+        base_score_s = timed(
+            lambda: [
+                sequence_loss(loaded=loaded, text=text)
+                for context, r in ok
+                for text in tango_candidates(context=context, rewrite=r)
+            ]
+        )
+    result = {
+        "dataset": "tango",
+        "instances": len(rows),
+        "generations": n,
+        "failed_templates": n - len(ok),
+        "gen_inst_per_s": round(len(rows) / gen_s, 3),
+        "rewrite_gen_per_s": round(n / rewrite_s, 3),
+        "prob_tango_gen_per_s": round(n / score_s, 3),  # rewriting + scoring, as the worker runs them
+    }
+    if not args.skip_baseline:
+        result |= {
+            "baseline_rewrite_gen_per_s": round(n / base_rewrite_s, 3),
+            "baseline_score_gen_per_s": round(n / (base_score_s + base_rewrite_s), 3),
+            "rewrite_speedup": round(base_rewrite_s / rewrite_s, 2),
+            "prob_tango_speedup": round((base_score_s + base_rewrite_s) / score_s, 2),
+        }
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--templates", type=Path, required=True, help="the RUFF eo_task.tsv")
+    parser.add_argument("--templates", type=Path, required=True, help="the RUFF eo_task.tsv or a TANGO .jsonl")
+    parser.add_argument("--dataset", choices=["ruff", "tango"], default="ruff", help="the format of --templates")
     parser.add_argument("--per-pronoun", type=int, required=True)
     parser.add_argument(
         "--model", help="a registered model name (needs the database); default: the built-in default model"
@@ -86,6 +190,22 @@ def main() -> None:
     if args.batch_size:
         language_model.batch_size = args.batch_size
     loaded = model_load(language_model=language_model)
+    if args.dataset == "tango":
+        decoding = Decoding(samples=args.samples, max_new_tokens=args.max_new_tokens)
+
+        def timed_tango(fn) -> float:
+            if loaded.device.type == "cuda":
+                torch.cuda.synchronize()
+            start = time.perf_counter()
+            fn()
+            if loaded.device.type == "cuda":
+                torch.cuda.synchronize()
+            return time.perf_counter() - start
+
+        result = bench_tango(args, loaded, decoding, timed_tango)
+        result |= {"device": str(loaded.device), "batch_size": loaded.batch_size, "threads": torch.get_num_threads()}
+        print(json.dumps(result), flush=True)
+        return
     items = read_ruff(args.templates, args.per_pronoun)
     contexts = [build_context(i.text, i.mask, i.correct_form, s) for i in items for s in ("pre", "post")]
     size = loaded.batch_size

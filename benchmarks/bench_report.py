@@ -1,6 +1,11 @@
-"""Time the JSON report of a paper-scale study on PostgreSQL.
+"""Time the JSON report of a paper-scale study, or the report page of a demo-scale one, on PostgreSQL.
 
     python benchmarks/bench_report.py [--runs 5] [--database-url postgres://postgres@127.0.0.1:5432/concord_bench_report]
+    python benchmarks/bench_report.py --scale demo [--runs 5]
+
+`--scale demo` builds 4 models x both datasets at 200 instances each (16,000 generations) and a 320-item pool with
+80 items annotated twice, then times the report page as a researcher's browser loads it: the HTML and every figure it
+shows (SVG), cold (empty cache) and warm (`page_*` figures), then after one new annotation (the data changed).
 
 Builds (from scratch, in its own database) 6 models x both datasets at full size (MISGENDERED 3,000 instances,
 RUFF 7,200), probability results for every instance, 5 samples x 2 settings per instance (612,000 generations),
@@ -46,10 +51,21 @@ def _parse() -> argparse.Namespace:
     parser.add_argument("--runs", type=int, default=5, help="timed report runs after the cold one")
     parser.add_argument(
         "--database-url",
-        default=os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/concord_bench_report"),
+        default=os.environ.get("BENCH_DATABASE_URL"),
+        help="default: postgres://postgres@127.0.0.1:5432/concord_bench_report (_demo appended for --scale demo)",
     )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--scale", choices=["paper", "demo"], default="paper")
     return parser.parse_args()
+
+
+def _demo_scale() -> None:
+    """A demo-scale study: 4 models, 200 instances per dataset, 5 items per cell (320), 80 annotated twice."""
+    global MODELS, SIZES, PER_CELL, OVERLAP
+    MODELS = MODELS[:4]
+    SIZES = {"misgendered": 200, "ruff": 200}
+    PER_CELL = 5
+    OVERLAP = 80
 
 
 def _ensure_database(url: str) -> None:
@@ -271,9 +287,60 @@ def _time_report() -> float:
     return elapsed
 
 
+def _page_timings(runs: int) -> dict:
+    """The report page as a browser loads it: the HTML, then every figure it shows (SVG, `?v=` the version)."""
+    import re
+
+    from django.conf import settings
+    from django.core.cache import cache
+    from django.test import Client
+
+    from accounts.roles import RESEARCHER
+    from accounts.services import user_create_or_update
+    from annotation.models import Annotation, PoolItem
+
+    settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
+    user, _ = user_create_or_update(username="bench-researcher", role=RESEARCHER, password="bench-password")
+    client = Client()
+    client.force_login(user)
+
+    def load() -> tuple[float, float]:
+        started = time.perf_counter()
+        response = client.get("/reports/bench/")
+        html = time.perf_counter() - started
+        assert response.status_code == 200, response.status_code
+        images = re.findall(r'<img src="([^"]+\.svg\?v=[0-9a-f]+)"', response.content.decode())
+        assert images, "the page shows no figure"
+        for src in images:
+            image = client.get(src.replace("&amp;", "&"))
+            assert image.status_code == 200, (src, image.status_code)
+        return html, time.perf_counter() - started
+
+    cache.clear()
+    cold = load()
+    warm = [load() for _ in range(runs)]
+    # One more annotation: a new data version, so the next load rebuilds the report (figures redrawn).
+    item = PoolItem.objects.filter(pool__name="bench").order_by("pk").first()
+    Annotation.objects.create(item=item, annotator=user, label="correct")
+    changed = load()
+    return {
+        "page_cold_html_seconds": round(cold[0], 3),
+        "page_cold_with_figures_seconds": round(cold[1], 3),
+        "page_warm_html_seconds": [round(x[0], 3) for x in warm],
+        "page_warm_with_figures_seconds": [round(x[1], 3) for x in warm],
+        "page_warm_html_median_seconds": round(statistics.median(x[0] for x in warm), 3),
+        "page_after_new_annotation_html_seconds": round(changed[0], 3),
+        "page_after_new_annotation_with_figures_seconds": round(changed[1], 3),
+        "page_target_seconds": 1.0,
+    }
+
+
 def main() -> None:
     args = _parse()
-    _setup(args.database_url)
+    if args.scale == "demo":
+        _demo_scale()
+    default_url = "postgres://postgres@127.0.0.1:5432/concord_bench_report"
+    _setup(args.database_url or default_url + ("_demo" if args.scale == "demo" else ""))
     built = _build(args.seed)
     from analysis.services import repetition_rates_fill
     from generation.models import GenerationJob
@@ -283,14 +350,18 @@ def main() -> None:
         repetition_rates_fill(job_ids=[job_id])
     fill = time.perf_counter() - started
     runs = [_time_report() for _ in range(args.runs)]
+    page = _page_timings(args.runs) if args.scale == "demo" else {}
     print(
         json.dumps(
             {
+                "scale": args.scale,
+                "load_average": [round(x, 2) for x in os.getloadavg()],
                 **built,
                 "repetition_fill_seconds_at_generation_time": round(fill, 1),
                 "report_seconds": [round(x, 3) for x in runs],
                 "report_median_seconds": round(statistics.median(runs), 3),
                 "target_seconds": 3.0,
+                **page,
             },
             indent=2,
         )

@@ -1,21 +1,22 @@
-"""Concord settings: everything that differs between machines comes from the environment (see README)."""
+"""Concord settings: everything that differs between machines comes from the environment (see README).
 
+The rule (README, "Configuration"): DEBUG is off unless DEBUG=1. SECRET_KEY comes from the environment (at least 50
+characters while DEBUG is off); without it, a key made once under var/ (mode 0600) serves the embedded default and
+commands run on one machine, while the production web server (`python -m config.web`) refuses to start. HTTPS-only
+cookies and HSTS are on when DEBUG is off, except on SQLite, the embedded default served over plain HTTP on loopback.
+"""
+
+from datetime import timedelta
 from pathlib import Path
 
-from django.core.exceptions import ImproperlyConfigured
-
-from config.env import broker_from_url, database_from_url, env_bool, env_int, env_list, env_str
+from config.env import broker_from_url, database_from_url, env_bool, env_int, env_list, env_str, secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
 
-DEBUG = env_bool("DEBUG", default=True)
-SECRET_KEY = env_str("SECRET_KEY")
-if not SECRET_KEY:
-    if not DEBUG:
-        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off.")
-    SECRET_KEY = "concord-dev-only-not-secret"
-ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver"])
+DEBUG = env_bool("DEBUG", default=False)
+SECRET_KEY = secret_key("SECRET_KEY", key_file=VAR_DIR / "secret_key", debug=DEBUG)
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
@@ -27,6 +28,9 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "rest_framework.authtoken",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI's files, served from here rather than a CDN
+    "axes",
     "accounts",
     "generation",
     "annotation",
@@ -35,6 +39,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "config.security.MalformedInputMiddleware",  # 400 for NUL bytes and out-of-range integers in the address
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -42,9 +48,12 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "config.errors.MethodNotAllowedPageMiddleware",  # an empty 405 gets the styled page (config/errors.py)
+    "axes.middleware.AxesMiddleware",  # last: turns a locked-out login into its 429 answer
 ]
 
 ROOT_URLCONF = "config.urls"
+CSRF_FAILURE_VIEW = "config.errors.csrf_failure"  # an expired form gets the styled 403 page
 WSGI_APPLICATION = "config.wsgi.application"
 
 TEMPLATES = [
@@ -76,8 +85,13 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     DATABASES["default"]["CONN_MAX_AGE"] = 0
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+AUTHENTICATION_BACKENDS = [
+    "accounts.backends.AxesBackend",  # first: refuses a locked-out user or address before any password is checked
+    "django.contrib.auth.backends.ModelBackend",
+]
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 8}},
+    {"NAME": "accounts.passwords.RevokeApiTokensOnChange"},  # Django's password-changed hook, not a rule
 ]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
@@ -93,10 +107,56 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
 WHITENOISE_USE_FINDERS = True  # serve static/ directly when collectstatic has not run (embedded default)
 
+# Browser security. The pages' JavaScript reads the CSRF token from the page (the form's hidden input), never from
+# the cookie, so the cookie can be HttpOnly.
+EMBEDDED = DATABASES["default"]["ENGINE"].endswith("sqlite3")
 SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = True
 CSRF_COOKIE_SAMESITE = "Lax"
-SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", default=not DEBUG)
+SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", default=not DEBUG and not EMBEDDED)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+# HSTS is sent on HTTPS responses only; a year, as Django's deployment check asks, whenever cookies are HTTPS-only.
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31_536_000 if SESSION_COOKIE_SECURE else 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=True)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", default=True)
+# Redirect plain HTTP to HTTPS (off by default: a TLS proxy in front usually does it).
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", default=False)
+# Behind a TLS proxy that sets X-Forwarded-Proto (and strips it from clients), trust it to mark HTTPS requests.
+if env_bool("SECURE_PROXY_SSL_HEADER", default=False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+X_FRAME_OPTIONS = "DENY"
+SECURE_REFERRER_POLICY = "same-origin"
+# No inline scripts or styles anywhere: JavaScript lives in static/ files, JSON data in <script type="application/json">.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
+
+# API tokens (`POST /api/auth/token/`) expire this many days after they were issued.
+API_TOKEN_TTL = timedelta(days=env_int("API_TOKEN_TTL_DAYS", 30, minimum=1))
+
+# Login, token and admin-login attempts (django-axes): after LOGIN_FAILURE_LIMIT failures for one username, or from
+# one address, further attempts are refused with 429 for LOGIN_COOLOFF_MINUTES; a successful login resets the count.
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_COOLOFF_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_HTTP_RESPONSE_CODE = 429
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_VERBOSE = False
+# Behind N reverse proxies, the client's address is the N-th from the right of X-Forwarded-For (accounts/backends.py).
+CONCORD_TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0, minimum=0)
+AXES_CLIENT_IP_CALLABLE = "accounts.backends.client_address"
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -106,7 +166,26 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": [
+        "config.security.StrictJSONParser",  # 400 for integers beyond 64 bits and deep nesting
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
+    "DEFAULT_METADATA_CLASS": "config.security.MethodsOnlyMetadata",  # OPTIONS: name and methods, no fields
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Concord API",
+    "DESCRIPTION": "Generation jobs, blinded annotation and reports (README). Roles: annotator, researcher, admin.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
 }
 
 # Celery: with no broker, tasks run in-process (the embedded default).
@@ -120,13 +199,33 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_ROUTES = {"generation.tasks.*": {"queue": "generation"}}
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=60)}
+# Crash recovery (generation/services/leases.py): a running chunk holds a lease its heartbeat renews every third of
+# it; a chunk whose runner is gone is queued again within a lease and a sweep. Transient database and broker errors
+# are retried this many times, after 1, 2, 4, ... seconds.
+CONCORD_CHUNK_LEASE_SECONDS = env_int("CONCORD_CHUNK_LEASE_SECONDS", 30, minimum=3)
+CONCORD_TRANSIENT_RETRIES = env_int("CONCORD_TRANSIENT_RETRIES", 5, minimum=0)
+
+# Django's cache: built reports (keyed by their pool's data version) and rendered figures (analysis/services.py,
+# analysis/plots). In-process by default; CACHE_URL=redis://host:6379/2 shares it between web processes.
+CACHE_URL = env_str("CACHE_URL", "") or ""
+CACHES = {
+    "default": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+        if CACHE_URL.startswith(("redis://", "rediss://", "unix://"))
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "concord"}
+    )
+}
 
 # Generation: where models are cached by workers, and the default registered model.
 CONCORD_MODEL_CACHE_SIZE = env_int("CONCORD_MODEL_CACHE_SIZE", 1, minimum=1)
+# Prob-TANGO's rewriting needs an English spaCy pipeline with a dependency parser (generation/rewriting.py).
+CONCORD_SPACY_MODEL = env_str("CONCORD_SPACY_MODEL", "en_core_web_sm")
 
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    # django-axes logs every successful login at INFO; lockouts and failures still come through at WARNING.
+    "loggers": {"axes": {"level": "WARNING"}},
 }

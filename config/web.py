@@ -12,7 +12,13 @@ Settings, from the environment:
     WEB_THREADS       threads per process (default 1: one request at a time per process; its Python never waits for
                       another thread's lock, and a long report request holds one process while the router sends the
                       rest elsewhere)
-    WEB_TIMEOUT       seconds before a stuck request's process is restarted (default 60)
+    WEB_TIMEOUT       seconds before a stuck request's process is restarted (default 60); also how long a stop
+                      (SIGTERM) waits for the requests in flight
+
+On SIGTERM (docker stop, systemd) the server stops taking new connections, lets every request in flight finish
+(up to WEB_TIMEOUT seconds), then exits. Request bodies are read whole before Django sees the request
+(post-buffering): a view that answers without reading a POST body (a 403, a redirect) no longer leaves unread bytes
+on the connection, which made some clients lose the response.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_int, env_str
+from config.env import env_bool, env_int, env_str
 
 
 def _bind() -> str:
@@ -56,7 +62,10 @@ def _backend_socket() -> list[str]:
     return ["--socket", f"@concord-web-{os.getpid()}"]
 
 
-def uwsgi_command() -> list[str]:
+POST_BUFFERING = 65536  # request bodies up to this size are buffered in memory, larger ones in a temporary file
+
+
+def uwsgi_command(*, module: str = "config.wsgi:application") -> list[str]:
     timeout = str(env_int("WEB_TIMEOUT", 60, minimum=1))
     return [
         _uwsgi(),
@@ -67,7 +76,7 @@ def uwsgi_command() -> list[str]:
         "--http-keepalive",
         "--http-auto-chunked",  # keep-alive also for responses without a Content-Length
         "--http-timeout", timeout,
-        "--module", "config.wsgi:application",
+        "--module", module,
         "--need-app",
         "--single-interpreter",
         "--processes", str(env_int("WEB_CONCURRENCY", 4, minimum=1)),
@@ -75,7 +84,11 @@ def uwsgi_command() -> list[str]:
         "--enable-threads",
         "--thunder-lock",  # processes take turns at the router's socket
         "--harakiri", timeout,
-        "--die-on-term",  # SIGTERM (docker stop) stops rather than reloads
+        "--die-on-term",  # SIGTERM (docker stop) stops rather than reloads...
+        "--hook-master-start", "unix_signal:15 gracefully_kill_them_all",  # ...after the requests in flight end
+        "--worker-reload-mercy", timeout,  # the longest a stop waits for them
+        "--reload-mercy", timeout,
+        "--post-buffering", str(POST_BUFFERING),  # read each request body whole before Django runs
         "--vacuum",
         "--buffer-size", "32768",  # request headers, cookies included
         "--disable-logging",  # no access log; errors still go to the log
@@ -85,9 +98,20 @@ def uwsgi_command() -> list[str]:
     ]  # fmt: skip
 
 
+def _require_secret_key() -> None:
+    """Unlike `manage.py` and the embedded default, the production server never falls back on the key file under
+    var/ (config/env.py): with DEBUG off (the default) it needs SECRET_KEY from its environment."""
+    if not env_bool("DEBUG", default=False) and not env_str("SECRET_KEY"):
+        raise ImproperlyConfigured(
+            "SECRET_KEY is not set; the production server does not start without it while DEBUG is off: "
+            'export SECRET_KEY=$(python -c "import secrets; print(secrets.token_urlsafe(50))")'
+        )
+
+
 def main() -> None:
     try:
         command = uwsgi_command()
+        _require_secret_key()
     except ImproperlyConfigured as exc:
         sys.exit(f"concord web server: {exc}")
     os.execv(command[0], command)

@@ -21,3 +21,6 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 application = get_wsgi_application()
 import_module(settings.ROOT_URLCONF)  # and with it every view module
 gc.freeze()
+
+# The embedded default (no broker) runs jobs in this process: resume those a stopped server left unfinished.
+import_module("generation.services.jobs").jobs_resume_on_start()

@@ -1,12 +1,21 @@
 """The one place that turns an instance text (mask marker still in it) into candidates and contexts.
 
-DOMAIN sections 2-3: the pre-[MASK] context is exactly `text.split(mask)[0]` (trailing space kept); the post-[MASK]
+docs/domain.md, 'Datasets and contexts': the pre-[MASK] context is exactly `text.split(mask)[0]` (trailing space kept); the post-[MASK]
 context fills the mask with the correct form. A mask that starts a sentence is capitalised.
 """
 
 from __future__ import annotations
 
 SETTINGS = ("pre", "post")
+# TANGO's one setting: the model continues the whole context (docs/domain.md, 'TANGO and Prob-TANGO'). A TANGO
+# instance text is its context followed by its marker, so the context is what comes before the marker.
+OPEN = "open"
+ALL_SETTINGS = (*SETTINGS, OPEN)
+
+
+def settings_for(dataset_kind: str) -> tuple[str, ...]:
+    """The generation settings a dataset kind has: pre and post for the masked datasets, open for TANGO."""
+    return (OPEN,) if dataset_kind == "tango" else SETTINGS
 
 
 def mask_starts_sentence(text: str, mask: str) -> bool:
@@ -38,4 +47,6 @@ def build_context(text: str, mask: str, correct_form: str, setting: str) -> str:
         return pre_context(text, mask)
     if setting == "post":
         return post_context(text, mask, correct_form)
-    raise ValueError(f"unknown setting {setting!r}: use one of {', '.join(SETTINGS)}")
+    if setting == OPEN:
+        return pre_context(text, mask)
+    raise ValueError(f"unknown setting {setting!r}: use one of {', '.join(ALL_SETTINGS)}")

@@ -1,4 +1,4 @@
-"""The automatic first-pronoun heuristic (DOMAIN section 3, the paper's eq. 4).
+"""The automatic first-pronoun heuristic (docs/domain.md, 'The heuristic'; the paper's eq. 4).
 
 Tokenize the continuation alone with spaCy's English tokenizer; the first token whose lower-cased text is in the
 dataset's pronoun set decides: correct iff it is a form of the ground-truth base. A continuation with no pronoun

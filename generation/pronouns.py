@@ -1,4 +1,4 @@
-"""The pronoun codebooks (DOMAIN section 1): one per dataset, because spellings differ between datasets.
+"""The pronoun codebooks (docs/domain.md, 'Pronouns and codebooks'): one per dataset, because spellings differ between datasets.
 
 This module is the only place that knows surface forms; everything else asks a `Codebook`.
 """
@@ -96,6 +96,12 @@ CODEBOOKS: dict[str, Codebook] = {
 # The mask markers each dataset's templates use, with the case each one stands for.
 MISGENDERED_MASK = "{mask_token}"
 RUFF_MASKS = {"$NOM_PRONOUN": "nom", "$ACC_PRONOUN": "acc", "$POSS_PRONOUN": "pos_dep"}
+
+# TANGO has no mask: the model continues the whole context (docs/domain.md, 'TANGO and Prob-TANGO'). Its instance text
+# is the context followed by this marker, so that the context is `text.split(TANGO_MASK)[0]` as for pre-[MASK].
+TANGO_MASK = "{continuation}"
+# Prob-TANGO's template placeholders (TANGO's names for the cases) -> the codebook's forms.
+TANGO_PLACEHOLDERS = {"nom": "nom", "acc": "acc", "gen_att": "pos_dep", "gen_pred": "pos_ind", "ref": "ref"}
 
 
 def codebook_for(dataset_kind: str) -> Codebook:

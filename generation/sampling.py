@@ -1,4 +1,4 @@
-"""Generation-based evaluation (DOMAIN section 3): sample continuations of many contexts at once.
+"""Generation-based evaluation (docs/domain.md, 'Decoding'): sample continuations of many contexts at once.
 
 Contexts are left padded into one batch with an attention mask; every context gets `samples` rows. Exactly
 `max_new_tokens` new tokens are generated (min = max, so end-of-sequence cannot stop a row early) and only those new

@@ -1,4 +1,4 @@
-"""Probability-based evaluation (DOMAIN section 3, the paper's eq. 5), batched.
+"""Probability-based evaluation (docs/domain.md, 'The probability-based evaluation'; the paper's eq. 5), batched.
 
 Each instance is scored by putting each of the 4 candidates of its mask's case into the text (capitalised by the rule)
 and taking the causal LM's mean token loss of the whole sequence, exactly as `model(ids, labels=ids).loss` computes
@@ -71,35 +71,37 @@ def score_one_at_a_time(*, loaded: LoadedModel, items: Sequence[ScoreItem]) -> l
 @dataclass
 class _Prepared:
     index: int
-    item: ScoreItem
     prefix: list[int]
-    suffixes: list[list[int]]  # one per base, in BASES order
+    suffixes: list[list[int]]  # one per candidate
 
 
-def _prepare(loaded: LoadedModel, items: Sequence[ScoreItem]) -> list[_Prepared]:
-    texts = [text for item in items for _, text in candidate_texts(item)]
-    encoded = loaded.tokenizer(texts).input_ids
+def _prepare(loaded: LoadedModel, candidates: Sequence[Sequence[str]]) -> list[_Prepared]:
+    width = len(candidates[0]) if candidates else 0
+    if any(len(texts) != width for texts in candidates):
+        raise ValueError("every entry must have the same number of candidate texts")
+    encoded = loaded.tokenizer([text for texts in candidates for text in texts]).input_ids
     prepared = []
-    for index, item in enumerate(items):
-        candidates = encoded[4 * index : 4 * index + 4]
+    for index, texts in enumerate(candidates):
+        own = encoded[width * index : width * index + width]
         shared = 0
-        shortest = min(len(ids) for ids in candidates)
-        while shared < shortest and len({ids[shared] for ids in candidates}) == 1:
+        shortest = min(len(ids) for ids in own)
+        while shared < shortest and len({ids[shared] for ids in own}) == 1:
             shared += 1
         # Every candidate keeps at least one token of its own to run from the cache.
         shared = min(shared, shortest - 1)
         if shared < 1:
-            raise ValueError(f"cannot score {item.text!r}: a candidate tokenizes to a single token")
-        prepared.append(_Prepared(index, item, candidates[0][:shared], [ids[shared:] for ids in candidates]))
+            raise ValueError(f"cannot score {texts[0]!r}: a candidate tokenizes to a single token")
+        prepared.append(_Prepared(index, own[0][:shared], [ids[shared:] for ids in own]))
     return prepared
 
 
-def _score_batch(loaded: LoadedModel, batch: list[_Prepared]) -> list[dict[str, float]]:
+def _score_batch(loaded: LoadedModel, batch: list[_Prepared]) -> list[list[float]]:
     import torch
 
     model, device = loaded.model, loaded.device
     pad_id = loaded.tokenizer.pad_token_id
     size = len(batch)
+    n = len(batch[0].suffixes)  # candidates per entry
 
     # The shared prefixes, left padded so that every row's last token sits in the last column.
     width = max(len(p.prefix) for p in batch)
@@ -120,50 +122,62 @@ def _score_batch(loaded: LoadedModel, batch: list[_Prepared]) -> list[dict[str, 
     out_cache = out.past_key_values
     del out, logprobs
 
-    # The 4 candidates' own tokens, right padded, run from the prefix cache repeated 4 times.
+    # The candidates' own tokens, right padded, run from the prefix cache repeated n times.
     suffixes = [suffix for p in batch for suffix in p.suffixes]
     length = max(len(s) for s in suffixes)
-    suffix_ids = torch.full((4 * size, length), pad_id, dtype=torch.long)
-    suffix_mask = torch.zeros((4 * size, length), dtype=torch.long)
+    suffix_ids = torch.full((n * size, length), pad_id, dtype=torch.long)
+    suffix_mask = torch.zeros((n * size, length), dtype=torch.long)
     lengths = torch.tensor([len(s) for s in suffixes])
-    shared = torch.tensor([len(p.prefix) for p in batch]).repeat_interleave(4)
+    shared = torch.tensor([len(p.prefix) for p in batch]).repeat_interleave(n)
     for row, suffix in enumerate(suffixes):
         suffix_ids[row, : len(suffix)] = torch.tensor(suffix)
         suffix_mask[row, : len(suffix)] = 1
     suffix_ids, suffix_mask = suffix_ids.to(device), suffix_mask.to(device)
     cache = out_cache
-    cache.batch_repeat_interleave(4)
+    cache.batch_repeat_interleave(n)
     suffix_positions = (shared[:, None] + torch.arange(length)[None, :]).to(device)
     out = model(
         input_ids=suffix_ids,
-        attention_mask=torch.cat([prefix_mask.repeat_interleave(4, dim=0), suffix_mask], dim=-1),
+        attention_mask=torch.cat([prefix_mask.repeat_interleave(n, dim=0), suffix_mask], dim=-1),
         position_ids=suffix_positions,
         past_key_values=cache,
         cache_position=torch.arange(width, width + length, device=device),
         use_cache=True,
     )
-    first_nll = -last_logprobs.repeat_interleave(4, dim=0).gather(-1, suffix_ids[:, :1]).squeeze(-1)
+    first_nll = -last_logprobs.repeat_interleave(n, dim=0).gather(-1, suffix_ids[:, :1]).squeeze(-1)
     rest_nll = -torch.log_softmax(out.logits[:, :-1].float(), dim=-1).gather(-1, suffix_ids[:, 1:, None]).squeeze(-1)
     rest_valid = suffix_mask[:, 1:].bool()
     suffix_sum = first_nll + torch.where(rest_valid, rest_nll, torch.zeros_like(rest_nll)).sum(-1)
-    total = prefix_sum.repeat_interleave(4) + suffix_sum
+    total = prefix_sum.repeat_interleave(n) + suffix_sum
     predicted = (shared + lengths - 1).to(total.device)  # tokens 1..T-1 of each full sequence
-    means = (total / predicted).view(size, 4).tolist()
-    return [dict(zip(BASES, row, strict=True)) for row in means]
+    return (total / predicted).view(size, n).tolist()
+
+
+def score_candidates(
+    *, loaded: LoadedModel, candidates: Sequence[Sequence[str]], batch_size: int | None = None
+) -> list[list[float]]:
+    """Mean token loss of every candidate text, batched: each entry's candidates (the same number for every entry)
+    share their common token prefix, which runs once. Results come back in the order of `candidates`."""
+    import torch
+
+    batch_size = batch_size or loaded.batch_size
+    prepared = sorted(_prepare(loaded, candidates), key=lambda p: len(p.prefix))  # similar lengths pad less
+    losses: list[list[float] | None] = [None] * len(candidates)
+    with torch.inference_mode():
+        for start in range(0, len(prepared), batch_size):
+            batch = prepared[start : start + batch_size]
+            for p, result in zip(batch, _score_batch(loaded, batch), strict=True):
+                losses[p.index] = result
+    return losses
 
 
 def score_instances(
     *, loaded: LoadedModel, items: Sequence[ScoreItem], batch_size: int | None = None
 ) -> list[ScoreResult]:
     """Score many instances, batched; results come back in the order of `items`."""
-    import torch
-
-    batch_size = batch_size or loaded.batch_size
-    prepared = sorted(_prepare(loaded, items), key=lambda p: len(p.prefix))  # similar lengths pad less
-    losses: list[dict[str, float] | None] = [None] * len(items)
-    with torch.inference_mode():
-        for start in range(0, len(prepared), batch_size):
-            batch = prepared[start : start + batch_size]
-            for p, result in zip(batch, _score_batch(loaded, batch), strict=True):
-                losses[p.index] = result
-    return [_result(item, item_losses) for item, item_losses in zip(items, losses, strict=True)]
+    candidates = [[text for _, text in candidate_texts(item)] for item in items]
+    losses = score_candidates(loaded=loaded, candidates=candidates, batch_size=batch_size)
+    return [
+        _result(item, dict(zip(BASES, item_losses, strict=True)))
+        for item, item_losses in zip(items, losses, strict=True)
+    ]

@@ -1,6 +1,8 @@
 """Celery tasks: thin wrappers that take ids and call services. Routed to the `generation` queue (settings).
 
-Late acknowledgement (settings) means a chunk whose worker dies is delivered again; `chunk_run` is safe to repeat.
+Late acknowledgement (settings) means a chunk whose worker dies is delivered again, and each worker's sweeper
+(config/celery.py) sends it again sooner, once its lease expires; `chunk_run` is safe to repeat and runs a chunk in one
+place at a time. Transient errors are retried inside `chunk_run`.
 """
 
 from celery import shared_task

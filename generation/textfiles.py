@@ -32,10 +32,15 @@ def read_utf8(path: Path) -> tuple[bytes, str]:
         raw = path.read_bytes()
     except OSError as exc:
         raise UnreadableFile(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    return raw, decode_utf8(raw, name=str(path))
+
+
+def decode_utf8(raw: bytes, *, name: str) -> str:
+    """Bytes already in hand (an upload) as text, with the same rules and messages as `read_utf8`."""
     try:
-        return raw, raw.decode("utf-8-sig")
+        return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise UnreadableFile(
-            f"{path}:{line}: not UTF-8 (byte {raw[exc.start]:#04x} at offset {exc.start}); save the file as UTF-8"
+            f"{name}:{line}: not UTF-8 (byte {raw[exc.start]:#04x} at offset {exc.start}); save the file as UTF-8"
         ) from None

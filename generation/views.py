@@ -4,14 +4,32 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import Http404
+from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from accounts.roles import ADMIN, RESEARCHER, has_role, role_required
+from config.safe_csv import SafeDictWriter
 from generation.forms import JobForm
-from generation.selectors import job_generations, job_get, job_list, job_prob_results, job_prob_summary
-from generation.services.jobs import JobParameterError, JobStateError, job_cancel, job_create
+from generation.selectors import (
+    EXPORT_COLUMNS,
+    job_export_rows,
+    job_generations,
+    job_get,
+    job_list,
+    job_prob_results,
+    job_prob_summary,
+    job_resumable,
+    job_timing,
+)
+from generation.services.jobs import (
+    ACTIVE,
+    JobParameterError,
+    JobStateError,
+    job_cancel,
+    job_create,
+    job_resume,
+)
 
 PAGE_SIZE = 50
 
@@ -23,15 +41,27 @@ def _job_or_404(job_id: int):
     return job
 
 
+@require_safe
 @role_required(RESEARCHER)
 def job_list_page(request):
-    return render(
-        request,
-        "generation/job_list.html",
-        {"jobs": job_list()[:200], "can_manage": has_role(request.user, ADMIN)},
-    )
+    can_manage = has_role(request.user, ADMIN)
+    rows = [_job_row(job, can_manage=can_manage) for job in job_list()[:200]]
+    return render(request, "generation/job_list.html", {"jobs": rows, "can_manage": can_manage})
 
 
+def _job_row(job, *, can_manage: bool) -> dict:
+    """A job with its elapsed time, estimate of the time left, and the actions an admin may take on it."""
+    timing = job_timing(job=job)
+    return {
+        "job": job,
+        "elapsed": duration_text(timing.elapsed_seconds),
+        "eta": duration_text(timing.eta_seconds),
+        "cancellable": can_manage and job.status in ACTIVE,
+        "resumable": can_manage and job_resumable(job=job),
+    }
+
+
+@require_http_methods(["GET", "HEAD", "POST"])
 @role_required(ADMIN)
 def job_new_page(request):
     form = JobForm(request.POST or None)
@@ -47,8 +77,8 @@ def job_new_page(request):
     return render(request, "generation/job_new.html", {"form": form})
 
 
-@role_required(ADMIN)
 @require_POST
+@role_required(ADMIN)
 def job_cancel_page(request, job_id: int):
     job = _job_or_404(job_id)
     try:
@@ -60,11 +90,65 @@ def job_cancel_page(request, job_id: int):
     return redirect("generation-jobs")
 
 
+@require_POST
+@role_required(ADMIN)
+def job_resume_page(request, job_id: int):
+    job = _job_or_404(job_id)
+    try:
+        job = job_resume(job_id=job.pk)
+    except JobStateError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Job {job.pk} resumed: {job.done_generations} of {job.total_generations} kept.")
+    if request.POST.get("back") == "job":  # a fixed choice, never an address from the form
+        return redirect("generation-job-results", job_id=job.pk)
+    return redirect("generation-jobs")
+
+
+def duration_text(seconds: float | None) -> str:
+    """12 s, 3 min 05 s, 2 h 04 min; a dash when unknown (static/js/generation-jobs.js writes the same)."""
+    if seconds is None:
+        return "—"
+    seconds = round(seconds)
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {seconds:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
+class _Echo:
+    """A file that hands back what is written to it, so csv writes can be streamed."""
+
+    def write(self, value: str) -> str:
+        return value
+
+
+@require_safe
+@role_required(RESEARCHER)
+def job_export_page(request, job_id: int):
+    """The job's generations as CSV (the export_generations columns), streamed; formula-like cells neutralised."""
+    job = _job_or_404(job_id)
+    writer = SafeDictWriter(_Echo(), fieldnames=EXPORT_COLUMNS)
+
+    def lines():
+        yield writer.writeheader()
+        for row in job_export_rows(job=job):
+            yield writer.writerow(row)
+
+    response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="job-{job.pk}-generations.csv"'
+    return response
+
+
+@require_safe
 @role_required(RESEARCHER)
 def job_results_page(request, job_id: int):
     job = _job_or_404(job_id)
     setting = request.GET.get("setting") or None
-    if setting not in (None, "pre", "post"):
+    if setting not in job.settings:  # pre, post, or TANGO's open; anything else shows them all
         setting = None
     page = Paginator(job_generations(job=job, setting=setting), PAGE_SIZE).get_page(request.GET.get("page"))
     probs = job_prob_results(job=job, instance_ids={g.instance_id for g in page})
@@ -72,5 +156,12 @@ def job_results_page(request, job_id: int):
     return render(
         request,
         "generation/job_results.html",
-        {"job": job, "page": page, "rows": rows, "setting": setting or "", "summary": job_prob_summary(job=job)},
+        {
+            "job": job,
+            "job_row": _job_row(job, can_manage=has_role(request.user, ADMIN)),
+            "page": page,
+            "rows": rows,
+            "setting": setting or "",
+            "summary": job_prob_summary(job=job),
+        },
     )

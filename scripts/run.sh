@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # The embedded default: SQLite under var/, tasks in-process, the CPU model, demo data, demo logins printed.
+# The server is up as soon as the database is migrated and the demo loaded; the demo generation job runs in the
+# background inside it (see /generation/jobs/), and the pool "demo" of hand-written generations is ready at once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export HF_HUB_OFFLINE=1
-.venv/bin/python manage.py migrate --no-input -v0
-.venv/bin/python manage.py load_demo ${SKIP_DEMO_GENERATION:+--no-generate}
-echo "==> Concord is at http://127.0.0.1:${PORT:-8000}/  (Ctrl-C stops it)"
-exec .venv/bin/python manage.py runserver "127.0.0.1:${PORT:-8000}" --noreload
+port=${PORT:-8000}
+url="http://127.0.0.1:${port}"
+.venv/bin/python manage.py load_demo --migrate --url "$url" ${SKIP_DEMO_GENERATION:+--no-generate}
+echo "==> Concord is starting at $url/  (Ctrl-C stops it)"
+echo "    annotators can start at once; the demo generation job's progress: $url/generation/jobs/"
+exec .venv/bin/python manage.py runserver "127.0.0.1:${port}" --noreload

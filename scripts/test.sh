@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite, against the local PostgreSQL and Redis (plus a smoke test of the embedded SQLite default).
+# Quick loop: bash scripts/test.sh -m "not slow". On SQLite: TEST_DATABASE_URL=sqlite:///var/test.sqlite3 bash scripts/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -21,4 +22,17 @@ export HF_HUB_OFFLINE=1
 export DATABASE_URL=${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/concord}
 export CONCORD_TEST_BROKER_URL=${CONCORD_TEST_BROKER_URL:-redis://127.0.0.1:6379/15}
 unset CELERY_BROKER_URL
-exec .venv/bin/python -m pytest "$@"
+
+# pytest-django drops its test database when it ends cleanly; an interrupted run (Ctrl-C, a kill, a crash) would leave
+# test_<name> behind, so drop it on every exit, whatever happened.
+drop_test_database() {
+  case "$DATABASE_URL" in
+    postgres*://*)
+      local name=${DATABASE_URL##*/}; name=${name%%\?*}
+      local server=${DATABASE_URL%/*}
+      psql "$server/postgres" -q -c "DROP DATABASE IF EXISTS \"test_${name}\" WITH (FORCE)" >/dev/null 2>&1 || true
+      ;;
+  esac
+}
+trap drop_test_database EXIT
+.venv/bin/python -m pytest "$@"

@@ -93,3 +93,7 @@ def _connections_close_after_each_request():
     from django.conf import settings
 
     settings.DATABASES["default"]["CONN_MAX_AGE"] = 0
+
+
+# Headless Chromium for the browser tests (tests/browser_support.py).
+from tests.browser_support import browser, page  # noqa: E402, F401

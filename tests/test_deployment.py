@@ -15,6 +15,8 @@ import pytest
 
 from tests.conftest import REPO
 
+PRODUCTION_KEY = "deployment-test-not-secret-" + "0123456789abcdef" * 3  # 50+ characters, as DEBUG=0 demands
+
 
 @pytest.fixture(scope="module")
 def compose() -> dict:
@@ -23,7 +25,7 @@ def compose() -> dict:
     result = subprocess.run(
         ["docker-compose", "-f", "docker-compose.yml", "config"],
         cwd=REPO,
-        env={**os.environ, "SECRET_KEY": "compose-test"},
+        env={**os.environ, "SECRET_KEY": PRODUCTION_KEY},
         capture_output=True,
         text=True,
     )
@@ -51,6 +53,13 @@ def test_every_app_service_talks_to_postgres_and_redis(compose):
         assert env["DATABASE_URL"].startswith("postgres://")
         assert env["CELERY_BROKER_URL"].startswith("redis://redis:6379")
         assert env["DEBUG"] == "0"
+
+
+def test_every_app_service_runs_with_debug_off_and_the_secret_key_it_was_given(compose):
+    for name in ("web", "worker-generation", "worker-default"):
+        env = compose["services"][name]["environment"]
+        assert env["DEBUG"] == "0"
+        assert env["SECRET_KEY"] == PRODUCTION_KEY
 
 
 def test_compose_refuses_to_start_without_a_secret_key():
@@ -139,7 +148,7 @@ def test_the_web_server_keeps_connections_alive_and_stops_on_sigterm(tmp_path):
         **os.environ,
         "DATABASE_URL": f"sqlite:///{tmp_path / 'web.sqlite3'}",
         "DEBUG": "0",
-        "SECRET_KEY": "deployment-test-not-secret",
+        "SECRET_KEY": PRODUCTION_KEY,
         "ALLOWED_HOSTS": "127.0.0.1",
         "SECURE_COOKIES": "0",
         "WEB_BIND": f"127.0.0.1:{port}",
@@ -185,7 +194,13 @@ def test_the_wsgi_module_loads_every_view_before_the_server_forks_and_freezes_th
         "import gc, sys; import config.wsgi; "
         "print(gc.get_freeze_count(), 'annotation.apis' in sys.modules, 'analysis.views' in sys.modules)"
     )
-    env = {**os.environ, "DATABASE_URL": "sqlite:///:memory:", "DEBUG": "0", "SECRET_KEY": "x", "ALLOWED_HOSTS": "x"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": "sqlite:///:memory:",
+        "DEBUG": "0",
+        "SECRET_KEY": PRODUCTION_KEY,
+        "ALLOWED_HOSTS": "x",
+    }
     result = subprocess.run(
         [sys.executable, "-c", probe], cwd=REPO, env=env, capture_output=True, text=True, timeout=60, check=True
     )
@@ -197,3 +212,36 @@ def test_the_wsgi_module_loads_every_view_before_the_server_forks_and_freezes_th
 def test_every_way_to_start_the_web_server_uses_its_settings_module():
     for path in ("Dockerfile", "docker-compose.yml", "README.md"):
         assert "python -m config.web" in (REPO / path).read_text().replace('", "', " ").replace('["', "")
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({}, "SECRET_KEY is not set; the production server does not start without it while DEBUG is off"),
+        ({"DEBUG": "0"}, "SECRET_KEY is not set"),
+        ({"SECRET_KEY": ""}, "SECRET_KEY is not set"),
+    ],
+)
+def test_the_web_server_refuses_to_start_without_a_secret_key(env, message):
+    base = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "DEBUG"}}
+    result = subprocess.run(
+        [sys.executable, "-m", "config.web"], cwd=REPO, env={**base, **env}, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode != 0
+    assert message in result.stderr
+
+
+def test_the_web_server_refuses_a_short_secret_key_when_it_loads_the_app(tmp_path):
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'web.sqlite3'}",
+        "SECRET_KEY": "too-short",
+        "WEB_BIND": f"127.0.0.1:{free_port()}",
+        "WEB_CONCURRENCY": "1",
+    }
+    env.pop("DEBUG", None)
+    result = subprocess.run(
+        [sys.executable, "-m", "config.web"], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode != 0
+    assert "SECRET_KEY has 9 characters; with DEBUG off it must have at least 50" in result.stderr

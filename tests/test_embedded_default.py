@@ -49,12 +49,16 @@ def test_it_serves_the_demo_on_sqlite_with_printed_logins(embedded_env):
     logins = dict(re.findall(r"^\s+annotator\s+(annotator1)\s+(\S+)$", output, re.M))
     assert "annotator1" in logins, output
 
-    assert "pool demo: 80 items, 20 of them for both annotator1 and annotator2" in output
+    # The hand-written pool is ready at once; the live demo job is only queued (the server runs it in the background).
+    assert "pool demo: 48 hand-written items, 16 of them for both annotator1 and annotator2" in output
+    assert re.search(r"^queued job \d+: 80 continuations of demo-misgendered", output, re.M), output
+    assert "/generation/jobs/" in output
 
-    # Loading the demo twice is harmless (a second start of the run command): no second generation run or pool.
+    # Loading the demo twice is harmless (a second start of the run command): no second job, no new items.
     again = manage(embedded_env, "load_demo")
     assert "demo-misgendered: 120 instances" in again
-    assert "generating" not in again and "pool demo" not in again
+    assert "queued job" not in again and "hand-written items" not in again
+    assert "pool demo: ready (48 items)" in again
 
     port = free_port()
     server = subprocess.Popen(
@@ -81,14 +85,15 @@ def test_it_serves_the_demo_on_sqlite_with_printed_logins(embedded_env):
         password = dict(re.findall(r"^\s+annotator\s+(annotator1)\s+(\S+)$", again, re.M))["annotator1"]
         body = urllib.parse.urlencode({"username": "annotator1", "password": password, "csrfmiddlewaretoken": csrf})
         request = urllib.request.Request(f"{base}/login/", data=body.encode(), headers={"Referer": f"{base}/login/"})
+        # An annotator lands on their queue: with one pool, its annotation page.
         home = opener.open(request, timeout=10)
-        assert home.geturl() == f"{base}/"
-        assert 'data-role="annotator"' in home.read().decode()
+        assert home.geturl() == f"{base}/annotate/"
+        assert 'data-pool="demo"' in home.read().decode()
         assert opener.open(f"{base}/static/css/concord.css", timeout=5).status == 200
-        # The demo pool is waiting for this annotator: half of 80 items plus half of the 20 doubled ones.
-        assert opener.open(f"{base}/annotate/", timeout=10).status == 200
-        first = json.loads(opener.open(f"{base}/api/annotate/next/", timeout=10).read())
-        assert first["position"] == 1 and first["total"] == 50
+        # The demo pool is waiting for this annotator: half of 48 items plus half of the 16 doubled ones.
+        assert opener.open(f"{base}/annotate/demo/", timeout=10).status == 200
+        first = json.loads(opener.open(f"{base}/api/annotate/next/?pool=demo", timeout=10).read())
+        assert first["position"] == 1 and first["total"] == 32
         assert first["context"] and first["generation"]
         # A save moves the queue on: SQLite's triggers keep each assignment's "annotated" flag.
         csrf_cookie = next(cookie.value for cookie in jar if cookie.name == "csrftoken")
@@ -98,7 +103,7 @@ def test_it_serves_the_demo_on_sqlite_with_printed_logins(embedded_env):
             headers={"Content-Type": "application/json", "X-CSRFToken": csrf_cookie, "Referer": f"{base}/annotate/"},
         )
         assert opener.open(save, timeout=10).status == 201
-        second = json.loads(opener.open(f"{base}/api/annotate/next/", timeout=10).read())
+        second = json.loads(opener.open(f"{base}/api/annotate/next/?pool=demo", timeout=10).read())
         assert (second["position"], second["done"], second["previous"]) == (2, 1, first["item"])
     finally:
         server.terminate()

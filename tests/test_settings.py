@@ -1,23 +1,59 @@
 """Configuration comes from the environment; a malformed value stops start-up naming the variable."""
 
+import json
 import os
+import stat
 import subprocess
 import sys
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import broker_from_url, database_from_url, env_bool, env_int, env_list
+from config.env import broker_from_url, database_from_url, env_bool, env_int, env_list, secret_key
 from tests.conftest import REPO
 
+# Variables these tests set themselves; the rest of the environment is passed on.
+OWN = {
+    "DATABASE_URL",
+    "CELERY_BROKER_URL",
+    "DEBUG",
+    "SECRET_KEY",
+    "SECURE_COOKIES",
+    "SECURE_SSL_REDIRECT",
+    "SECURE_HSTS_SECONDS",
+    "SECURE_PROXY_SSL_HEADER",
+    "API_TOKEN_TTL_DAYS",
+    "LOGIN_FAILURE_LIMIT",
+    "LOGIN_COOLOFF_MINUTES",
+}
+GOOD_KEY = "settings-test-key-" + "0123456789abcdef" * 2  # 50 characters, as DEBUG=0 demands
+# A PostgreSQL address that is never connected to: `check` without --database does not touch the database.
+POSTGRES = "postgres://concord@127.0.0.1:1/concord"
 
-def start(env: dict[str, str]) -> subprocess.CompletedProcess:
-    base = {
-        k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "CELERY_BROKER_URL", "DEBUG", "SECRET_KEY"}
-    }
+
+def start(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    base = {k: v for k, v in os.environ.items() if k not in OWN}
     return subprocess.run(
-        [sys.executable, "manage.py", "check"], cwd=REPO, env={**base, **env}, capture_output=True, text=True
+        [sys.executable, "manage.py", "check", *args], cwd=REPO, env={**base, **env}, capture_output=True, text=True
     )
+
+
+def settings_under(env: dict[str, str], *names: str) -> dict:
+    """The named settings as a process started with `env` (and nothing else of ours) sees them."""
+    base = {k: v for k, v in os.environ.items() if k not in OWN}
+    probe = (
+        "import json, django; from django.conf import settings; django.setup(); "
+        f"print(json.dumps({{n: getattr(settings, n, None) for n in {list(names)!r}}}, default=str))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=REPO,
+        env={**base, "DJANGO_SETTINGS_MODULE": "config.settings", **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(result.stdout.splitlines()[-1])
 
 
 @pytest.mark.parametrize(
@@ -33,7 +69,14 @@ def start(env: dict[str, str]) -> subprocess.CompletedProcess:
             "DATABASE_URL='postgres://postgres@127.0.0.1:5432' names no database",
         ),
         ({"CELERY_BROKER_URL": "localhost:6379"}, "CELERY_BROKER_URL='localhost:6379' is not a broker URL"),
-        ({"DEBUG": "0"}, "SECRET_KEY must be set when DEBUG is off"),
+        (
+            {"DEBUG": "0", "SECRET_KEY": "short-key"},
+            "SECRET_KEY has 9 characters; with DEBUG off it must have at least 50",
+        ),
+        ({"SECRET_KEY": "k" * 49}, "SECRET_KEY has 49 characters"),  # DEBUG is off unless set
+        ({"SECRET_KEY": "k" * 50}, "SECRET_KEY is not random enough"),
+        ({"API_TOKEN_TTL_DAYS": "0"}, "API_TOKEN_TTL_DAYS='0' must be at least 1"),
+        ({"LOGIN_FAILURE_LIMIT": "many"}, "LOGIN_FAILURE_LIMIT='many' is not an integer"),
         ({"ALLOWED_HOSTS": "a.org,,b.org"}, "ALLOWED_HOSTS='a.org,,b.org' has an empty entry"),
     ],
 )
@@ -46,6 +89,82 @@ def test_it_refuses_to_start_with_a_malformed_variable(env, message):
 def test_it_starts_on_the_embedded_default_with_nothing_set(tmp_path):
     result = start({"DATABASE_URL": f"sqlite:///{tmp_path / 'x.sqlite3'}"})
     assert result.returncode == 0, result.stderr
+
+
+def test_debug_is_off_unless_set_and_the_embedded_default_keeps_plain_http_cookies(tmp_path):
+    names = ("DEBUG", "SESSION_COOKIE_SECURE", "CSRF_COOKIE_SECURE", "SECURE_HSTS_SECONDS", "CSRF_COOKIE_HTTPONLY")
+    embedded = settings_under({"DATABASE_URL": f"sqlite:///{tmp_path / 'x.sqlite3'}"}, *names)
+    assert embedded == {
+        "DEBUG": False,
+        "SESSION_COOKIE_SECURE": False,  # served over plain HTTP on loopback by `manage.py runserver`
+        "CSRF_COOKIE_SECURE": False,
+        "SECURE_HSTS_SECONDS": 0,
+        "CSRF_COOKIE_HTTPONLY": True,
+    }
+    production = settings_under({"DATABASE_URL": POSTGRES, "SECRET_KEY": GOOD_KEY}, *names)
+    assert production == {
+        "DEBUG": False,
+        "SESSION_COOKIE_SECURE": True,
+        "CSRF_COOKIE_SECURE": True,
+        "SECURE_HSTS_SECONDS": 31_536_000,
+        "CSRF_COOKIE_HTTPONLY": True,
+    }
+    assert settings_under({"DATABASE_URL": POSTGRES, "DEBUG": "1"}, "DEBUG", "SESSION_COOKIE_SECURE") == {
+        "DEBUG": True,
+        "SESSION_COOKIE_SECURE": False,
+    }
+
+
+def test_the_deployment_check_is_clean_with_the_documented_production_settings():
+    env = {"DATABASE_URL": POSTGRES, "DEBUG": "0", "SECRET_KEY": GOOD_KEY, "SECURE_SSL_REDIRECT": "1"}
+    result = start(env, "--deploy", "--fail-level", "WARNING")
+    assert result.returncode == 0, result.stderr
+    assert "no issues" in result.stdout
+
+
+def test_the_token_lifetime_and_the_login_lockout_come_from_the_environment():
+    values = settings_under(
+        {"API_TOKEN_TTL_DAYS": "7", "LOGIN_FAILURE_LIMIT": "3", "LOGIN_COOLOFF_MINUTES": "30"},
+        "API_TOKEN_TTL",
+        "AXES_FAILURE_LIMIT",
+        "AXES_COOLOFF_TIME",
+    )
+    assert values == {"API_TOKEN_TTL": "7 days, 0:00:00", "AXES_FAILURE_LIMIT": 3, "AXES_COOLOFF_TIME": "0:30:00"}
+    defaults = settings_under({}, "API_TOKEN_TTL", "AXES_FAILURE_LIMIT", "AXES_COOLOFF_TIME")
+    assert defaults == {"API_TOKEN_TTL": "30 days, 0:00:00", "AXES_FAILURE_LIMIT": 5, "AXES_COOLOFF_TIME": "0:15:00"}
+
+
+class TestSecretKey:
+    def test_it_makes_a_key_file_once_readable_by_its_owner_only_and_keeps_it(self, tmp_path, monkeypatch):
+        monkeypatch.delenv("SECRET_KEY", raising=False)
+        key_file = tmp_path / "var" / "secret_key"
+
+        first = secret_key("SECRET_KEY", key_file=key_file, debug=False)
+        second = secret_key("SECRET_KEY", key_file=key_file, debug=False)
+
+        assert first == second == key_file.read_text().strip()
+        assert len(first) >= 50
+        assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+        assert [path.name for path in key_file.parent.iterdir()] == ["secret_key"]  # no temporary file left
+
+    def test_a_key_from_the_environment_wins_and_must_be_long_without_debug(self, tmp_path, monkeypatch):
+        key_file = tmp_path / "secret_key"
+        monkeypatch.setenv("SECRET_KEY", GOOD_KEY)
+        assert secret_key("SECRET_KEY", key_file=key_file, debug=False) == GOOD_KEY
+        assert not key_file.exists()
+        monkeypatch.setenv("SECRET_KEY", "dev")
+        assert secret_key("SECRET_KEY", key_file=key_file, debug=True) == "dev"
+        with pytest.raises(ImproperlyConfigured, match="SECRET_KEY has 3 characters"):
+            secret_key("SECRET_KEY", key_file=key_file, debug=False)
+
+    def test_a_key_file_that_cannot_be_made_names_the_file_and_the_variable(self, tmp_path, monkeypatch):
+        monkeypatch.delenv("SECRET_KEY", raising=False)
+        blocker = tmp_path / "not-a-folder"
+        blocker.write_text("")
+        with pytest.raises(
+            ImproperlyConfigured, match=r"key file .*not-a-folder/secret_key could not be made.*set SECRET_KEY"
+        ):
+            secret_key("SECRET_KEY", key_file=blocker / "secret_key", debug=False)
 
 
 def test_the_helpers_parse_good_values(monkeypatch):

@@ -1,4 +1,4 @@
-"""Agreement between two aligned vectors of ratings (DOMAIN section 6).
+"""Agreement between two aligned vectors of ratings (docs/domain.md, 'Metrics').
 
 Cohen's kappa and its 95% CI come from statsmodels on the contingency table, MCC is Pearson's r of two binary
 vectors with scipy's Fisher-z interval, Krippendorff's alpha comes from the `krippendorff` package (nominal), the
@@ -71,31 +71,52 @@ def cohen_kappa(
     b: Sequence | np.ndarray,
     *,
     categories: Sequence | None = None,
-    require_variation: bool = False,
 ) -> Kappa:
-    """Cohen's kappa with its 95% CI (statsmodels' asymptotic standard error).
+    """Cohen's kappa with its 95% CI from statsmodels (docs/domain.md, 'Metrics').
 
-    Undefined (None) with no items, or when chance agreement is 1 (both raters gave one and the same category). With
-    `require_variation` it is also undefined when either side is constant, as for probability vs generation results,
-    where a constant side makes kappa 0 by construction rather than by disagreement.
+    Kappa comes from the square table over `categories` and is undefined (None) only with no items or when chance
+    agreement p_e is 1 (both raters gave one and the same category). When exactly one side is constant, p_e = p_o and
+    kappa is 0, not None. Its interval is then statsmodels' on the table of the categories each side actually used
+    (one row or one column, as `pandas.crosstab` builds it): on the square table statsmodels' variance is 0 there,
+    while the paper's tables print this interval (0.000 +- 0.185 in its table 4). An interval of zero width (both
+    raters in perfect agreement, or both constant) says nothing and is None.
     """
-    from statsmodels.stats.inter_rater import cohens_kappa as sm_cohens_kappa
-
     a, b = np.asarray(a), np.asarray(b)
     if a.size == 0:
         return {"kappa": None, "kappa_ci": None}
-    if require_variation and (np.unique(a).size < 2 or np.unique(b).size < 2):
-        return {"kappa": None, "kappa_ci": None}
     categories = list(categories) if categories is not None else sorted(set(a.tolist()) | set(b.tolist()))
-    table = _table(a, b, categories)
+    kappa, low, high = _statsmodels_kappa(_table(a, b, categories))
+    if kappa is None:
+        return {"kappa": None, "kappa_ci": None}
+    constant_a, constant_b = np.unique(a).size < 2, np.unique(b).size < 2
+    if constant_a != constant_b:
+        kappa = 0.0  # p_e = p_o exactly; the 0 is exact, whatever the rounding of the table's products
+        observed = _table_observed(a, b, categories)
+        _, low, high = _statsmodels_kappa(observed)
+    if low is None or high is None or high - low <= ZERO_WIDTH:
+        return {"kappa": kappa, "kappa_ci": None}
+    return {"kappa": kappa, "kappa_ci": [low, high]}
+
+
+# Below this width a confidence interval is rounding noise around a variance of 0.
+ZERO_WIDTH = 1e-12
+
+
+def _table_observed(a: np.ndarray, b: np.ndarray, categories: Sequence) -> np.ndarray:
+    """The contingency table restricted to the categories that occur on each side (rows: a, columns: b)."""
+    full = _table(a, b, categories)
+    rows = [i for i, category in enumerate(categories) if np.any(a == category)]
+    columns = [j for j, category in enumerate(categories) if np.any(b == category)]
+    return full[np.ix_(rows, columns)]
+
+
+def _statsmodels_kappa(table: np.ndarray) -> tuple[float | None, float | None, float | None]:
+    from statsmodels.stats.inter_rater import cohens_kappa as sm_cohens_kappa
+
     with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
         result = sm_cohens_kappa(table)
-        kappa = finite(result.kappa)
-        low, high = finite(result.kappa_low), finite(result.kappa_upp)
-    if kappa is None:
-        return {"kappa": None, "kappa_ci": None}
-    return {"kappa": kappa, "kappa_ci": [low, high] if low is not None and high is not None else None}
+        return finite(result.kappa), finite(result.kappa_low), finite(result.kappa_upp)
 
 
 def mcc(a: Sequence | np.ndarray, b: Sequence | np.ndarray) -> Mcc:
@@ -142,13 +163,13 @@ def krippendorff_alpha(a: Sequence | np.ndarray, b: Sequence | np.ndarray) -> fl
 
 
 def binary_agreement(a: Sequence | np.ndarray, b: Sequence | np.ndarray) -> dict:
-    """Everything the report shows for two aligned 0/1 vectors: MCC, kappa (both undefined on a constant side) and
-    raw agreement with its SEM."""
+    """Everything the report shows for two aligned 0/1 vectors: MCC (undefined on a constant side), kappa (0 on a
+    constant side, undefined only when p_e = 1) and raw agreement with its SEM."""
     raw = raw_agreement(a, b)
     return {
         "n": raw["n"],
         **mcc(a, b),
-        **cohen_kappa(a, b, categories=[0, 1], require_variation=True),
+        **cohen_kappa(a, b, categories=[0, 1]),
         "agreement": raw["agreement"],
         "agreement_sem": raw["sem"],
     }

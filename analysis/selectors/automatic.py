@@ -2,7 +2,7 @@
 
 The database does the heavy lifting: generations are reduced to one row per job x instance x setting (sample count,
 correct count, the first sample's verdict) before they reach Python, and repetition rates are averaged in SQL.
-Cells are model (job.model.name) x dataset (job.dataset.kind) x setting x pronoun (instance.pronoun).
+Cells are model (job.model.name) x dataset (job.dataset.kind) x setting x pronoun (instance.pronoun): `analysis.cells`.
 """
 
 from __future__ import annotations
@@ -11,13 +11,14 @@ import numpy as np
 import pandas as pd
 from django.db.models import Avg, Count, F, Q, StdDev
 
-from analysis.metrics import beta_moments, binary_agreement, disagreement_probability, variation_shares
+from analysis.cells import CELL
+from analysis.metrics import beta_moments, binary_agreement, disagreement_probability, mean_sem, variation_shares
 from analysis.metrics.agreement import finite
 from analysis.models import RepetitionRate
 from annotation.models import Pool
 from generation.models import Generation, GenerationJob, Instance, ProbResult
 
-CELL = ["model", "dataset", "setting", "pronoun"]
+CONFLICT_SCOPES = ["all", "dataset", "model", "pronoun", "setting"]
 
 
 def pool_job_ids(*, pool: Pool) -> list[int]:
@@ -118,3 +119,94 @@ def repetition(*, job_ids: list[int]) -> list[dict]:
         {**{c: row[c] for c in CELL}, "mean": finite(row["mean"]), "std": finite(row["std"]), "n": row["n"]}
         for row in rows
     ]
+
+
+def _share_sem(successes: int, n: int) -> float | None:
+    """scipy.stats.sem of a 0/1 vector with `successes` ones out of n, from the counts: sqrt(p (1 - p) / (n - 1))."""
+    if n < 2:
+        return None
+    p = successes / n
+    return finite(np.sqrt(p * (1 - p) / (n - 1)))
+
+
+def _figures(name: str, values: pd.Series) -> dict:
+    values = values.dropna()
+    figures = mean_sem(values.to_numpy(dtype=float))
+    return {name: figures["mean"], f"{name}_sem": figures["sem"], f"{name}_n": int(values.size)}
+
+
+def _tango_successful(tango: pd.DataFrame | None) -> pd.DataFrame:
+    """TANGO generations whose Prob-TANGO template succeeded (docs/domain.md, 'TANGO and Prob-TANGO')."""
+    if tango is None or tango.empty:
+        return pd.DataFrame(columns=[*CELL, "sample_index", "m_prob", "m_gen"])
+    ok = tango[tango["scored"] & (tango["failed"] == False)]  # noqa: E712 - an object column of True/False/None
+    return ok.dropna(subset=["m_prob"])
+
+
+def _tango_first_pairs(tango: pd.DataFrame | None) -> pd.DataFrame:
+    """TANGO's (m_prob, first m_gen) pairs: template 1's verdict against generation 1's, as TANGO's v^f pairs them;
+    instances whose template 1 failed are left out."""
+    first = _tango_successful(tango)
+    first = first[first["sample_index"] == 0]
+    return pd.DataFrame({**{c: first[c] for c in CELL}, "m_prob": first["m_prob"], "first": first["m_gen"]})
+
+
+def accuracy(*, frame: pd.DataFrame, human_frame: pd.DataFrame, tango: pd.DataFrame | None = None) -> list[dict]:
+    """Per cell (docs/domain.md, 'Aggregates'): `prob` (mean m_prob over the cell's instances), `gen` (mean m_gen over
+    all their samples), `gen_first` (mean m_gen of sample 0), `human` (mean human binary over the pool's annotated study
+    items of the cell, None without annotations); each with `<name>_sem` (scipy.stats.sem) and `<name>_n`; `n` is
+    the cell's instances. Cells that only one side knows (an imported pool has no jobs) are listed with None.
+    For TANGO, whose m_prob is per template, `prob` is the mean over every successful Prob-TANGO template."""
+    automatic_rows: dict[tuple, dict] = {}
+    for cell, group in _cells(frame):
+        samples, correct = int(group["samples"].sum()), int(group["correct"].sum())
+        automatic_rows[tuple(cell.values())] = {
+            "n": int(len(group)),
+            **_figures("prob", group["m_prob"]),
+            "gen": correct / samples if samples else None,
+            "gen_sem": _share_sem(correct, samples),
+            "gen_n": samples,
+            **_figures("gen_first", group["first"]),
+        }
+    for cell, group in _tango_successful(tango).groupby(CELL, sort=True):
+        if tuple(cell) in automatic_rows:
+            automatic_rows[tuple(cell)].update(_figures("prob", group["m_prob"].astype(float)))
+    human_rows: dict[tuple, dict] = {}
+    if not human_frame.empty:
+        for cell, group in human_frame.groupby(CELL, sort=True):
+            human_rows[tuple(cell)] = _figures("human", group["human_binary"].astype(float))
+    empty_automatic = {"n": 0, "prob": None, "prob_sem": None, "prob_n": 0, "gen": None, "gen_sem": None}
+    empty_automatic |= {"gen_n": 0, "gen_first": None, "gen_first_sem": None, "gen_first_n": 0}
+    empty_human = {"human": None, "human_sem": None, "human_n": 0}
+    return [
+        {
+            **dict(zip(CELL, key, strict=True)),
+            **automatic_rows.get(key, empty_automatic),
+            **human_rows.get(key, empty_human),
+        }
+        for key in sorted(set(automatic_rows) | set(human_rows), key=lambda key: tuple(map(str, key)))
+    ]
+
+
+def conflict_rate(*, frame: pd.DataFrame, tango: pd.DataFrame | None = None) -> list[dict]:
+    """The share of instances whose m_prob differs from their first sample's m_gen (docs/domain.md, 'Aggregates'):
+    over everything (`scope` "all", `value` "all": the paper's headline, over all three datasets), then per dataset,
+    model, pronoun and setting. Weighted by instances: `rate` = sum of conflicts / sum of instances, never a mean of
+    cell rates. An instance counts once per job and setting, and only with both a probability result and a first
+    sample; for TANGO, template 1's m_prob against generation 1's m_gen (instances whose template 1 failed left out)."""
+    columns = [*CELL, "m_prob", "first"]
+    parts = [frame.dropna(subset=["m_prob", "first"]), _tango_first_pairs(tango)]
+    parts = [part[columns] for part in parts if not part.empty]
+    rows: list[dict] = []
+    if not parts:
+        return rows
+    paired = pd.concat(parts, ignore_index=True)
+    conflicts = paired["m_prob"].astype(int) != paired["first"].astype(int)
+    for scope in CONFLICT_SCOPES:
+        keys = pd.Series("all", index=paired.index) if scope == "all" else paired[scope]
+        for value, flags in conflicts.groupby(keys, sort=True):
+            instances, count = int(flags.size), int(flags.sum())
+            rows.append(
+                {"scope": scope, "value": value, "conflicts": count, "instances": instances, "rate": count / instances}
+            )
+    return rows

@@ -1,8 +1,12 @@
 """Reads for the human side of a report: annotations of a pool, by item, in pandas frames.
 
-"First annotator" of an item is the author of its earliest annotation (by created_at, then id); the second
-annotator is the next one. Overlap items are items with at least two annotations, compared on their first two.
-The human label of an item is its adjudicated label where there is one, otherwise the first annotator's.
+Only study items count (docs/domain.md, 'The annotation schema'): gold and training items never enter a study
+metric. "First annotator" of an item is the author of its earliest annotation (by created_at, then id); the second
+annotator is the next one. Overlap items are items with at least two annotations; the two-rater figures compare their
+first two, the multi-rater ones (Fleiss' kappa, Krippendorff's alpha over all raters, pairwise kappa) use every
+annotation. The human label of an item (docs/domain.md, 'The human label of an item') is its adjudicated label where
+there is one, otherwise the majority of its annotations, a tie going to the tied label given first (with two
+disagreeing annotators: the first annotator's); the extraneous flag follows the same rule.
 """
 
 from __future__ import annotations
@@ -10,12 +14,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from analysis.cells import CELL
 from analysis.metrics import cohen_kappa, krippendorff_alpha, mean_sem, raw_agreement
-from analysis.metrics.agreement import finite
-from annotation.models import Adjudication, Annotation, Pool, PoolItem
-from annotation.schema import MISGENDERING
+from analysis.metrics.agreement import Kappa, finite
+from analysis.metrics.multirater import fleiss_kappa, krippendorff_alpha_all, majority, pairwise_agreement
+from annotation.models import STUDY, Adjudication, Annotation, Pool, PoolItem
+from annotation.schema import human_binary
 
-CELL = ["model", "dataset", "setting", "pronoun"]
 ITEM_FIELDS = [
     "id",
     "public_id",
@@ -32,12 +37,13 @@ ITEM_FIELDS = [
 
 
 def pool_item_frame(*, pool: Pool) -> pd.DataFrame:
-    """One row per annotated item: its cell, the heuristic, first and second annotations and the human verdict."""
+    """One row per annotated study item: its cell, the heuristic, first and second annotations, every annotation
+    (`annotators`, `labels`, `extraneous_flags`: lists in annotation order) and the human verdict."""
     items = pd.DataFrame.from_records(
-        PoolItem.objects.filter(pool=pool).values_list(*ITEM_FIELDS), columns=ITEM_FIELDS
+        PoolItem.objects.filter(pool=pool, kind=STUDY).values_list(*ITEM_FIELDS), columns=ITEM_FIELDS
     ).rename(columns={"model_name": "model"})
     annotations = pd.DataFrame.from_records(
-        Annotation.objects.filter(item__pool=pool)
+        Annotation.objects.filter(item__pool=pool, item__kind=STUDY)
         .order_by("item_id", "created_at", "id")
         .values_list("item_id", "annotator__username", "label", "extraneous"),
         columns=["id", "annotator", "label", "extraneous"],
@@ -47,19 +53,25 @@ def pool_item_frame(*, pool: Pool) -> pd.DataFrame:
     annotations["rank"] = annotations.groupby("id").cumcount()
     first = annotations[annotations["rank"] == 0].drop(columns="rank").set_index("id").add_suffix("_1")
     second = annotations[annotations["rank"] == 1].drop(columns="rank").set_index("id").add_suffix("_2")
-    frame = items.set_index("id").join(first, how="inner").join(second, how="left")
+    every = annotations.groupby("id").agg(
+        annotators=("annotator", list), labels=("label", list), extraneous_flags=("extraneous", list)
+    )
+    every["n_annotations"] = every["labels"].map(len)
+    frame = items.set_index("id").join(first, how="inner").join(second, how="left").join(every, how="left")
     adjudications = pd.DataFrame.from_records(
-        Adjudication.objects.filter(item__pool=pool).values_list("item_id", "label", "extraneous"),
+        Adjudication.objects.filter(item__pool=pool, item__kind=STUDY).values_list("item_id", "label", "extraneous"),
         columns=["id", "adjudicated_label", "adjudicated_extraneous"],
     ).set_index("id")
     frame = frame.join(adjudications, how="left")
-    frame["human_label"] = frame["adjudicated_label"].where(frame["adjudicated_label"].notna(), frame["label_1"])
+    # An adjudication may settle only the extraneous words: a blank label leaves the annotators' label standing.
+    adjudicated = frame["adjudicated_label"].notna() & (frame["adjudicated_label"] != "")
+    frame["human_label"] = frame["adjudicated_label"].where(adjudicated, frame["labels"].map(majority))
     frame["human_extraneous"] = (
         frame["adjudicated_extraneous"]
-        .where(frame["adjudicated_extraneous"].notna(), frame["extraneous_1"])
+        .where(frame["adjudicated_extraneous"].notna(), frame["extraneous_flags"].map(majority))
         .astype(bool)
     )
-    frame["human_binary"] = (frame["human_label"] != MISGENDERING).astype(int)
+    frame["human_binary"] = frame["human_label"].map(human_binary).astype(int)
     frame["heuristic"] = frame["heuristic_correct"].astype(int)
     return frame.reset_index()
 
@@ -67,12 +79,13 @@ def pool_item_frame(*, pool: Pool) -> pd.DataFrame:
 def _empty_frame() -> pd.DataFrame:
     columns = [*CELL, "id", "public_id", "sample_index", "context", "continuation", "heuristic_correct"]
     columns += ["first_pronoun", "annotator_1", "label_1", "extraneous_1", "annotator_2", "label_2", "extraneous_2"]
+    columns += ["annotators", "labels", "extraneous_flags", "n_annotations"]
     columns += ["human_label", "human_extraneous", "human_binary", "heuristic"]
     return pd.DataFrame(columns=columns)
 
 
 def _binary(labels: pd.Series) -> np.ndarray:
-    return (labels != MISGENDERING).astype(int).to_numpy()
+    return labels.map(human_binary).astype(int).to_numpy()
 
 
 def _agreement_block(a: np.ndarray, b: np.ndarray, *, categories: list) -> dict:
@@ -86,7 +99,22 @@ def _agreement_block(a: np.ndarray, b: np.ndarray, *, categories: list) -> dict:
     }
 
 
-def _kappa_keys(kappa: dict) -> dict:
+def _multirater_block(annotators: list[list[str]], ratings: list[list], *, categories: list) -> dict:
+    """The k-rater figures of one view: `n_raters` (the most annotations any item has), Fleiss' kappa over the
+    items with that many, Krippendorff's alpha over every annotation, and Cohen's kappa per annotator pair."""
+    n_raters = max((len(r) for r in ratings), default=0)
+    return {
+        "n_raters": n_raters,
+        **fleiss_kappa(ratings, n_raters=n_raters, categories=categories),
+        "krippendorff_alpha_all": krippendorff_alpha_all(ratings),
+        "pairwise": pairwise_agreement(
+            [list(zip(names, values, strict=True)) for names, values in zip(annotators, ratings, strict=True)],
+            categories=categories,
+        ),
+    }
+
+
+def _kappa_keys(kappa: Kappa) -> dict:
     return {"cohen_kappa": kappa["kappa"], "kappa_ci": kappa["kappa_ci"]}
 
 
@@ -95,7 +123,8 @@ def inter_annotator(*, frame: pd.DataFrame, labels: list[str]) -> dict:
     extraneous flag, plus the label confusion table (rows: first annotator, columns: second) and the annotator pairs."""
     overlap = frame[frame["label_2"].notna()] if not frame.empty else frame
     first, second = overlap["label_1"].astype(str), overlap["label_2"].astype(str)
-    categories = list(labels) + sorted((set(first) | set(second)) - set(labels))
+    seen = {str(label) for row in overlap["labels"] for label in row} if not overlap.empty else set()
+    categories = list(labels) + sorted((set(first) | set(second) | seen) - set(labels))
     confusion = pd.crosstab(
         pd.Categorical(first, categories=categories), pd.Categorical(second, categories=categories), dropna=False
     )
@@ -112,14 +141,27 @@ def inter_annotator(*, frame: pd.DataFrame, labels: list[str]) -> dict:
         if not overlap.empty
         else []
     )
+    annotators = overlap["annotators"].tolist()
+    labels_all = [[str(label) for label in row] for row in overlap["labels"]]
+    binary_all = [[human_binary(label) for label in row] for row in labels_all]
+    flags_all = [[int(flag) for flag in row] for row in overlap["extraneous_flags"]]
     return {
-        "pronoun_label": _agreement_block(first.to_numpy(), second.to_numpy(), categories=categories),
-        "pronoun_binary": _agreement_block(_binary(first), _binary(second), categories=[0, 1]),
-        "extraneous": _agreement_block(
-            overlap["extraneous_1"].astype(int).to_numpy(),
-            overlap["extraneous_2"].astype(int).to_numpy(),
-            categories=[0, 1],
-        ),
+        "pronoun_label": {
+            **_agreement_block(first.to_numpy(), second.to_numpy(), categories=categories),
+            **_multirater_block(annotators, labels_all, categories=categories),
+        },
+        "pronoun_binary": {
+            **_agreement_block(_binary(first), _binary(second), categories=[0, 1]),
+            **_multirater_block(annotators, binary_all, categories=[0, 1]),
+        },
+        "extraneous": {
+            **_agreement_block(
+                overlap["extraneous_1"].astype(int).to_numpy(),
+                overlap["extraneous_2"].astype(int).to_numpy(),
+                categories=[0, 1],
+            ),
+            **_multirater_block(annotators, flags_all, categories=[0, 1]),
+        },
         "confusion": {
             "labels": categories,
             "matrix": confusion.reindex(index=categories, columns=categories, fill_value=0).to_numpy().tolist(),

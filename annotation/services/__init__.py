@@ -3,7 +3,7 @@
 from annotation.services.adjudication import adjudication_save
 from annotation.services.annotation import AnnotationRejected, Submitted, annotation_submit
 from annotation.services.assignment import AssignmentError, AssignResult, assignments_create
-from annotation.services.imports import GenerationImportError, ImportResult, generations_import
+from annotation.services.imports import GenerationImportError, GenerationsImportResult, generations_import
 from annotation.services.pool import PoolSampleError, PoolSampleResult, ShortCell, pool_sample
 
 __all__ = [
@@ -11,7 +11,7 @@ __all__ = [
     "AssignResult",
     "AssignmentError",
     "GenerationImportError",
-    "ImportResult",
+    "GenerationsImportResult",
     "PoolSampleError",
     "PoolSampleResult",
     "ShortCell",

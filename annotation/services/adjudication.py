@@ -1,20 +1,60 @@
-"""A researcher's verdict on an overlap item; the annotators' own labels are kept untouched."""
+"""A researcher's verdict on a study item whose annotators disagree; the annotators' own annotations stay untouched.
+
+Each part is settled on its own: the pronoun label (blank: not adjudicated), the extraneous flag (None: not
+adjudicated) and the marked words (None: not adjudicated; a list, possibly empty, replaces the annotators' sets).
+"""
 
 from __future__ import annotations
 
-from annotation.models import Adjudication, PoolItem
+from annotation.models import STUDY, Adjudication, PoolItem
 
 
 class AdjudicationError(ValueError):
     pass
 
 
+def _clean_spans(item: PoolItem, spans) -> list[list[int]]:
+    cleaned = set()
+    for span in spans:
+        try:
+            start, end = (int(value) for value in span)
+        except (TypeError, ValueError):
+            raise AdjudicationError(f"a marked word is two character offsets [start, end], not {span!r}") from None
+        if not 0 <= start < end <= len(item.continuation):
+            raise AdjudicationError(
+                f"marked word [{start}, {end}] is outside the generated text (0 to {len(item.continuation)} characters)"
+            )
+        cleaned.add((start, end))
+    return [list(span) for span in sorted(cleaned)]
+
+
 def adjudication_save(
-    *, item: PoolItem, label: str, extraneous: bool | None, notes: str = "", adjudicator=None
+    *,
+    item: PoolItem,
+    label: str = "",
+    extraneous: bool | None = None,
+    spans: list[list[int]] | list[tuple[int, int]] | None = None,
+    notes: str = "",
+    adjudicator=None,
 ) -> Adjudication:
-    if label not in item.pool.labels:
+    """Store (or replace) the verdict on `item`: who settled it and when are kept beside it."""
+    if item.kind != STUDY:
+        raise AdjudicationError(f"{item.kind} items have a known answer and are not adjudicated")
+    if label and label not in item.pool.labels:
         raise AdjudicationError(f"label {label!r} is not one of this pool's labels: {', '.join(item.pool.labels)}")
+    cleaned = _clean_spans(item, spans) if spans is not None else None
+    if extraneous is False and cleaned:
+        raise AdjudicationError("marked words were kept but the extraneous flag was settled as no")
+    if not label and extraneous is None and cleaned is None and not notes.strip():
+        raise AdjudicationError("nothing to save: settle the label, the extraneous flag or the marked words")
     adjudication, _ = Adjudication.objects.update_or_create(
-        item=item, defaults={"label": label, "extraneous": extraneous, "notes": notes, "adjudicator": adjudicator}
+        item=item,
+        defaults={
+            "label": label,
+            "extraneous": extraneous,
+            "spans": cleaned,
+            "notes": notes,
+            "adjudicator": adjudicator,
+        },
     )
     return adjudication

@@ -1,15 +1,31 @@
-"""Drawing an annotation pool from finished generation jobs (DOMAIN section 4, the "2400 design")."""
+"""Drawing an annotation pool from finished generation jobs (docs/domain.md, 'The annotation pool').
+
+Two draws are offered:
+
+- `instances` (the default, the paper's): per model x dataset x setting x pronoun, `instances` random instances,
+  each with ALL of its samples (5 x 5 = 25). The seed's script samples the same rows for every sample column, so every
+  released sample file holds exactly 5 distinct templates per pronoun, each 5 times.
+- `per-sample-index` (an earlier reading, kept for comparison): `per_cell / samples` random instances drawn
+  separately for each sample index, so one cell mixes up to `per_cell` different instances.
+"""
 
 from __future__ import annotations
 
 import random
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from django.db import transaction
 
 from annotation.models import Pool, PoolItem
 from generation.models import Generation, GenerationJob, JobStatus
+
+DRAW_INSTANCES = "instances"
+DRAW_PER_SAMPLE_INDEX = "per-sample-index"
+DRAWS = (DRAW_INSTANCES, DRAW_PER_SAMPLE_INDEX)
+
+Cell = tuple[str, str, str, str]  # model, dataset kind, setting, pronoun
 
 
 class PoolSampleError(ValueError):
@@ -18,27 +34,37 @@ class PoolSampleError(ValueError):
 
 @dataclass(frozen=True)
 class ShortCell:
+    """A cell without enough material: instances with all their samples (`sample_index` None, the instances draw)
+    or generations of one sample index (the per-sample-index draw)."""
+
     model: str
     dataset: str
     setting: str
     pronoun: str
-    sample_index: int
+    sample_index: int | None
     wanted: int
     available: int
+    samples: int = 0
 
     def __str__(self) -> str:
-        return (
-            f"{self.model} x {self.dataset} x {self.setting} x {self.pronoun}, sample index {self.sample_index}: "
-            f"{self.available} generations, {self.wanted} wanted"
-        )
+        cell = f"{self.model} x {self.dataset} x {self.setting} x {self.pronoun}"
+        if self.sample_index is None:
+            return f"{cell}: {self.available} instances with all {self.samples} samples, {self.wanted} wanted"
+        return f"{cell}, sample index {self.sample_index}: {self.available} generations, {self.wanted} wanted"
 
 
 @dataclass
 class PoolSampleResult:
     pool: Pool | None
     items: int = 0
-    cells: dict[tuple[str, str, str, str], int] = field(default_factory=dict)
+    cells: dict[Cell, int] = field(default_factory=dict)
     short: list[ShortCell] = field(default_factory=list)
+    draw: str = DRAW_INSTANCES
+
+
+def _short(cell: Cell, sample_index: int | None, wanted: int, available: int, *, samples: int = 0) -> ShortCell:
+    model, dataset, setting, pronoun = cell
+    return ShortCell(model, dataset, setting, pronoun, sample_index, wanted, available, samples)
 
 
 def _cell_rng(seed: int, *parts: object) -> random.Random:
@@ -47,43 +73,27 @@ def _cell_rng(seed: int, *parts: object) -> random.Random:
     return random.Random(":".join(str(part) for part in (seed, *parts)))
 
 
-def pool_sample(
-    *,
-    name: str,
-    job_ids: list[int] | None = None,
-    per_cell: int = 25,
-    seed: int = 0,
-    allow_short: bool = False,
-    created_by=None,
-) -> PoolSampleResult:
-    """Draw `per_cell` generations per model x dataset x setting x pronoun: `per_cell / samples` random instances
-    from each of the job's sample indices (5 x 5 = 25 in the paper).
-
-    Cells with too few generations are never silently shrunk: without `allow_short` the draw fails and writes
-    nothing (the error lists every short cell); with it, short cells keep all they have and are reported.
-    The draw is a pure function of the seed and the generations present.
-    """
-    if per_cell < 1:
-        raise PoolSampleError("per-cell must be at least 1")
-    if Pool.objects.filter(name=name).exists():
-        raise PoolSampleError(f"a pool named {name!r} already exists; choose another name")
-
+def _jobs_to_sample(*, job_ids: list[int] | None) -> list[GenerationJob]:
+    """The named jobs (each must exist and be finished), or every finished job."""
     jobs_qs = GenerationJob.objects.select_related("model", "dataset").order_by("pk")
-    if job_ids:
-        jobs = list(jobs_qs.filter(pk__in=job_ids))
-        missing = sorted(set(job_ids) - {job.pk for job in jobs})
-        if missing:
-            raise PoolSampleError(f"no generation job with id {', '.join(map(str, missing))}")
-        unfinished = [job for job in jobs if job.status != JobStatus.DONE]
-        if unfinished:
-            raise PoolSampleError(
-                "only finished jobs can be sampled: " + ", ".join(f"job {job.pk} is {job.status}" for job in unfinished)
-            )
-    else:
+    if not job_ids:
         jobs = list(jobs_qs.filter(status=JobStatus.DONE))
         if not jobs:
             raise PoolSampleError("there is no finished generation job to sample from")
+        return jobs
+    jobs = list(jobs_qs.filter(pk__in=job_ids))
+    missing = sorted(set(job_ids) - {job.pk for job in jobs})
+    if missing:
+        raise PoolSampleError(f"no generation job with id {', '.join(map(str, missing))}")
+    unfinished = [job for job in jobs if job.status != JobStatus.DONE]
+    if unfinished:
+        raise PoolSampleError(
+            "only finished jobs can be sampled: " + ", ".join(f"job {job.pk} is {job.status}" for job in unfinished)
+        )
+    return jobs
 
+
+def _check_one_job_per_model_and_dataset(jobs: list[GenerationJob]) -> None:
     seen: dict[tuple[str, str], int] = {}
     for job in jobs:
         key = (job.model.name, job.dataset.kind)
@@ -92,67 +102,155 @@ def pool_sample(
                 f"jobs {seen[key]} and {job.pk} both hold {key[0]} on {key[1]}; pass --jobs to pick one of them"
             )
         seen[key] = job.pk
-        if per_cell % job.samples:
-            raise PoolSampleError(
-                f"per-cell {per_cell} does not split evenly across the {job.samples} sample indices of job {job.pk}"
-            )
 
-    result = PoolSampleResult(pool=None)
+
+def _generations_by_instance(job: GenerationJob) -> dict[tuple[str, str], dict[int, dict[int, int]]]:
+    """(setting, pronoun) -> instance ordinal -> sample index -> generation id."""
+    found: dict[tuple[str, str], dict[int, dict[int, int]]] = defaultdict(lambda: defaultdict(dict))
+    rows = Generation.objects.filter(job=job).values_list(
+        "pk", "setting", "sample_index", "instance__pronoun", "instance__ordinal"
+    )
+    for pk, setting, index, pronoun, ordinal in rows:
+        found[(setting, pronoun)][ordinal][index] = pk
+    return found
+
+
+def _job_cells(job: GenerationJob) -> Iterator[tuple[str, str, Cell]]:
+    for setting in job.settings:
+        for pronoun in job.pronouns:
+            yield setting, pronoun, (job.model.name, job.dataset.kind, setting, pronoun)
+
+
+def _draw_whole_instances(
+    job: GenerationJob, *, instances: int, seed: int, result: PoolSampleResult
+) -> list[tuple[GenerationJob, int]]:
+    """`instances` random instances per cell among those with every sample index, each with all its samples."""
     chosen: list[tuple[GenerationJob, int]] = []
-    for job in jobs:
-        per_index = per_cell // job.samples
-        # cell -> sample index -> [(instance ordinal, generation id)]
-        found: dict[tuple[str, str, int], list[tuple[int, int]]] = defaultdict(list)
-        rows = Generation.objects.filter(job=job).values_list(
-            "pk", "setting", "sample_index", "instance__pronoun", "instance__ordinal"
+    found = _generations_by_instance(job)
+    for setting, pronoun, cell in _job_cells(job):
+        by_instance = found.get((setting, pronoun), {})
+        complete = sorted(
+            ordinal for ordinal, samples in by_instance.items() if all(i in samples for i in range(job.samples))
         )
-        for pk, setting, index, pronoun, ordinal in rows:
-            found[(setting, pronoun, index)].append((ordinal, pk))
-        for setting in job.settings:
-            for pronoun in job.pronouns:
-                cell = (job.model.name, job.dataset.kind, setting, pronoun)
-                drawn = 0
-                for index in range(job.samples):
-                    candidates = sorted(found.get((setting, pronoun, index), []))
-                    if len(candidates) < per_index:
-                        result.short.append(ShortCell(*cell, index, per_index, len(candidates)))
-                        picked = candidates
-                    else:
-                        picked = _cell_rng(seed, *cell, index).sample(candidates, per_index)
-                    chosen.extend((job, pk) for _, pk in picked)
-                    drawn += len(picked)
-                result.cells[cell] = drawn
+        if len(complete) < instances:
+            result.short.append(_short(cell, None, instances, len(complete), samples=job.samples))
+            picked = complete
+        else:
+            picked = sorted(_cell_rng(seed, *cell).sample(complete, instances))
+        for ordinal in picked:
+            chosen.extend((job, by_instance[ordinal][index]) for index in range(job.samples))
+        result.cells[cell] = len(picked) * job.samples
+    return chosen
 
-    if result.short and not allow_short:
+
+def _draw_per_sample_index(
+    job: GenerationJob, *, per_cell: int, seed: int, result: PoolSampleResult
+) -> list[tuple[GenerationJob, int]]:
+    """`per_cell / samples` random instances drawn separately from each sample index of each cell."""
+    if per_cell % job.samples:
         raise PoolSampleError(
-            f"{len(result.short)} cell(s) have too few generations (nothing was written; "
-            "use --allow-short to keep what there is):\n  " + "\n  ".join(map(str, result.short))
+            f"per-cell {per_cell} does not split evenly across the {job.samples} sample indices of job {job.pk}"
         )
+    per_index = per_cell // job.samples
+    chosen: list[tuple[GenerationJob, int]] = []
+    found = _generations_by_instance(job)
+    for setting, pronoun, cell in _job_cells(job):
+        by_instance = found.get((setting, pronoun), {})
+        drawn = 0
+        for index in range(job.samples):
+            candidates = sorted(
+                (ordinal, samples[index]) for ordinal, samples in by_instance.items() if index in samples
+            )
+            if len(candidates) < per_index:
+                result.short.append(_short(cell, index, per_index, len(candidates)))
+                picked = candidates
+            else:
+                picked = _cell_rng(seed, *cell, index).sample(candidates, per_index)
+            chosen.extend((job, pk) for _, pk in picked)
+            drawn += len(picked)
+        result.cells[cell] = drawn
+    return chosen
 
+
+def _write_pool(
+    *, name: str, per_cell: int | None, seed: int, jobs: list[GenerationJob], chosen, created_by
+) -> tuple[Pool, int]:
     generations = Generation.objects.select_related("instance").in_bulk([pk for _, pk in chosen])
     with transaction.atomic():
         pool = Pool.objects.create(name=name, per_cell=per_cell, seed=seed, created_by=created_by)
         pool.jobs.set(jobs)
-        items = []
-        for job, pk in chosen:
-            generation = generations[pk]
-            items.append(
-                PoolItem(
-                    pool=pool,
-                    generation=generation,
-                    model_name=job.model.name,
-                    dataset=job.dataset.kind,
-                    setting=generation.setting,
-                    pronoun=generation.instance.pronoun,
-                    sample_index=generation.sample_index,
-                    template=generation.instance.text,
-                    context=generation.context,
-                    continuation=generation.continuation,
-                    heuristic_correct=generation.heuristic_correct,
-                    first_pronoun=generation.first_pronoun,
-                )
+        items = [
+            PoolItem(
+                pool=pool,
+                generation=generation,
+                model_name=job.model.name,
+                dataset=job.dataset.kind,
+                setting=generation.setting,
+                pronoun=generation.instance.pronoun,
+                sample_index=generation.sample_index,
+                template=generation.instance.text,
+                context=generation.context,
+                continuation=generation.continuation,
+                heuristic_correct=generation.heuristic_correct,
+                first_pronoun=generation.first_pronoun,
             )
+            for job, pk in chosen
+            for generation in [generations[pk]]
+        ]
         PoolItem.objects.bulk_create(items)
-    result.pool = pool
-    result.items = len(items)
+    return pool, len(items)
+
+
+def pool_sample(
+    *,
+    name: str,
+    job_ids: list[int] | None = None,
+    draw: str = DRAW_INSTANCES,
+    instances: int = 5,
+    per_cell: int = 25,
+    seed: int = 0,
+    allow_short: bool = False,
+    created_by=None,
+) -> PoolSampleResult:
+    """Draw a pool per model x dataset x setting x pronoun from finished jobs (see the module docstring).
+
+    `draw="instances"` takes `instances` whole instances per cell (all their samples); `draw="per-sample-index"`
+    takes `per_cell / samples` instances per sample index. Cells without enough material are never silently shrunk:
+    without `allow_short` the draw fails and writes nothing (the error lists every short cell); with it, short cells
+    keep all they have and are reported. The draw is a pure function of the seed and the generations present.
+    """
+    if draw not in DRAWS:
+        raise PoolSampleError(f"unknown draw {draw!r}: use one of {', '.join(DRAWS)}")
+    if draw == DRAW_INSTANCES and instances < 1:
+        raise PoolSampleError("instances must be at least 1")
+    if draw == DRAW_PER_SAMPLE_INDEX and per_cell < 1:
+        raise PoolSampleError("per-cell must be at least 1")
+    if Pool.objects.filter(name=name).exists():
+        raise PoolSampleError(f"a pool named {name!r} already exists; choose another name")
+
+    jobs = _jobs_to_sample(job_ids=job_ids)
+    _check_one_job_per_model_and_dataset(jobs)
+
+    result = PoolSampleResult(pool=None, draw=draw)
+    chosen: list[tuple[GenerationJob, int]] = []
+    for job in jobs:
+        if draw == DRAW_INSTANCES:
+            chosen += _draw_whole_instances(job, instances=instances, seed=seed, result=result)
+        else:
+            chosen += _draw_per_sample_index(job, per_cell=per_cell, seed=seed, result=result)
+
+    if result.short and not allow_short:
+        what = "instances with all their samples" if draw == DRAW_INSTANCES else "generations"
+        raise PoolSampleError(
+            f"{len(result.short)} cell(s) have too few {what} (nothing was written; "
+            "use --allow-short to keep what there is):\n  " + "\n  ".join(map(str, result.short))
+        )
+
+    sizes = {job.samples for job in jobs}
+    stored_per_cell = (
+        per_cell if draw == DRAW_PER_SAMPLE_INDEX else (instances * sizes.pop() if len(sizes) == 1 else None)
+    )
+    result.pool, result.items = _write_pool(
+        name=name, per_cell=stored_per_cell, seed=seed, jobs=jobs, chosen=chosen, created_by=created_by
+    )
     return result

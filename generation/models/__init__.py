@@ -2,6 +2,7 @@ from generation.models.datasets import Dataset, DatasetKind, Instance, PronounFo
 from generation.models.jobs import (
     DEFAULT_MODEL_FIELDS,
     DEFAULT_MODEL_NAME,
+    JOB_DEFAULTS,
     Generation,
     GenerationJob,
     JobChunk,
@@ -9,6 +10,7 @@ from generation.models.jobs import (
     LanguageModel,
     ProbResult,
 )
+from generation.models.tango import TangoTemplate
 
 __all__ = [
     "DEFAULT_MODEL_FIELDS",
@@ -18,10 +20,12 @@ __all__ = [
     "Generation",
     "GenerationJob",
     "Instance",
+    "JOB_DEFAULTS",
     "JobChunk",
     "JobStatus",
     "LanguageModel",
     "ProbResult",
     "PronounForm",
+    "TangoTemplate",
     "Template",
 ]

@@ -1,3 +1,5 @@
+from dataclasses import dataclass
+
 from django.conf import settings as django_settings
 from django.db import models
 from django.db.models import Q
@@ -56,6 +58,22 @@ class LanguageModel(models.Model):
         return self.name
 
 
+@dataclass(frozen=True)
+class JobDefaults:
+    """A job's decoding defaults (docs/domain.md, 'Generation'), defined once: the model's field defaults, the job
+    form, the API, the `generate` command and the service all read them from here."""
+
+    samples: int = 5
+    max_new_tokens: int = 50
+    top_k: int = 50
+    top_p: float = 0.95
+    num_beams: int = 1
+    seed: int = 0
+
+
+JOB_DEFAULTS = JobDefaults()
+
+
 class JobStatus(models.TextChoices):
     QUEUED = "queued"
     RUNNING = "running"
@@ -69,12 +87,12 @@ class GenerationJob(models.Model):
     dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="jobs")
     pronouns = models.JSONField(help_text='base pronouns, e.g. ["he", "xe"]')
     settings = models.JSONField(help_text='["pre", "post"] or a subset')
-    samples = models.PositiveSmallIntegerField(default=5)
-    max_new_tokens = models.PositiveSmallIntegerField(default=50)
-    top_k = models.PositiveIntegerField(default=50)
-    top_p = models.FloatField(default=0.95)
-    num_beams = models.PositiveSmallIntegerField(default=1)
-    seed = models.BigIntegerField(default=0)
+    samples = models.PositiveSmallIntegerField(default=JOB_DEFAULTS.samples)
+    max_new_tokens = models.PositiveSmallIntegerField(default=JOB_DEFAULTS.max_new_tokens)
+    top_k = models.PositiveIntegerField(default=JOB_DEFAULTS.top_k)
+    top_p = models.FloatField(default=JOB_DEFAULTS.top_p)
+    num_beams = models.PositiveSmallIntegerField(default=JOB_DEFAULTS.num_beams)
+    seed = models.BigIntegerField(default=JOB_DEFAULTS.seed)
     per_pronoun = models.PositiveIntegerField(null=True, blank=True, help_text="first N instances per pronoun")
 
     status = models.CharField(max_length=10, choices=JobStatus.choices, default=JobStatus.QUEUED)
@@ -88,6 +106,10 @@ class GenerationJob(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The current run (the first, or the one since the last resume), for the estimate of the time left.
+    run_started_at = models.DateTimeField(null=True, blank=True, help_text="when the current run's first chunk began")
+    run_done_at_start = models.PositiveIntegerField(default=0, help_text="generations already done when it began")
+    resumes = models.PositiveIntegerField(default=0, help_text="how often the job was resumed")
 
     class Meta:
         ordering = ["-created_at"]
@@ -134,23 +156,35 @@ class Generation(models.Model):
             models.UniqueConstraint(
                 fields=["job", "instance", "setting", "sample_index"], name="generation_unique_sample"
             ),
-            models.CheckConstraint(condition=Q(setting__in=["pre", "post"]), name="generation_setting_valid"),
+            models.CheckConstraint(
+                condition=Q(setting__in=[value for value, _ in SETTING_CHOICES]), name="generation_setting_valid"
+            ),
         ]
         indexes = [models.Index(fields=["job", "setting", "sample_index"])]
 
 
 class JobChunk(models.Model):
-    """A slice of a job's instances, run by one task. A chunk may run again (a lost worker): its rows are unique."""
+    """A slice of a job's instances, run by one task. A chunk may run again (a lost worker): its rows are unique.
+
+    The lease says who runs it now: a runner claims the chunk (`lease_owner`, `lease_expires_at`) and a heartbeat
+    extends the lease while it works, so a chunk runs in one place at a time, and a chunk whose runner is gone (its
+    lease expired) is queued again (docs/domain.md, 'Crash recovery').
+    """
 
     job = models.ForeignKey(GenerationJob, on_delete=models.CASCADE, related_name="chunks")
     index = models.PositiveIntegerField()
     instance_ids = models.JSONField(help_text="the chunk's instances, in dataset order")
     attempts = models.PositiveIntegerField(default=0, help_text="how often a worker started it")
     finished_at = models.DateTimeField(null=True, blank=True)
+    lease_owner = models.CharField(max_length=200, blank=True, help_text="host:pid:process:run of its runner")
+    lease_expires_at = models.DateTimeField(null=True, blank=True, help_text="the runner's heartbeat extends it")
+    started_at = models.DateTimeField(null=True, blank=True, help_text="when its current attempt began")
+    last_error = models.TextField(blank=True, help_text="the last transient error it was retried after")
 
     class Meta:
         ordering = ["job", "index"]
         constraints = [models.UniqueConstraint(fields=["job", "index"], name="job_chunk_unique_index")]
+        indexes = [models.Index(fields=["finished_at", "lease_expires_at"], name="job_chunk_open_lease")]
 
     def __str__(self) -> str:
         return f"job {self.job_id} chunk {self.index}"

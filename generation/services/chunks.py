@@ -4,39 +4,75 @@ Safe to run twice: a step whose rows all exist is skipped; a step with some rows
 reproduces the same text) and inserted with `ignore_conflicts`, the database's unique constraints keeping one row per
 (job, instance) and per (job, instance, setting, sample index). A worker killed mid-chunk therefore loses only the
 step it was in.
+
+A chunk runs under a lease (generation/services/leases.py), so it runs in one place at a time. A transient error (the
+database connection dropped, the broker out of reach) is retried here with a bounded backoff, the chunk going on from
+its last written step; any other error fails the job, which `resume_jobs` can resume (docs/domain.md,
+'Crash recovery').
 """
 
 from __future__ import annotations
 
-from django.db import transaction
-from django.db.models import F
-from django.utils import timezone
+import logging
+import time
+from collections.abc import Callable
 
-from generation.contexts import SETTINGS, build_context
+from django.conf import settings as django_settings
+from django.db import InterfaceError, OperationalError, transaction
+from kombu.exceptions import OperationalError as BrokerError
+
+from generation.contexts import ALL_SETTINGS, SETTINGS, build_context
 from generation.heuristic import heuristic_verdicts
 from generation.loading import LoadedModel, model_load
-from generation.models import Generation, GenerationJob, Instance, JobChunk, ProbResult
-from generation.pronouns import codebook_for
+from generation.models import DatasetKind, Generation, GenerationJob, Instance, JobChunk, ProbResult
+from generation.pronouns import Codebook
 from generation.sampling import Decoding, sample_continuations
 from generation.scoring import ScoreItem, score_instances
-from generation.services.jobs import ACTIVE, job_fail, job_progress_refresh, job_start
+from generation.selectors import dataset_codebook
+from generation.services.leases import (
+    Heartbeat,
+    chunk_claim,
+    chunk_finish,
+    chunk_release,
+    connections_reset,
+    lease_owner_new,
+)
+from generation.services.progress import ACTIVE, job_fail, job_progress_refresh, job_start
+from generation.services.tango import tango_templates_fill
+from generation.signals import chunk_finished
+
+logger = logging.getLogger(__name__)
+
+# Errors that say nothing about the chunk itself: the same chunk is tried again after a pause.
+TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (OperationalError, InterfaceError, BrokerError, ConnectionError)
+
+Progress = Callable[[GenerationJob], None]
+
+
+def transient_delays() -> list[float]:
+    """The pauses before each retry after a transient error: 1, 2, 4, 8, 16 s by default (bounded)."""
+    retries = getattr(django_settings, "CONCORD_TRANSIENT_RETRIES", 5)
+    first = getattr(django_settings, "CONCORD_TRANSIENT_BACKOFF_SECONDS", 1.0)
+    return [min(first * 2**attempt, 60.0) for attempt in range(retries)]
 
 
 def chunk_seed(*, job_seed: int, chunk_index: int, setting: str) -> int:
     """The seed of one chunk's sampling for one setting: a re-run chunk draws the same numbers."""
-    return (job_seed * 1_000_003 + chunk_index * len(SETTINGS) + SETTINGS.index(setting)) % 2**32
+    # ALL_SETTINGS starts with SETTINGS, so pre/post seeds are unchanged; open (TANGO) jobs have no other setting.
+    return (job_seed * 1_000_003 + chunk_index * len(SETTINGS) + ALL_SETTINGS.index(setting)) % 2**32
 
 
 def _still_active(job: GenerationJob) -> bool:
     return GenerationJob.objects.filter(pk=job.pk, status__in=ACTIVE).exists()
 
 
-def _score(job: GenerationJob, loaded: LoadedModel, instances: list[Instance]) -> None:
+def _score(job: GenerationJob, loaded: LoadedModel, instances: list[Instance], codebook: Codebook) -> None:
+    if job.dataset.kind == DatasetKind.TANGO:
+        return  # no mask: Prob-TANGO scores each generation once it is written (tango_templates_fill)
     scored = set(ProbResult.objects.filter(job=job, instance__in=instances).values_list("instance_id", flat=True))
     todo = [instance for instance in instances if instance.pk not in scored]
     if not todo:
         return
-    codebook = codebook_for(job.dataset.kind)
     items = [
         ScoreItem(
             text=instance.text,
@@ -58,7 +94,14 @@ def _score(job: GenerationJob, loaded: LoadedModel, instances: list[Instance]) -
         ProbResult.objects.bulk_create(rows, ignore_conflicts=True)
 
 
-def _sample(job: GenerationJob, chunk: JobChunk, loaded: LoadedModel, instances: list[Instance], setting: str) -> None:
+def _sample(
+    job: GenerationJob,
+    chunk: JobChunk,
+    loaded: LoadedModel,
+    instances: list[Instance],
+    setting: str,
+    codebook: Codebook,
+) -> None:
     existing = Generation.objects.filter(job=job, instance__in=instances, setting=setting).count()
     if existing == len(instances) * job.samples:
         return
@@ -85,9 +128,7 @@ def _sample(job: GenerationJob, chunk: JobChunk, loaded: LoadedModel, instances:
         for instance, context, texts in zip(instances, contexts, continuations, strict=True)
         for index, text in enumerate(texts)
     ]
-    verdicts = heuristic_verdicts(
-        ((text, instance.pronoun) for instance, _, _, text in pairs), codebook=codebook_for(job.dataset.kind)
-    )
+    verdicts = heuristic_verdicts(((text, instance.pronoun) for instance, _, _, text in pairs), codebook=codebook)
     rows = [
         Generation(
             job=job,
@@ -106,35 +147,89 @@ def _sample(job: GenerationJob, chunk: JobChunk, loaded: LoadedModel, instances:
         Generation.objects.bulk_create(rows, ignore_conflicts=True)
 
 
-def chunk_run(*, chunk_id: int) -> GenerationJob:
-    """Run one chunk (skipped when its job is no longer queued or running). A failure is recorded and re-raised."""
+def chunk_run(*, chunk_id: int, progress: Progress | None = None) -> GenerationJob:
+    """Run one chunk under its lease; skipped when its job is no longer queued or running, when it is finished, or
+    when another live runner holds it. Transient errors are retried (`transient_delays`); a failure is recorded on
+    the job and re-raised. `progress` is called with the job after each written step."""
+    owner = lease_owner_new()
+    delays = transient_delays()
+    for attempt in range(len(delays) + 1):
+        try:
+            return _chunk_run_once(chunk_id=chunk_id, owner=owner, progress=progress)
+        except TRANSIENT_ERRORS as exc:
+            connections_reset()
+            if attempt == len(delays):
+                _give_up(chunk_id=chunk_id, owner=owner, error=exc)
+                raise
+            logger.warning(
+                "chunk %s: transient error (%s: %s); retry %d of %d in %.0f s",
+                chunk_id, type(exc).__name__, exc, attempt + 1, len(delays), delays[attempt],
+            )  # fmt: skip
+            _note_transient(chunk_id=chunk_id, error=exc)
+            time.sleep(delays[attempt])
+    raise AssertionError("unreachable")
+
+
+def _chunk_run_once(*, chunk_id: int, owner: str, progress: Progress | None) -> GenerationJob:
     chunk = JobChunk.objects.select_related("job__model", "job__dataset").get(pk=chunk_id)
     job = chunk.job
-    if job.status not in ACTIVE:
+    if job.status not in ACTIVE or chunk.finished_at is not None:
+        return job
+    if not chunk_claim(chunk_id=chunk.pk, owner=owner):
+        logger.info("chunk %s is finished or held by another live runner; skipped", chunk.pk)
         return job
     job_start(job_id=job.pk)
-    JobChunk.objects.filter(pk=chunk.pk).update(attempts=F("attempts") + 1)
     try:
-        loaded = model_load(language_model=job.model)
-        by_id = Instance.objects.select_related("template").in_bulk(chunk.instance_ids)
-        instances = [by_id[instance_id] for instance_id in chunk.instance_ids]
-        _score(job, loaded, instances)
-        for setting in job.settings:
-            job_progress_refresh(job_id=job.pk)
-            if not _still_active(job):
-                return job_progress_refresh(job_id=job.pk)
-            _sample(job, chunk, loaded, instances, setting)
+        with Heartbeat(chunk_id=chunk.pk, owner=owner) as heartbeat:
+            loaded = model_load(language_model=job.model)
+            codebook = dataset_codebook(dataset=job.dataset)
+            by_id = Instance.objects.select_related("template").in_bulk(chunk.instance_ids)
+            instances = [by_id[instance_id] for instance_id in chunk.instance_ids]
+            _score(job, loaded, instances, codebook)
+            _report(job_id=job.pk, progress=progress)
+            for setting in job.settings:
+                if heartbeat.lost.is_set() or not _still_active(job):
+                    chunk_release(chunk_id=chunk.pk, owner=owner)
+                    return job_progress_refresh(job_id=job.pk)
+                _sample(job, chunk, loaded, instances, setting, codebook)
+                _report(job_id=job.pk, progress=progress)
+            tango_templates_fill(job=job, loaded=loaded, instance_ids=chunk.instance_ids)  # TANGO only
+    except TRANSIENT_ERRORS:
+        raise  # retried by chunk_run, which keeps the lease (same owner)
     except Exception as exc:
+        chunk_release(chunk_id=chunk.pk, owner=owner)
         job_fail(job_id=job.pk, error=exc)
         raise
-    JobChunk.objects.filter(pk=chunk.pk).update(finished_at=timezone.now())
-    _repetition_rates_queue(job_id=job.pk, instance_ids=chunk.instance_ids)
-    return job_progress_refresh(job_id=job.pk)
+    chunk_finish(chunk_id=chunk.pk)
+    for receiver, response in chunk_finished.send_robust(
+        sender=GenerationJob, job_id=job.pk, instance_ids=list(chunk.instance_ids)
+    ):
+        if isinstance(response, Exception):
+            logger.error("chunk %s: chunk_finished receiver %r failed: %r", chunk.pk, receiver, response)
+    return job_progress_refresh(job_id=job.pk)  # `progress` heard of the last step already
 
 
-def _repetition_rates_queue(*, job_id: int, instance_ids: list[int]) -> None:
-    """Reports need every generation's repetition rate; tokenizing them as chunks finish (on the default queue, or
-    inline without a broker) keeps a paper-scale report from tokenizing 600k texts on its first request."""
-    from analysis.tasks import repetition_rates_fill_task  # analysis reads generation's rows, not the other way
+def _report(*, job_id: int, progress: Progress | None) -> GenerationJob:
+    job = job_progress_refresh(job_id=job_id)
+    if progress is not None:
+        progress(job)
+    return job
 
-    transaction.on_commit(lambda: repetition_rates_fill_task.delay(job_id, list(instance_ids)))
+
+def _note_transient(*, chunk_id: int, error: BaseException) -> None:
+    try:
+        JobChunk.objects.filter(pk=chunk_id).update(last_error=f"{type(error).__name__}: {error}"[:2000])
+    except TRANSIENT_ERRORS:
+        connections_reset()
+
+
+def _give_up(*, chunk_id: int, owner: str, error: BaseException) -> None:
+    """The retries are spent: fail the job (resumable). If the database is still away, the lease expires and the
+    chunk is taken over or resumed later."""
+    logger.error("chunk %s: giving up after %d retries: %s", chunk_id, len(transient_delays()), error)
+    try:
+        job_id = JobChunk.objects.values_list("job_id", flat=True).get(pk=chunk_id)
+        chunk_release(chunk_id=chunk_id, owner=owner)
+        job_fail(job_id=job_id, error=error)
+    except TRANSIENT_ERRORS:
+        connections_reset()

@@ -9,16 +9,17 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import json
 import random
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Count
 
 from generation.models import Dataset, DatasetKind, Instance, PronounForm, Template
-from generation.pronouns import BASES, FORMS, MISGENDERED_MASK, RUFF_MASKS, codebook_for
+from generation.pronouns import BASES, FORMS, MISGENDERED_MASK, RUFF_MASKS, TANGO_MASK, codebook_for
 from generation.textfiles import InputErrors, UnreadableFile, read_utf8
 
 MISGENDERED_COLUMNS = ("form", "template", "template_id")
@@ -36,9 +37,13 @@ class ImportResult:
     created: bool
     instances: int
     per_pronoun: dict[str, int] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=dict)  # TANGO: rows of pronoun families Concord does not study
 
     def as_json(self) -> dict:
-        return {"dataset": self.dataset.name, "instances": self.instances, "per_pronoun": self.per_pronoun}
+        summary = {"dataset": self.dataset.name, "instances": self.instances, "per_pronoun": self.per_pronoun}
+        if self.skipped:
+            summary["skipped_families"] = self.skipped
+        return summary
 
 
 @dataclass
@@ -223,20 +228,30 @@ def _parse_ruff(path: Path) -> list[_ParsedInstance]:
     return instances
 
 
+def _already_imported(existing: Dataset, *, signature: str) -> ImportResult:
+    """The same files and arguments change nothing; others under an existing name are refused."""
+    if existing.import_signature != signature:
+        raise ImportFailed(
+            [
+                f"dataset {existing.name!r} was already imported from other files or arguments; "
+                f"import this one under another name (--name)"
+            ]
+        )
+    return _result(existing, created=False)
+
+
 @transaction.atomic
 def _write(*, name: str, kind: str, source: Path, signature: str, instances: list[_ParsedInstance]) -> ImportResult:
     existing = Dataset.objects.select_for_update().filter(name=name).first()
     if existing is not None:
-        if existing.import_signature != signature:
-            raise ImportFailed(
-                [
-                    f"dataset {name!r} was already imported from other files or arguments; "
-                    f"import this one under another name (--name)"
-                ]
-            )
-        return _result(existing, created=False)
-
-    dataset = Dataset.objects.create(name=name, kind=kind, source=str(source), import_signature=signature)
+        return _already_imported(existing, signature=signature)
+    try:
+        with transaction.atomic():
+            dataset = Dataset.objects.create(name=name, kind=kind, source=str(source), import_signature=signature)
+    except IntegrityError:
+        # A concurrent import under the same name committed after the check above (the name is unique, so this
+        # insert waited for it): answer as if that import had come first.
+        return _already_imported(Dataset.objects.get(name=name), signature=signature)
     codebook = codebook_for(kind)
     PronounForm.objects.bulk_create(
         PronounForm(dataset=dataset, base=base, form=form, surface=codebook.surface(base, form))
@@ -299,3 +314,84 @@ def dataset_import_ruff(*, templates_path: Path, name: str = "ruff") -> ImportRe
     instances = _parse_ruff(templates_path)
     signature = _signature(DatasetKind.RUFF, templates_path.read_bytes())
     return _write(name=name, kind=DatasetKind.RUFF, source=templates_path, signature=signature, instances=instances)
+
+
+TANGO_FIELDS = ("template_idx", "ante", "ante_type", "pronoun_family", "template")
+_FAMILY = re.compile(r"^[a-z]+$")
+
+
+def tango_context(template: str) -> str:
+    """TANGO's generation context: Python's `str.capitalize()` of the template, as the seed does (it also lower-cases
+    the rest of the string, names included). docs/domain.md, 'TANGO and Prob-TANGO'."""
+    return template.capitalize()
+
+
+def _parse_tango(path: Path) -> tuple[list[_ParsedInstance], dict[str, int]]:
+    """TANGO's `misgendering.jsonl`: one JSON object a line. Families other than Concord's 4 bases (TANGO also has
+    ey, fae, ze, ...) are counted and skipped; they are out of scope."""
+    codebook = codebook_for(DatasetKind.TANGO)
+    errors: list[str] = []
+    instances: list[_ParsedInstance] = []
+    skipped: dict[str, int] = {}
+    seen: dict[str, int] = {}
+    for number, line in enumerate(_read_text(path).splitlines(), start=1):
+        where = f"{path}:{number}"
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            errors.append(f"{where}: not a JSON object ({exc.msg} at column {exc.colno})")
+            continue
+        if not isinstance(row, dict):
+            errors.append(f"{where}: expected a JSON object with {', '.join(TANGO_FIELDS)}")
+            continue
+        missing = [name for name in TANGO_FIELDS if name not in row]
+        if missing:
+            errors.append(f"{where}: missing field(s) {', '.join(missing)}")
+            continue
+        family, template, ante = row["pronoun_family"], row["template"], row["ante"]
+        index = row["template_idx"]
+        if not isinstance(family, str) or not _FAMILY.match(family.strip().lower()):
+            errors.append(f"{where}: pronoun_family must be a pronoun such as he, she, they or xe (got {family!r})")
+            continue
+        family = family.strip().lower()
+        if not isinstance(template, str) or not template.strip():
+            errors.append(f"{where}: template must be a non-empty string")
+            continue
+        if TANGO_MASK in template:
+            errors.append(f"{where}: template contains {TANGO_MASK}, which Concord reserves for the continuation")
+            continue
+        if not isinstance(ante, str) or not ante.strip():
+            errors.append(f"{where}: ante must be a non-empty string")
+            continue
+        if isinstance(index, bool) or not isinstance(index, int | str) or str(index).strip() == "":
+            errors.append(f"{where}: template_idx must be a number or a string (got {index!r})")
+            continue
+        if family not in BASES:
+            skipped[family] = skipped.get(family, 0) + 1
+            continue
+        source_id = f"{index}/{ante.strip()}/{family}"
+        if source_id in seen:
+            errors.append(f"{where}: template_idx {index!r}, ante {ante!r}, {family} already on line {seen[source_id]}")
+            continue
+        seen[source_id] = number
+        meta = {"template_idx": index, "ante": ante, "ante_type": row["ante_type"]}
+        parsed = _ParsedTemplate(source_id, number, template + TANGO_MASK, TANGO_MASK, "nom", meta)
+        text = tango_context(template) + TANGO_MASK
+        instances.append(_ParsedInstance(parsed, family, 0, ante.strip(), text, codebook.surface(family, "nom")))
+    if errors:
+        raise ImportFailed(errors)
+    if not instances:
+        raise ImportFailed([f"{path}: no he, she, they or xe rows"])
+    return instances, skipped
+
+
+def dataset_import_tango(*, templates_path: Path, name: str = "tango") -> ImportResult:
+    """TANGO's misgendering subset. Each line is one template and one instance of its pronoun family; the stored
+    form is `nom` and the correct form the family's nominative, since a TANGO context has no mask of its own."""
+    instances, skipped = _parse_tango(templates_path)
+    signature = _signature(DatasetKind.TANGO, templates_path.read_bytes())
+    result = _write(name=name, kind=DatasetKind.TANGO, source=templates_path, signature=signature, instances=instances)
+    result.skipped = skipped
+    return result

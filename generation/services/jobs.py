@@ -1,39 +1,65 @@
-"""Generation jobs: create (validated), queue, run, cancel, fail, and progress recomputed from the rows.
+"""Generation jobs: create (validated), queue, run, cancel, resume, and recovery of chunks whose runner is gone.
 
-A job is split into chunks of the model's batch size (in dataset order) when it is created. Chunks run as Celery tasks
-on the `generation` queue when a broker is configured; on the embedded default (no broker) a job queued from the web
-runs in a background thread of the web process, and `manage.py generate --wait` runs it in the foreground.
+A job is split into chunks (in dataset order) when it is created: the model's batch size, smaller for small jobs so
+that progress moves every few seconds. Chunks run as Celery tasks on the `generation` queue when a broker is
+configured; on the embedded default (no broker) a job queued from the web runs in a background thread of the web
+process, and `manage.py generate` runs it in the foreground.
+
+Layers (no import cycle): progress <- leases <- chunks <- jobs; the Celery tasks import these services, and these
+services import the tasks only inside functions.
 """
 
 from __future__ import annotations
 
 import logging
+import math
+import sys
 import threading
-import traceback
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.conf import settings as django_settings
 from django.db import connections, transaction
-from django.db.models import Count
 from django.utils import timezone
 
-from generation.contexts import SETTINGS
-from generation.models import (
-    Dataset,
-    Generation,
-    GenerationJob,
-    Instance,
-    JobChunk,
-    JobStatus,
-    LanguageModel,
-    ProbResult,
-)
+from generation.contexts import SETTINGS, settings_for
+from generation.models import JOB_DEFAULTS, Dataset, GenerationJob, Instance, JobChunk, JobStatus, LanguageModel
 from generation.pronouns import BASES
+from generation.services.chunks import TRANSIENT_ERRORS, Progress, chunk_run
+from generation.services.leases import (
+    chunk_lease_break,
+    chunk_lease_live,
+    chunk_lease_stale,
+    connections_reset,
+    heartbeat_seconds,
+)
+from generation.services.progress import ACTIVE, job_fail, job_progress_refresh, job_start
+
+__all__ = [  # job_start, job_fail and job_progress_refresh live in progress.py; callers may import them from here
+    "ACTIVE",
+    "JobParameterError",
+    "JobParameters",
+    "JobStateError",
+    "job_cancel",
+    "job_create",
+    "job_dispatch",
+    "job_fail",
+    "job_parameters_validate",
+    "job_progress_refresh",
+    "job_resume",
+    "job_run",
+    "job_start",
+    "jobs_resume_on_start",
+    "jobs_unfinished",
+    "chunks_requeue_stale",
+]
 
 logger = logging.getLogger(__name__)
 
-ACTIVE = (JobStatus.QUEUED, JobStatus.RUNNING)
+# A small job is cut into about this many chunks (never more than the model's batch size per chunk), so that its
+# progress moves every few seconds of work rather than once per batch.
+TARGET_CHUNKS = 20
 MAX_SEED = 2**32 - 1
 MAX_SAMPLES = 100
 MAX_NEW_TOKENS = 2048
@@ -89,33 +115,30 @@ def job_parameters_validate(
     dataset: str | Dataset,
     pronouns: Sequence[str] | str | None = None,
     settings: Sequence[str] | str | None = None,
-    samples: int = 5,
-    max_new_tokens: int = 50,
-    top_k: int = 50,
-    top_p: float = 0.95,
-    num_beams: int = 1,
-    seed: int = 0,
+    samples: int = JOB_DEFAULTS.samples,
+    max_new_tokens: int = JOB_DEFAULTS.max_new_tokens,
+    top_k: int = JOB_DEFAULTS.top_k,
+    top_p: float = JOB_DEFAULTS.top_p,
+    num_beams: int = JOB_DEFAULTS.num_beams,
+    seed: int = JOB_DEFAULTS.seed,
     per_pronoun: int | None = None,
 ) -> JobParameters:
     """Check every parameter; all problems are reported at once, each under its field name."""
     errors: dict[str, str] = {}
-    if isinstance(model, str):
-        found = LanguageModel.objects.filter(name=model).first()
-        if found is None:
-            known = ", ".join(LanguageModel.objects.values_list("name", flat=True)) or "none"
-            errors["model"] = f"unknown model {model!r}; registered: {known}"
-        model = found
-    if isinstance(dataset, str):
-        found = Dataset.objects.filter(name=dataset).first()
-        if found is None:
-            known = ", ".join(Dataset.objects.values_list("name", flat=True)) or "none (import one first)"
-            errors["dataset"] = f"unknown dataset {dataset!r}; imported: {known}"
-        dataset = found
+    chosen_model = model if isinstance(model, LanguageModel) else LanguageModel.objects.filter(name=model).first()
+    if chosen_model is None:
+        known = ", ".join(LanguageModel.objects.values_list("name", flat=True)) or "none"
+        errors["model"] = f"unknown model {model!r}; registered: {known}"
+    chosen_dataset = dataset if isinstance(dataset, Dataset) else Dataset.objects.filter(name=dataset).first()
+    if chosen_dataset is None:
+        known = ", ".join(Dataset.objects.values_list("name", flat=True)) or "none (import one first)"
+        errors["dataset"] = f"unknown dataset {dataset!r}; imported: {known}"
     chosen_pronouns, error = _choices(list(BASES) if pronouns is None else pronouns, allowed=BASES, what="pronouns")
     if error:
         errors["pronouns"] = error
+    allowed_settings = settings_for(chosen_dataset.kind) if chosen_dataset is not None else SETTINGS  # TANGO: open
     chosen_settings, error = _choices(
-        list(SETTINGS) if settings is None else settings, allowed=SETTINGS, what="settings"
+        list(allowed_settings) if settings is None else settings, allowed=allowed_settings, what="settings"
     )
     if error:
         errors["settings"] = error
@@ -133,11 +156,11 @@ def job_parameters_validate(
         errors["seed"] = f"must be a whole number from 0 to {MAX_SEED}, got {seed!r}"
     if per_pronoun is not None and (not _is_int(per_pronoun) or per_pronoun < 1):
         errors["per_pronoun"] = f"must be a whole number >= 1 (or left out for all instances), got {per_pronoun!r}"
-    if errors:
+    if errors or chosen_model is None or chosen_dataset is None or chosen_pronouns is None or chosen_settings is None:
         raise JobParameterError(errors)
     return JobParameters(
-        model=model,
-        dataset=dataset,
+        model=chosen_model,
+        dataset=chosen_dataset,
         pronouns=chosen_pronouns,
         settings=chosen_settings,
         samples=samples,
@@ -163,6 +186,11 @@ def job_instance_ids(*, dataset: Dataset, pronouns: Sequence[str], per_pronoun: 
     return ids
 
 
+def job_chunk_size(*, instances: int, batch_size: int) -> int:
+    """The model's batch size, or less for a small job: about TARGET_CHUNKS chunks, at least one instance each."""
+    return max(1, min(batch_size, math.ceil(instances / TARGET_CHUNKS)))
+
+
 def job_create(*, created_by=None, queue: bool = True, **parameters) -> GenerationJob:
     """Validate, write the job and its chunks in one transaction, and queue it once that commits.
 
@@ -174,7 +202,7 @@ def job_create(*, created_by=None, queue: bool = True, **parameters) -> Generati
         raise JobParameterError(
             {"dataset": f"{params.dataset.name} has no instances for pronouns {', '.join(params.pronouns)}"}
         )
-    chunk_size = params.model.batch_size
+    chunk_size = job_chunk_size(instances=len(instance_ids), batch_size=params.model.batch_size)
     with transaction.atomic():
         job = GenerationJob.objects.create(
             model=params.model,
@@ -202,36 +230,63 @@ def job_create(*, created_by=None, queue: bool = True, **parameters) -> Generati
 
 
 def job_dispatch(*, job_id: int) -> None:
-    """Hand a committed job to whoever runs it: Celery workers, or a background thread without a broker."""
+    """Hand a committed job to whoever runs it: Celery workers, or a background thread without a broker.
+
+    With a broker, each unfinished chunk that no live runner holds is sent (publishing is retried when the broker is
+    briefly away); a chunk sent twice runs once (its lease), and a finished one is skipped.
+    """
     if django_settings.CELERY_TASK_ALWAYS_EAGER:
         threading.Thread(
             target=job_run_in_background, kwargs={"job_id": job_id}, name=f"concord-job-{job_id}", daemon=True
         ).start()
         return
+    now = timezone.now()
+    chunks = JobChunk.objects.filter(job_id=job_id, finished_at__isnull=True).order_by("index")
+    _chunks_send([chunk.pk for chunk in chunks if not chunk_lease_live(chunk, now=now)])
+
+
+def _chunks_send(chunk_ids: list[int]) -> None:
     from generation.tasks import chunk_run_task
 
-    for chunk_id in JobChunk.objects.filter(job_id=job_id, finished_at__isnull=True).values_list("id", flat=True):
-        chunk_run_task.delay(chunk_id)
+    for chunk_id in chunk_ids:
+        chunk_run_task.apply_async(
+            (chunk_id,),
+            retry=True,
+            retry_policy={"max_retries": 5, "interval_start": 0.5, "interval_step": 1.0, "interval_max": 5.0},
+        )
 
 
 _in_process = threading.Lock()  # one in-process job at a time: they share the model and the global random state
 
+BUSY_POLL_SECONDS = 2.0
 
-def job_run(*, job_id: int, progress: Callable[[GenerationJob], None] | None = None) -> GenerationJob:
-    """Run every unfinished chunk of a job here, in order; stop early when it is cancelled or fails."""
-    from generation.services.chunks import chunk_run
 
+def job_run(*, job_id: int, progress: Progress | None = None) -> GenerationJob:
+    """Run every unfinished chunk of a job here, in order, until the job ends (done, cancelled or failed).
+
+    A chunk held by another live runner is left to it and looked at again every few seconds: when its lease goes
+    stale (that runner is gone), it is run here. `progress` is called with the job after each written step.
+    """
     with _in_process:
-        for chunk_id in JobChunk.objects.filter(job_id=job_id, finished_at__isnull=True).values_list("id", flat=True):
-            try:
-                chunk_run(chunk_id=chunk_id)
-            except Exception:
-                break  # chunk_run recorded the failure on the job
+        while True:
             job = GenerationJob.objects.get(pk=job_id)
-            if progress is not None:
-                progress(job)
             if job.status not in ACTIVE:
                 break
+            pending = list(JobChunk.objects.filter(job_id=job_id, finished_at__isnull=True).order_by("index"))
+            if not pending:
+                break
+            ran = False
+            for chunk in pending:
+                try:
+                    chunk_run(chunk_id=chunk.pk, progress=progress)
+                except Exception:
+                    return job_progress_refresh(job_id=job_id)  # chunk_run recorded the failure on the job
+                if JobChunk.objects.filter(pk=chunk.pk, finished_at__isnull=False).exists():
+                    ran = True
+                if GenerationJob.objects.filter(pk=job_id).values_list("status", flat=True).get() not in ACTIVE:
+                    break
+            if not ran:
+                time.sleep(BUSY_POLL_SECONDS)  # every pending chunk is held by a live runner elsewhere
     return job_progress_refresh(job_id=job_id)
 
 
@@ -242,35 +297,6 @@ def job_run_in_background(*, job_id: int) -> None:
         logger.exception("in-process generation job %s stopped", job_id)
     finally:
         connections.close_all()  # this thread's connections only (they are per thread)
-
-
-def job_start(*, job_id: int) -> None:
-    """Mark a queued job running (the first chunk to start does it)."""
-    GenerationJob.objects.filter(pk=job_id, status=JobStatus.QUEUED).update(
-        status=JobStatus.RUNNING, started_at=timezone.now()
-    )
-
-
-def job_progress_refresh(*, job_id: int) -> GenerationJob:
-    """Recount progress from the stored rows (re-runs never double count); a running job with every row is done."""
-    with transaction.atomic():
-        job = GenerationJob.objects.select_for_update().get(pk=job_id)
-        per_instance = len(job.settings) * job.samples
-        generations = Generation.objects.filter(job=job)
-        complete = generations.values("instance").annotate(n=Count("id")).filter(n=per_instance).values("instance")
-        job.done_generations = generations.count()
-        job.done_instances = ProbResult.objects.filter(job=job, instance__in=complete).count()
-        fields = ["done_generations", "done_instances"]
-        if (
-            job.status == JobStatus.RUNNING
-            and job.done_instances == job.total_instances
-            and job.done_generations == job.total_generations
-        ):
-            job.status = JobStatus.DONE
-            job.finished_at = timezone.now()
-            fields += ["status", "finished_at"]
-        job.save(update_fields=fields)
-    return job
 
 
 def job_cancel(*, job: GenerationJob) -> GenerationJob:
@@ -285,10 +311,110 @@ def job_cancel(*, job: GenerationJob) -> GenerationJob:
     return job
 
 
-def job_fail(*, job_id: int, error: BaseException | str) -> None:
-    """Record a failure with its traceback; a cancelled or finished job keeps its status."""
-    if isinstance(error, BaseException):
-        error = "".join(traceback.format_exception(error))
-    GenerationJob.objects.filter(pk=job_id, status__in=ACTIVE).update(
-        status=JobStatus.FAILED, error=error, finished_at=timezone.now()
+RESUMABLE = (JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.FAILED, JobStatus.CANCELLED)
+
+
+def job_resume(*, job_id: int, queue: bool = True) -> GenerationJob:
+    """Resume a job that did not finish (failed, cancelled, or left queued or running by a runner that is gone).
+
+    The job is queued again from where its rows stop: stale chunk leases are freed, and once this commits its
+    unfinished chunks are dispatched (with `queue=False` the caller runs it, e.g. with `job_run`). Rows already
+    written are kept; the unique constraints keep a re-run from duplicating any. A job with every row is marked done.
+    """
+    with transaction.atomic():
+        job = GenerationJob.objects.select_for_update().filter(pk=job_id).first()
+        if job is None:
+            raise JobStateError(f"no generation job {job_id}")
+        if job.status not in RESUMABLE:
+            raise JobStateError(f"job {job.pk} is {job.status}; only unfinished jobs can be resumed")
+        for chunk in JobChunk.objects.filter(job=job, finished_at__isnull=True).exclude(lease_owner=""):
+            chunk_lease_break(chunk=chunk)
+        job.status = JobStatus.QUEUED
+        job.error = ""
+        job.finished_at = None
+        job.run_started_at = None
+        job.run_done_at_start = job.done_generations
+        job.resumes += 1
+        job.save(update_fields=["status", "error", "finished_at", "run_started_at", "run_done_at_start", "resumes"])
+        if queue:
+            transaction.on_commit(lambda: job_dispatch(job_id=job.pk))
+    if not JobChunk.objects.filter(job=job, finished_at__isnull=True).exists():
+        job_start(job_id=job.pk)  # every chunk finished before the stop: only the final recount was missing
+    return job_progress_refresh(job_id=job.pk)
+
+
+def jobs_unfinished(*, include_failed: bool) -> list[int]:
+    """Jobs left queued or running (and failed ones, if asked), oldest first."""
+    statuses = [*ACTIVE, JobStatus.FAILED] if include_failed else list(ACTIVE)
+    return list(
+        GenerationJob.objects.filter(status__in=statuses).order_by("created_at", "id").values_list("id", flat=True)
     )
+
+
+def chunks_requeue_stale() -> list[int]:
+    """Send again the chunks of queued or running jobs whose runner is gone (an expired lease, or a dead process of
+    this host). Each stale lease is freed by one UPDATE, so two sweepers never send the same chunk twice."""
+    candidates = JobChunk.objects.filter(finished_at__isnull=True, job__status__in=ACTIVE).exclude(lease_owner="")
+    now = timezone.now()
+    freed = [chunk.pk for chunk in candidates if chunk_lease_stale(chunk, now=now) and chunk_lease_break(chunk=chunk)]
+    if freed:
+        logger.warning("chunks %s: their runners are gone; queued again", freed)
+        _chunks_send(freed)
+    return freed
+
+
+def stale_chunk_sweeper_start() -> threading.Thread:
+    """In each Celery worker: a thread that every few seconds re-queues chunks whose runner is gone, so that a chunk
+    of a killed worker runs again within a minute (lease + one sweep), long before the broker's visibility timeout."""
+
+    def sweep_forever() -> None:
+        while True:
+            time.sleep(heartbeat_seconds())
+            try:
+                chunks_requeue_stale()
+            except TRANSIENT_ERRORS as exc:
+                logger.warning("stale chunk sweep failed (%s); trying again", exc)
+                connections_reset()
+            except Exception:
+                logger.exception("stale chunk sweep failed")
+                connections_reset()
+
+    thread = threading.Thread(target=sweep_forever, name="concord-chunk-sweeper", daemon=True)
+    thread.start()
+    return thread
+
+
+def jobs_resume_on_start() -> None:
+    """On the embedded default (no broker), resume the jobs a stopped web process left queued or running, in a
+    background thread once the server starts. Under uWSGI, the first Django process does it after the fork."""
+    if not django_settings.CELERY_TASK_ALWAYS_EAGER:
+        return  # Celery workers and their sweepers recover chunks; `resume_jobs` resumes failed jobs
+    if "uwsgi" in sys.modules:
+        import uwsgi
+        from uwsgidecorators import postfork
+
+        def first_process_resumes() -> None:
+            if uwsgi.worker_id() == 1:
+                _resume_thread_start()
+
+        postfork(first_process_resumes)
+        return
+    _resume_thread_start()
+
+
+def _resume_thread_start() -> None:
+    def resume_all() -> None:
+        try:
+            for job_id in jobs_unfinished(include_failed=False):
+                logger.warning("resuming generation job %s, left unfinished by an earlier process", job_id)
+                try:
+                    job_resume(job_id=job_id, queue=False)  # frees its dead leases, restarts the pace
+                except JobStateError:
+                    continue  # it ended meanwhile
+                job_run(job_id=job_id)
+        except Exception:
+            logger.exception("resuming unfinished generation jobs failed")
+        finally:
+            connections.close_all()
+
+    threading.Thread(target=resume_all, name="concord-resume-jobs", daemon=True).start()

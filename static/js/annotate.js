@@ -1,5 +1,8 @@
-// The annotation page: keyboard-first labelling against the blinded annotator API.
+// The annotation page: keyboard-first labelling of one pool against the blinded annotator API.
 // Plain ES module, no build step. Everything the page shows comes from /api/annotate/...
+// Spans are sent in code points of the generated text (see annotate-text.js).
+
+import { controlMarker, pieces } from "./annotate-text.js";
 
 const root = document.getElementById("annotate");
 const $ = (id) => document.getElementById(id);
@@ -13,22 +16,37 @@ const els = {
   extraneous: $("annotate-extraneous"),
   notes: $("annotate-notes"),
   back: $("annotate-back"),
+  save: $("annotate-save"),
   progress: $("annotate-progress"),
   position: $("annotate-position"),
+  phase: $("annotate-phase"),
   live: $("annotate-live"),
   error: $("annotate-error"),
+  feedback: $("annotate-feedback"),
+  feedbackText: $("annotate-feedback-text"),
+  feedbackContinue: $("annotate-feedback-continue"),
+  qualification: $("annotate-qualification"),
+  qualificationText: $("annotate-qualification-text"),
+  help: $("annotate-help"),
+  helpOpen: $("annotate-help-open"),
+  shortcuts: $("annotate-shortcuts"),
 };
 const labelNames = JSON.parse($("annotate-label-names").textContent);
 const csrfToken = root.querySelector("input[name=csrfmiddlewaretoken]").value;
-const WORD = /[\p{L}\p{N}][\p{L}\p{N}'’-]*/gu;
+const pool = root.dataset.pool;
+const SHORTCUTS_KEY = "concord.annotate.shortcuts";
+const LAST_KEY = `concord.annotate.last.${pool}`;
+// An answer whose save never got through is kept in this tab, and shown again when its item is (even after a reload).
+const draftKey = (id) => `concord.annotate.draft.${id}`;
 
 let current = null; // the item payload on screen
 // The last item shown, for going back from the "all done" screen (kept across reloads of this tab).
-let lastItem = sessionStorage.getItem("annotate-last");
-let marks = []; // [[start, end], ...] character spans in the generated text
+let lastItem = sessionStorage.getItem(LAST_KEY);
+let marks = []; // [[start, end], ...] code-point spans in the generated text
 let cursor = -1; // index of the word under the keyboard cursor
 let shownAt = 0; // when the current item appeared, for the time on item
 let busy = false;
+let goOn = null; // after a training item's feedback: what Continue does
 
 function announce(text) {
   // Clearing first makes screen readers repeat an identical message.
@@ -40,26 +58,52 @@ function showError(text) {
   els.error.textContent = text;
 }
 
+const sleep = (ms) => new Promise((resolve) => { window.setTimeout(resolve, ms); });
+
+// Transport ---------------------------------------------------------------------------------------------------------
+
+// Answers that mean "the request may not have reached Concord": a proxy or a restarting server. Saves are
+// idempotent (the second POST of an item updates the first), so they are sent again rather than lost.
+const TRANSIENT = new Set([502, 503, 504]);
+const RETRY_DELAYS_MS = [500, 1000, 2000, 4000, 8000, 8000];
+
 async function request(url, options = {}) {
-  const response = await fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" }, ...options });
-  if (response.status === 204) return { status: 204, data: null };
-  let data = null;
-  try { data = await response.json(); } catch { data = null; }
-  return { status: response.status, data };
+  for (let attempt = 0; ; attempt += 1) {
+    let response = null;
+    try {
+      response = await fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" }, ...options });
+    } catch {
+      response = null; // network error: offline, connection reset, server down
+    }
+    if (response && !TRANSIENT.has(response.status)) {
+      if (attempt > 0) showError("");
+      if (response.status === 204) return { status: 204, data: null };
+      let data = null;
+      try { data = await response.json(); } catch { data = null; }
+      return { status: response.status, data };
+    }
+    if (attempt >= RETRY_DELAYS_MS.length) return { status: response ? response.status : 0, data: null, transport: true };
+    showError(`Connection problem; trying again (${attempt + 1} of ${RETRY_DELAYS_MS.length})…`);
+    await sleep(RETRY_DELAYS_MS[attempt]);
+  }
 }
 
-function withPool(url) {
-  const pool = root.dataset.pool;
+function scoped(url) {
   return pool ? `${url}?pool=${encodeURIComponent(pool)}` : url;
 }
 
 function itemUrl(id) {
-  return root.dataset.itemUrl.replace("ITEM", encodeURIComponent(id));
+  return scoped(root.dataset.itemUrl.replace("ITEM", encodeURIComponent(id)));
+}
+
+function problem(status, data, transport) {
+  if (transport) return "the server could not be reached";
+  return data?.detail || Object.values(data || {}).flat().join(" ") || `error ${status}`;
 }
 
 // Rendering --------------------------------------------------------------------------------------------------------
 
-function words() {
+function wordElements() {
   return Array.from(els.generation.querySelectorAll(".annotate-word"));
 }
 
@@ -67,24 +111,32 @@ function overlaps(span, start, end) {
   return span[0] < end && start < span[1];
 }
 
-function renderGeneration(text) {
-  els.generation.replaceChildren();
-  let at = 0;
-  for (const match of text.matchAll(WORD)) {
-    if (match.index > at) els.generation.append(text.slice(at, match.index));
-    const word = document.createElement("span");
-    word.className = "annotate-word";
-    word.dataset.start = String(match.index);
-    word.dataset.end = String(match.index + match[0].length);
-    word.textContent = match[0];
-    els.generation.append(word);
-    at = match.index + match[0].length;
+function controlElement(char) {
+  const node = document.createElement("span");
+  node.className = "annotate-control";
+  node.textContent = controlMarker(char);
+  node.title = "an invisible direction control, shown here instead of obeyed";
+  return node;
+}
+
+// Text with its direction controls shown as markers, so they cannot reorder what the annotator reads.
+function fillVisible(parent, text, { markWords = false } = {}) {
+  parent.replaceChildren();
+  for (const part of pieces(text)) {
+    if (part.kind === "control") parent.append(controlElement(part.text));
+    else if (part.kind === "word" && markWords) {
+      const word = document.createElement("span");
+      word.className = "annotate-word";
+      word.dataset.start = String(part.start);
+      word.dataset.end = String(part.end);
+      word.textContent = part.text;
+      parent.append(word);
+    } else parent.append(part.text);
   }
-  if (at < text.length) els.generation.append(text.slice(at));
 }
 
 function paintMarks() {
-  const list = words();
+  const list = wordElements();
   const markedWords = [];
   list.forEach((word, i) => {
     const start = Number(word.dataset.start);
@@ -113,16 +165,22 @@ function renderLabels(labels, chosen) {
   });
 }
 
+function showPanel(panel) {
+  // One of: the form, the "all done" card, the qualification result.
+  for (const node of [els.form, els.done, els.qualification]) node.hidden = node !== panel;
+  hideFeedback();
+}
+
 function render(item) {
   current = item;
   lastItem = item.item;
-  sessionStorage.setItem("annotate-last", item.item);
-  const saved = item.annotation;
-  els.done.hidden = true;
-  els.form.hidden = false;
-  showError("");
-  els.context.textContent = item.context;
-  renderGeneration(item.generation);
+  sessionStorage.setItem(LAST_KEY, item.item);
+  const draft = readDraft(item.item);
+  const saved = draft || item.annotation;
+  showPanel(els.form);
+  showError(draft ? "Your last answer to this item was not saved (the server could not be reached); it is restored here: press Enter to save it." : "");
+  fillVisible(els.context, item.context);
+  fillVisible(els.generation, item.generation, { markWords: true });
   marks = saved ? saved.extraneous_spans.map((span) => [span[0], span[1]]) : [];
   cursor = -1;
   paintMarks();
@@ -132,20 +190,30 @@ function render(item) {
   const tags = new Set(saved ? saved.tags : []);
   els.form.querySelectorAll("input[name=tags]").forEach((box) => { box.checked = tags.has(box.value); });
   els.back.disabled = !item.previous;
+  els.phase.hidden = item.phase !== "training";
   els.progress.max = item.total;
   els.progress.value = item.done;
-  const state = saved ? `saved as ${labelNames[saved.label] || saved.label}` : "not yet labelled";
+  const label = saved && (labelNames[saved.label] || saved.label);
+  const state = draft ? `not saved yet, restored as ${label}` : saved ? `saved as ${label}` : "not yet labelled";
   els.position.textContent = `Item ${item.position} of ${item.total} · ${item.done} done`;
   shownAt = performance.now();
   history.replaceState(null, "", `#${item.item}`);
   if (els.form.contains(document.activeElement) || document.activeElement === document.body) root.focus();
-  return `Item ${item.position} of ${item.total}, ${state}.`;
+  const training = item.phase === "training" ? " Training item: you will see the expected answer after saving." : "";
+  return `Item ${item.position} of ${item.total}, ${state}.${training}`;
+}
+
+function readDraft(id) {
+  try {
+    return JSON.parse(sessionStorage.getItem(draftKey(id)) || "null");
+  } catch {
+    return null;
+  }
 }
 
 function renderDone() {
   current = null;
-  els.form.hidden = true;
-  els.done.hidden = false;
+  showPanel(els.done);
   els.progress.value = els.progress.max;
   els.position.textContent = "All items done";
   history.replaceState(null, "", "#done");
@@ -153,19 +221,66 @@ function renderDone() {
   return "All items are done.";
 }
 
+const percent = (share) => `${Math.round(share * 100)}%`;
+
+// The qualification round was failed: say why instead of showing items (403 with a "qualification" body).
+function renderQualification(data) {
+  const q = data.qualification;
+  current = null;
+  showPanel(els.qualification);
+  showError("");
+  els.position.textContent = "Training round not passed";
+  els.qualificationText.textContent =
+    `${data.detail || "The training round of this pool was not passed."} ` +
+    `You labelled ${q.correct} of ${q.total} training items as expected (${percent(q.score)}); ` +
+    `this pool needs ${percent(q.pass_mark)}.`;
+  root.focus();
+  return els.qualificationText.textContent;
+}
+
+function hideFeedback() {
+  els.feedback.hidden = true;
+  goOn = null;
+}
+
+// A training item's answer, shown after its save; Continue (or Enter) goes on.
+function renderFeedback(feedback, label, next) {
+  const expected = labelNames[feedback.expected_label] || feedback.expected_label;
+  const yours = labelNames[label] || label;
+  const verdict = feedback.correct ? `Right: ${expected}.` : `Expected ${expected}; you chose ${yours}.`;
+  let extraneous = "";
+  if (feedback.expected_extraneous !== null && feedback.expected_extraneous !== undefined) {
+    extraneous = ` Extraneous gendered language: ${feedback.expected_extraneous ? "yes" : "no"}.`;
+  }
+  els.feedbackText.textContent = `${verdict}${extraneous} ${feedback.explanation || ""}`.trim();
+  els.feedback.hidden = false;
+  els.feedback.classList.toggle("wrong", !feedback.correct);
+  goOn = next;
+  els.feedbackContinue.focus();
+  announce(`${els.feedbackText.textContent} Press Enter to go on.`);
+}
+
 // Loading ----------------------------------------------------------------------------------------------------------
 
+function failedLoad(status, data, transport, what) {
+  if (status === 403 && data?.qualification) {
+    announce(renderQualification(data));
+    return;
+  }
+  showError(`Could not load ${what}: ${problem(status, data, transport)}.`);
+}
+
 async function loadNext(prefix = "") {
-  const { status, data } = await request(withPool(root.dataset.nextUrl));
+  const { status, data, transport } = await request(scoped(root.dataset.nextUrl));
   if (status === 204) return announce(prefix + renderDone());
-  if (status !== 200) return showError(data?.detail || `Could not load the next item (${status}).`);
+  if (status !== 200) return failedLoad(status, data, transport, "the next item");
   announce(prefix + render(data));
 }
 
 async function loadItem(id, prefix = "") {
-  const { status, data } = await request(itemUrl(id));
+  const { status, data, transport } = await request(itemUrl(id));
   if (status !== 200) {
-    showError(data?.detail || `Could not load that item (${status}).`);
+    failedLoad(status, data, transport, "that item");
     return false;
   }
   announce(prefix + render(data));
@@ -178,7 +293,20 @@ function chosenLabel() {
   return els.form.querySelector("input[name=label]:checked")?.value || null;
 }
 
+function answer(item, label) {
+  return {
+    item: item.item,
+    label,
+    extraneous: els.extraneous.checked,
+    extraneous_spans: [...marks].sort((a, b) => a[0] - b[0]),
+    notes: els.notes.value,
+    tags: Array.from(els.form.querySelectorAll("input[name=tags]:checked"), (box) => box.value),
+    seconds: Math.max(0, (performance.now() - shownAt) / 1000),
+  };
+}
+
 async function save() {
+  if (goOn) return continueAfterFeedback();
   if (!current || busy) return;
   const label = chosenLabel();
   if (!label) {
@@ -188,39 +316,54 @@ async function save() {
     return;
   }
   busy = true;
+  els.save.disabled = true;
   const item = current;
-  const body = {
-    item: item.item,
-    label,
-    extraneous: els.extraneous.checked,
-    extraneous_spans: [...marks].sort((a, b) => a[0] - b[0]),
-    notes: els.notes.value,
-    tags: Array.from(els.form.querySelectorAll("input[name=tags]:checked"), (box) => box.value),
-    seconds: Math.max(0, (performance.now() - shownAt) / 1000),
-  };
   try {
-    const { status, data } = await request(root.dataset.saveUrl, {
+    const body = answer(item, label);
+    const { status, data, transport } = await request(root.dataset.saveUrl, {
       method: "POST",
       headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": csrfToken },
       body: JSON.stringify(body),
     });
+    if (transport) sessionStorage.setItem(draftKey(item.item), JSON.stringify(body));
+    else sessionStorage.removeItem(draftKey(item.item));
+    if (status === 403 && data?.qualification) return announce(renderQualification(data));
+    if (status === 409) {
+      // A training answer is final: it was saved before (perhaps by a try whose answer the network lost). Go on.
+      announce(`${problem(status, data, transport)} Going on.`);
+      await (item.next ? loadItem(item.next) : loadNext());
+      showError(`Not changed: ${problem(status, data, transport)}`);
+      return;
+    }
     if (status !== 200 && status !== 201) {
-      const detail = data?.detail || Object.values(data || {}).flat().join(" ") || `error ${status}`;
-      showError(`Not saved: ${detail}`);
-      announce(`Not saved: ${detail}`);
+      const detail = problem(status, data, transport);
+      const again = transport ? " Your answer is still here: press Enter to try again." : "";
+      showError(`Not saved: ${detail}.${again}`);
+      announce(`Not saved: ${detail}.${again}`);
       return;
     }
     const prefix = `Saved item ${item.position} as ${labelNames[label] || label}. `;
     // Walking forward through earlier work goes item by item; otherwise on to the first unlabelled one.
-    if (item.next) await loadItem(item.next, prefix);
-    else await loadNext(prefix);
+    const next = () => (item.next ? loadItem(item.next, prefix) : loadNext(prefix));
+    if (data?.feedback) renderFeedback(data.feedback, label, next);
+    else await next();
   } finally {
     busy = false;
+    els.save.disabled = false;
   }
+}
+
+async function continueAfterFeedback() {
+  const next = goOn;
+  hideFeedback();
+  if (!next || busy) return;
+  busy = true;
+  try { await next(); } finally { busy = false; }
 }
 
 async function back() {
   if (busy) return;
+  hideFeedback();
   const target = current ? current.previous : lastItem;
   if (!target) return announce("This is the first item.");
   busy = true;
@@ -259,7 +402,7 @@ function toggleWord(word, speak = true) {
 }
 
 function moveCursor(step) {
-  const list = words();
+  const list = wordElements();
   if (!list.length) return;
   cursor = cursor < 0 ? (step > 0 ? 0 : list.length - 1) : Math.min(list.length - 1, Math.max(0, cursor + step));
   paintMarks();
@@ -269,9 +412,14 @@ function moveCursor(step) {
 }
 
 function markAtCursor() {
-  const list = words();
+  const list = wordElements();
   if (cursor < 0) return moveCursor(1);
   toggleWord(list[cursor]);
+}
+
+function enterWords() {
+  els.generation.focus();
+  if (cursor < 0) moveCursor(1);
 }
 
 // Mouse: click a word to toggle it, or drag across words to mark them all.
@@ -282,7 +430,7 @@ els.generation.addEventListener("mouseup", (event) => {
     if (word) toggleWord(word);
     return;
   }
-  const picked = words().filter((word) => selection.containsNode(word, true));
+  const picked = wordElements().filter((word) => selection.containsNode(word, true));
   selection.removeAllRanges();
   let added = 0;
   for (const word of picked) {
@@ -301,85 +449,148 @@ els.generation.addEventListener("mouseup", (event) => {
 els.extraneous.addEventListener("change", () => setExtraneous(els.extraneous.checked));
 els.form.addEventListener("submit", (event) => { event.preventDefault(); save(); });
 els.back.addEventListener("click", () => back());
+els.feedbackContinue.addEventListener("click", () => continueAfterFeedback());
+
+// Keyboard help and the single-key shortcuts switch (WCAG 2.1.4: shortcuts made of one character can be turned off) --
+
+function shortcutsOn() {
+  return localStorage.getItem(SHORTCUTS_KEY) !== "off";
+}
+
+function openHelp() {
+  if (!els.help.open) els.help.showModal();
+}
+
+els.shortcuts.checked = shortcutsOn();
+els.shortcuts.addEventListener("change", () => {
+  localStorage.setItem(SHORTCUTS_KEY, els.shortcuts.checked ? "on" : "off");
+  announce(els.shortcuts.checked ? "Single-key shortcuts on." : "Single-key shortcuts off.");
+});
+els.helpOpen.addEventListener("click", () => openHelp());
+els.help.querySelector("[data-close]").addEventListener("click", () => els.help.close());
+
+// Keys, in steps: modified keys, keys while typing, keys while feedback is shown, then the page's own keys.
 
 function isTyping(target) {
   return target.matches?.("textarea, select, input:not([type=radio]):not([type=checkbox]):not([type=submit]):not([type=button])");
 }
 
-document.addEventListener("keydown", (event) => {
-  if (event.altKey) return;
+function isControl(target) {
+  // Buttons, links and disclosure summaries answer Enter and Space themselves.
+  return Boolean(target.closest?.("button, a[href], summary"));
+}
+
+function onModifiedKey(event) {
+  // Ctrl+Enter saves from anywhere, the notes box included.
+  if (event.key === "Enter" && (current || goOn)) {
+    event.preventDefault();
+    save();
+  }
+}
+
+function onTypingKey(event) {
+  if (event.key === "Escape") {
+    event.target.blur();
+    root.focus();
+  }
+}
+
+function onFeedbackKey(event) {
+  if (event.key === "Enter" && !isControl(event.target)) {
+    event.preventDefault();
+    continueAfterFeedback();
+  }
+}
+
+// Keys that are not characters, always on: Enter, Backspace, arrows; Space only inside the generated text.
+function onNavigationKey(event) {
   const target = event.target;
-  if (event.ctrlKey || event.metaKey) {
-    if (event.key === "Enter" && (current || target === els.notes)) { event.preventDefault(); save(); }
-    return;
-  }
-  if (isTyping(target)) {
-    if (event.key === "Escape") { target.blur(); root.focus(); }
-    return;
-  }
-  if (target.closest?.(".annotate-guidelines") && (event.key === "Enter" || event.key === " ")) return;
   const inGeneration = target === els.generation;
-  const onRadio = target.matches?.("input[type=radio]");
   switch (event.key) {
     case "ArrowRight":
-      if (inGeneration) { event.preventDefault(); moveCursor(1); }
-      return;
+      if (!inGeneration) return false;
+      moveCursor(1);
+      break;
     case "ArrowLeft":
-      if (inGeneration) { event.preventDefault(); moveCursor(-1); return; }
-      if (onRadio) return; // arrow keys move between radio buttons
-      event.preventDefault();
-      back();
-      return;
+      if (target.matches?.("input[type=radio]")) return true; // arrows move between radio buttons
+      if (inGeneration) moveCursor(-1);
+      else back();
+      break;
     case "Backspace":
-      event.preventDefault();
       back();
-      return;
+      break;
     case "Enter":
-      if (target === els.back) return; // Enter on the Previous button presses it
-      event.preventDefault();
+      if (isControl(target)) return true; // Enter on Previous or a link presses it
       save();
-      return;
+      break;
     case " ":
-      if (inGeneration) { event.preventDefault(); markAtCursor(); }
-      return;
-    case "e":
-      if (!current) return;
-      event.preventDefault();
-      setExtraneous(!els.extraneous.checked);
-      return;
-    case "n":
-      if (!current) return;
-      event.preventDefault();
-      els.notes.focus();
-      return;
-    case "w":
-      if (!current) return;
-      event.preventDefault();
-      els.generation.focus();
-      if (cursor < 0) moveCursor(1);
-      return;
-    case "m":
-      if (!current) return;
-      event.preventDefault();
+      if (!inGeneration) return false;
       markAtCursor();
-      return;
-    case "]":
-      if (current) { event.preventDefault(); moveCursor(1); }
-      return;
-    case "[":
-      if (current) { event.preventDefault(); moveCursor(-1); }
-      return;
+      break;
     default:
-      if (current && /^[1-9]$/.test(event.key)) {
-        event.preventDefault();
-        chooseLabel(Number(event.key) - 1);
-      }
+      return false;
   }
+  event.preventDefault();
+  return true;
+}
+
+// Single characters: only while the switch is on, and only with an item on screen (except `?`).
+const CHARACTER_KEYS = {
+  "?": openHelp,
+  e: () => setExtraneous(!els.extraneous.checked),
+  n: () => els.notes.focus(),
+  w: enterWords,
+  m: markAtCursor,
+  "]": () => moveCursor(1),
+  "[": () => moveCursor(-1),
+};
+
+function onCharacterKey(event) {
+  if (!shortcutsOn()) return;
+  const action = CHARACTER_KEYS[event.key];
+  if (action && (current || event.key === "?")) {
+    event.preventDefault();
+    action();
+  } else if (current && /^[1-9]$/.test(event.key)) {
+    event.preventDefault();
+    chooseLabel(Number(event.key) - 1);
+  }
+}
+
+function onKeydown(event) {
+  if (event.altKey || els.help.open) return; // the help dialog handles its own keys (Esc closes it)
+  if (event.ctrlKey || event.metaKey) return onModifiedKey(event);
+  if (isTyping(event.target)) return onTypingKey(event);
+  if (goOn) return onFeedbackKey(event);
+  if (onNavigationKey(event)) return;
+  onCharacterKey(event);
+}
+
+document.addEventListener("keydown", onKeydown);
+// A save still being sent (or retried) is not given up by closing the tab without a warning.
+window.addEventListener("beforeunload", (event) => {
+  if (busy) event.preventDefault();
+});
+
+// The address names the item: a reload, a bookmark or an edited #id loads that item. ------------------------------
+
+function hashId() {
+  try { return decodeURIComponent(location.hash.slice(1)); } catch { return ""; }
+}
+
+function openFromHash() {
+  const id = hashId();
+  if (!id || id === "done") return loadNext();
+  if (current && id === current.item) return undefined;
+  // An id that is not (or no longer) yours falls back to the queue.
+  return loadItem(id).then((ok) => { if (!ok && els.qualification.hidden) { showError(""); loadNext(); } });
+}
+
+window.addEventListener("hashchange", () => {
+  if (busy) return;
+  hideFeedback();
+  openFromHash();
 });
 
 root.tabIndex = -1;
-const start = decodeURIComponent(location.hash.slice(1));
-if (start && start !== "done") {
-  // A reload comes back to the item it showed; an id that is not (or no longer) yours falls back to the queue.
-  loadItem(start).then((ok) => { if (!ok) { showError(""); loadNext(); } });
-} else loadNext();
+openFromHash();

@@ -1,37 +1,60 @@
-// Live progress for the job list: poll the API for each queued or running job until it ends.
+// Live progress for the job list and the job page: poll the API for each queued or running job until it ends.
+// Each job element carries data-url (its API address) and data-status; inside it, .status, progress, .done,
+// .elapsed and .eta are kept current, and the Cancel / Resume forms follow the job's state.
 const ACTIVE = new Set(["queued", "running"]);
 const POLL_MS = 2000;
 
-async function refresh(row) {
-  const response = await fetch(row.dataset.url, { headers: { Accept: "application/json" }, credentials: "same-origin" });
-  if (!response.ok) return false;
-  const job = await response.json();
-  row.dataset.status = job.status;
-  row.querySelector(".status").textContent = job.status;
-  const bar = row.querySelector("progress");
-  bar.max = job.total_generations;
-  bar.value = job.done_generations;
-  row.querySelector(".done").textContent = job.done_generations;
-  if (!ACTIVE.has(job.status)) {
-    const cancel = row.querySelector("form.cancel");
-    if (cancel) cancel.remove();
-    return false;
-  }
-  return true;
+// The same wording as generation/views.py duration_text: 12 s, 3 min 05 s, 2 h 04 min; a dash when unknown.
+export function durationText(seconds) {
+  if (seconds === null || seconds === undefined) return "—";
+  let rest = Math.round(seconds);
+  if (rest < 60) return `${rest} s`;
+  let minutes = Math.floor(rest / 60);
+  rest %= 60;
+  if (minutes < 60) return `${minutes} min ${String(rest).padStart(2, "0")} s`;
+  const hours = Math.floor(minutes / 60);
+  minutes %= 60;
+  return `${hours} h ${String(minutes).padStart(2, "0")} min`;
 }
 
-function poll(row) {
+function setText(root, selector, text) {
+  for (const node of root.querySelectorAll(selector)) node.textContent = text;
+}
+
+async function refresh(element) {
+  const response = await fetch(element.dataset.url, {
+    headers: { Accept: "application/json" },
+    credentials: "same-origin",
+  });
+  if (!response.ok) return false;
+  const job = await response.json();
+  const active = ACTIVE.has(job.status);
+  element.dataset.status = job.status;
+  setText(element, ".status", job.status);
+  setText(element, ".done", job.done_generations);
+  setText(element, ".elapsed", durationText(job.elapsed_seconds));
+  setText(element, ".eta", active ? durationText(job.eta_seconds) : "—");
+  for (const bar of element.querySelectorAll("progress")) {
+    bar.max = job.total_generations;
+    bar.value = job.done_generations;
+  }
+  if (!active) for (const form of element.querySelectorAll("form.cancel")) form.remove();
+  if (job.status === "done") for (const form of element.querySelectorAll("form.resume")) form.remove();
+  return active;
+}
+
+function poll(element) {
   setTimeout(async () => {
     let again = true;
     try {
-      again = await refresh(row);
+      again = await refresh(element);
     } catch (error) {
       again = true; // a network blip: try again next time
     }
-    if (again) poll(row);
+    if (again) poll(element);
   }, POLL_MS);
 }
 
-for (const row of document.querySelectorAll("#jobs tr[data-job-id]")) {
-  if (ACTIVE.has(row.dataset.status)) poll(row);
+for (const element of document.querySelectorAll("[data-job-id][data-url]")) {
+  if (ACTIVE.has(element.dataset.status)) poll(element);
 }

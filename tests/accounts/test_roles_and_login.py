@@ -17,17 +17,23 @@ class TestPages:
         assert response.status_code == 302
         assert response["Location"].startswith("/login/?next=/")
 
-    def test_it_logs_in_with_a_csrf_token_and_shows_the_roles_cards(self, csrf_client, annotator):
+    def test_it_logs_in_with_a_csrf_token_and_shows_the_roles_cards(self, csrf_client, researcher):
         page = csrf_client.get("/login/")
         token = page.cookies["csrftoken"].value
 
         response = csrf_client.post(
-            "/login/", {"username": "ana", "password": PASSWORD, "csrfmiddlewaretoken": token}, follow=True
+            "/login/", {"username": "rui_researcher", "password": PASSWORD, "csrfmiddlewaretoken": token}, follow=True
         )
 
         assert response.status_code == 200
-        assert b'data-role="annotator"' in response.content
-        assert b'data-role="researcher"' not in response.content
+        assert b'data-role="researcher"' in response.content
+        assert b'data-role="annotator"' not in response.content and b'data-role="admin"' not in response.content
+
+    def test_an_annotator_lands_on_their_queue_after_logging_in(self, csrf_client, annotator):
+        token = csrf_client.get("/login/").cookies["csrftoken"].value
+        response = csrf_client.post("/login/", {"username": "ana", "password": PASSWORD, "csrfmiddlewaretoken": token})
+        assert response.status_code == 302
+        assert csrf_client.get(response["Location"])["Location"] == "/annotate/"
 
     def test_it_refuses_a_login_post_without_csrf(self, csrf_client, annotator):
         response = csrf_client.post("/login/", {"username": "ana", "password": PASSWORD})

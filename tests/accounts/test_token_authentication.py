@@ -63,6 +63,13 @@ class TestTokenAuthentication:
         assert response.status_code == 403
         assert response.json() == {"detail": "Only annotators may do this."}
 
+    @pytest.mark.parametrize("key", ["a\x00b", "x" * 41, "0" * 40])
+    def test_a_malformed_or_unknown_token_is_a_401_not_an_error(self, api, key):
+        api.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+        response = api.get(NEXT)
+        assert response.status_code == 401
+        assert response.json() == {"detail": "Invalid token."}
+
     def test_a_bad_token_is_a_401_on_the_api(self, api, annotator):
         api.credentials(HTTP_AUTHORIZATION="Token not-a-token")
         response = api.get(NEXT)
@@ -75,3 +82,22 @@ def work_for_annotator(annotator):
     from tests.annotation.factories import pool_for
 
     return pool_for(annotator, items=1)
+
+
+@pytest.mark.django_db
+class TestOneRolesLookupPerRequest:
+    def roles_queries(self, queries) -> list[str]:
+        return [query["sql"] for query in queries.captured_queries if '"auth_group"' in query["sql"]]
+
+    def test_a_token_request_reads_the_roles_in_the_authentication_query_only(self, api, annotator, work_for_annotator):
+        api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=annotator).key}")
+        with CaptureQueriesContext(connection) as queries:
+            assert api.get(NEXT).status_code == 200
+        assert len(self.roles_queries(queries)) == 1  # the token, the user and the roles together
+
+    def test_a_session_page_reads_the_roles_once_however_often_they_are_checked(self, client, researcher):
+        client.force_login(researcher)
+        with CaptureQueriesContext(connection) as queries:
+            # The role decorator, the navigation and the role cards each ask.
+            assert client.get("/pools/").status_code == 200
+        assert len(self.roles_queries(queries)) == 1

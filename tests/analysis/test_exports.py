@@ -11,6 +11,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
+from analysis import exports
+from analysis.plots import PLOTS
 from tests.analysis.factories import study_build
 
 SEVEN = [
@@ -43,7 +45,7 @@ def _check_json(data: dict) -> None:
         assert data[table], table
         assert all({"model", "dataset", "setting", "pronoun"} <= set(row) for row in data[table])
     he = [row for row in data["prob_vs_gen"] if row["pronoun"] == "he"][0]
-    assert he["mcc"] is None and he["kappa"] is None
+    assert he["mcc"] is None and he["kappa"] == 0.0
 
 
 class TestCommand:
@@ -76,7 +78,7 @@ class TestCommand:
         out = tmp_path / "report.html"
         call_command("report", pool="study", format="html", out=str(out))
         html = out.read_text()
-        assert html.count("<svg") == 4
+        assert html.count("<svg") == len(PLOTS) - 2  # one per figure; the study has no TANGO job for TANGO's two
         assert "<link" not in html and "src=" not in html
         assert "prob_vs_gen" in html
 
@@ -84,7 +86,10 @@ class TestCommand:
         out = tmp_path / "report.tex"
         call_command("report", pool="study", format="latex", out=str(out))
         tex = out.read_text()
-        assert tex.count(r"\begin{tabular}") == 4 and r"\toprule" in tex
+        # every registered LaTeX table once, the examples as two (the paper's tables 8 and 9)
+        assert tex.count(r"\begin{tabular}") == len(exports.LATEX_TABLES) + 1 and r"\toprule" in tex
+        for caption in ("Inter-annotator agreement", "Accuracy per cell", "Conflict rate", "Examples of human"):
+            assert caption in tex
 
     def test_it_refuses_an_unknown_pool(self, db):
         with pytest.raises(CommandError):

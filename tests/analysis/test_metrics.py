@@ -6,6 +6,7 @@ import math
 
 import krippendorff
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 from sklearn.metrics import cohen_kappa_score, matthews_corrcoef
@@ -83,11 +84,60 @@ class TestMcc:
     def test_it_is_undefined_not_zero_when_one_side_is_constant(self, a, b):
         assert mcc(a, b) == {"mcc": None, "mcc_ci": None}
 
-    def test_the_combined_figures_leave_kappa_undefined_on_a_constant_side_but_keep_raw_agreement(self):
+    def test_the_combined_figures_leave_mcc_undefined_on_a_constant_side_but_give_kappa_zero(self):
         result = binary_agreement([1, 1, 1, 1], [1, 0, 1, 1])
-        assert result["mcc"] is None and result["kappa"] is None and result["kappa_ci"] is None
+        assert result["mcc"] is None and result["mcc_ci"] is None
+        assert result["kappa"] == 0.0
         assert result["agreement"] == pytest.approx(0.75)
         assert result["agreement_sem"] == pytest.approx(stats.sem([1, 0, 1, 1]))
+
+
+class TestKappaEdgeCases:
+    """docs/domain.md, 'Metrics': kappa is 0 when exactly one side is constant, None only when p_e = 1."""
+
+    def test_it_is_zero_with_the_papers_interval_when_one_side_is_constant(self):
+        # 750 instances all right on the probability side, 130 first samples misgendering: the paper's table 4 cell
+        # reads 0.000 +- 0.185. statsmodels on the table of observed categories (as pandas.crosstab builds it).
+        m_prob, m_gen = [1] * 750, [1] * 620 + [0] * 130
+        expected = sm_cohens_kappa(pd.crosstab(np.array(m_prob), np.array(m_gen)).to_numpy())
+        result = cohen_kappa(m_prob, m_gen, categories=[0, 1])
+        assert result["kappa"] == 0.0
+        assert result["kappa_ci"] == pytest.approx([expected.kappa_low, expected.kappa_upp])
+        assert (result["kappa_ci"][1] - result["kappa_ci"][0]) / 2 == pytest.approx(0.185, abs=5e-4)
+
+    def test_it_is_zero_when_the_other_side_is_constant(self):
+        a, b = [1, 0, 1, 0, 0], [0, 0, 0, 0, 0]
+        expected = sm_cohens_kappa(pd.crosstab(np.array(a), np.array(b)).to_numpy())
+        result = cohen_kappa(a, b, categories=[0, 1])
+        assert result["kappa"] == 0.0
+        assert result["kappa_ci"] == pytest.approx([expected.kappa_low, expected.kappa_upp])
+        # sklearn agrees on the point estimate: p_e = p_o.
+        assert cohen_kappa_score(a, b) == pytest.approx(0.0)
+
+    def test_it_is_zero_for_a_constant_rater_among_three_labels(self):
+        a = ["correct"] * 4
+        b = ["correct", "misgendering", "no_pronoun", "correct"]
+        result = cohen_kappa(a, b, categories=["correct", "misgendering", "no_pronoun"])
+        assert result["kappa"] == 0.0 and cohen_kappa_score(a, b) == pytest.approx(0.0)
+
+    def test_it_is_undefined_when_both_sides_are_the_same_constant(self):
+        assert cohen_kappa([0, 0, 0], [0, 0, 0], categories=[0, 1]) == {"kappa": None, "kappa_ci": None}
+
+    def test_it_is_zero_without_an_interval_when_both_sides_are_different_constants(self):
+        # p_o = 0 and p_e = 1 * 0 + 0 * 1 = 0: kappa = 0; statsmodels' variance is 0, so no interval.
+        assert cohen_kappa([1, 1, 1], [0, 0, 0], categories=[0, 1]) == {"kappa": 0.0, "kappa_ci": None}
+
+    def test_it_handles_a_single_item(self):
+        assert cohen_kappa([1], [1], categories=[0, 1]) == {"kappa": None, "kappa_ci": None}
+        assert cohen_kappa([1], [0], categories=[0, 1]) == {"kappa": 0.0, "kappa_ci": None}
+        assert mcc([1], [0]) == {"mcc": None, "mcc_ci": None}
+        assert raw_agreement([1], [0]) == {"n": 1, "agreement": 0.0, "sem": None}
+
+    def test_a_zero_width_interval_is_undefined_not_a_point(self):
+        # Perfect agreement over both classes: kappa 1, statsmodels gives [1, 1].
+        expected = sm_cohens_kappa(np.array([[2, 0], [0, 3]]))
+        assert expected.kappa_low == pytest.approx(expected.kappa_upp)
+        assert cohen_kappa([0, 0, 1, 1, 1], [0, 0, 1, 1, 1], categories=[0, 1]) == {"kappa": 1.0, "kappa_ci": None}
 
 
 class TestKrippendorff:

@@ -7,6 +7,7 @@ import pytest
 import spacy
 from scipy import stats
 from sklearn.metrics import cohen_kappa_score
+from statsmodels.stats.inter_rater import cohens_kappa as sm_cohens_kappa
 
 from analysis.services import report_build
 from generation.models import Generation
@@ -104,10 +105,13 @@ class TestAutomaticSide:
         assert row["agreement_sem"] == pytest.approx(stats.sem(np.array(m_prob) == np.array(first)))
         assert len(row["mcc_ci"]) == 2 and len(row["kappa_ci"]) == 2
 
-    def test_it_leaves_coefficients_undefined_when_the_probability_side_is_constant(self, report):
+    def test_it_leaves_mcc_undefined_but_gives_kappa_zero_when_the_probability_side_is_constant(self, report):
+        # he: m_prob = [1, 1], first samples = [1, 0]; kappa's interval is statsmodels' on the observed 1 x 2 table.
         row = _row(report["prob_vs_gen"], CELL_HE)
         assert row["mcc"] is None and row["mcc_ci"] is None
-        assert row["kappa"] is None and row["kappa_ci"] is None
+        assert row["kappa"] == 0.0
+        expected = sm_cohens_kappa(np.array([[1, 1]]))
+        assert row["kappa_ci"] == pytest.approx([expected.kappa_low, expected.kappa_upp])
         assert row["agreement"] == pytest.approx(0.5)
 
     def test_it_shares_instances_by_sample_variation(self, report):
@@ -180,9 +184,11 @@ def test_it_reports_an_empty_pool(db):
 
 @pytest.mark.django_db
 def test_a_finished_generation_chunk_fills_the_repetition_cache_for_its_generations(django_capture_on_commit_callbacks):
-    """Reports start warm: chunk_run queues the fill for exactly its own instances (inline without a broker)."""
+    """Reports start warm: a finished chunk's signal queues the fill for exactly its own instances (inline without a
+    broker)."""
     from analysis.models import RepetitionRate
-    from generation.services.chunks import _repetition_rates_queue
+    from generation.models import GenerationJob
+    from generation.signals import chunk_finished
     from tests.factories import GenerationFactory, GenerationJobFactory, InstanceFactory
 
     job = GenerationJobFactory()
@@ -194,7 +200,7 @@ def test_a_finished_generation_chunk_fills_the_repetition_cache_for_its_generati
     GenerationFactory(job=job, instance=other, continuation=" xe left early and never came back")
 
     with django_capture_on_commit_callbacks(execute=True):
-        _repetition_rates_queue(job_id=job.pk, instance_ids=[mine.pk])
+        chunk_finished.send(sender=GenerationJob, job_id=job.pk, instance_ids=[mine.pk])
 
     cached = RepetitionRate.objects.filter(job=job)
     assert set(cached.values_list("generation__instance_id", flat=True)) == {mine.pk}

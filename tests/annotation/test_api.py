@@ -133,6 +133,7 @@ class TestSubmit:
             "extraneous_spans": [[4, 7]],
             "notes": "",
             "tags": ["degeneration"],
+            "feedback": None,
         }
         annotation = Annotation.objects.get()
         assert (annotation.label, annotation.extraneous, annotation.seconds) == ("no_pronoun", True, 4.0)

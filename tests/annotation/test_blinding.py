@@ -18,7 +18,20 @@ from tests.factories import (
     ProbResultFactory,
 )
 
-ITEM_KEYS = {"item", "context", "generation", "position", "total", "done", "labels", "previous", "next", "annotation"}
+ITEM_KEYS = {
+    "item",
+    "context",
+    "generation",
+    "phase",
+    "position",
+    "total",
+    "done",
+    "labels",
+    "previous",
+    "next",
+    "annotation",
+}
+SAVED_KEYS = {"item", "label", "extraneous", "extraneous_spans", "notes", "tags", "feedback"}
 MODEL = "secret-model-7b"
 SOURCE = "released_samples_llama.csv"
 
@@ -109,7 +122,7 @@ class TestBlinding:
 
         response = api.post("/api/annotations/", {"item": scene["item"].public_id, "label": "correct"}, format="json")
 
-        assert set(response.json()) == {"item", "label", "extraneous", "extraneous_spans", "notes", "tags"}
+        assert set(response.json()) == SAVED_KEYS and response.json()["feedback"] is None
         assert_blind(response.content.decode(), scene)
 
     def test_it_reveals_nothing_in_error_responses(self, api, annotator, scene):
@@ -157,3 +170,70 @@ class TestBlinding:
 
         labels = dict(Annotation.objects.values_list("annotator__username", "label"))
         assert labels == {"ana": "misgendering", "bo": "no_pronoun"}
+
+
+def shape(value):
+    """The JSON value with every scalar replaced by its type: what a client could tell two payloads apart by."""
+    if isinstance(value, dict):
+        return {key: shape(entry) for key, entry in value.items()}
+    if isinstance(value, list):
+        return [shape(entry) for entry in value]
+    return type(value).__name__
+
+
+@pytest.mark.django_db
+class TestGoldItemsLookLikeStudyItems:
+    """A gold item (known answer, hidden among the study items) must be indistinguishable from a study item in
+    everything an annotator loads: same keys, same value shapes, same phase, nothing about its answer."""
+
+    @pytest.fixture
+    def pair(self, annotator, second_annotator):
+        pool = PoolFactory(name="with-gold")
+        study = PoolItemFactory(pool=pool, continuation="The man said xe was late.")
+        gold = PoolItemFactory(
+            pool=pool,
+            continuation="The man said he was late.",
+            kind="gold",
+            gold_label="misgendering",
+            gold_extraneous=True,
+            explanation="GOLD-EXPLANATION: he is not xe.",
+        )
+        before, after = PoolItemFactory(pool=pool), PoolItemFactory(pool=pool)
+        # The same place in the same kind of queue for both: one item before it, one after.
+        for user, item in ((annotator, study), (second_annotator, gold)):
+            for position, entry in enumerate([before, item, after]):
+                Assignment.objects.create(pool=pool, item=entry, annotator=user, position=position)
+        return study, gold
+
+    def responses(self, api, item) -> list:
+        """Every annotator endpoint's answer about the item: next (while it is the open one), the item view
+        before and after the save, the save and the edit."""
+        first = api.get("/api/annotate/next/").json()
+        api.post("/api/annotations/", {"item": first["item"], "label": "correct"}, format="json")
+        served = api.get("/api/annotate/next/").json()
+        assert served["item"] == item.public_id
+        before = api.get(f"/api/annotate/items/{item.public_id}/").json()
+        body = {"item": item.public_id, "label": "correct", "extraneous": True, "extraneous_spans": [[4, 7]]}
+        saved = api.post("/api/annotations/", body, format="json")
+        edited = api.post("/api/annotations/", {**body, "notes": "again"}, format="json")
+        after = api.get(f"/api/annotate/items/{item.public_id}/").json()
+        assert (saved.status_code, edited.status_code) == (201, 200)
+        return [served, before, saved.json(), edited.json(), after]
+
+    def test_every_endpoint_answers_the_same_shape_for_both(self, api, annotator, second_annotator, pair):
+        study, gold = pair
+        api.force_authenticate(annotator)
+        study_responses = self.responses(api, study)
+        api.force_authenticate(second_annotator)
+        gold_responses = self.responses(api, gold)
+
+        for study_body, gold_body in zip(study_responses, gold_responses, strict=True):
+            assert set(study_body) == set(gold_body)
+            assert shape(study_body) == shape(gold_body)
+            if "phase" in gold_body:
+                assert gold_body["phase"] == study_body["phase"] == "study"
+            if "feedback" in gold_body:
+                assert gold_body["feedback"] is None and study_body["feedback"] is None
+        text = json.dumps(gold_responses).lower()
+        for needle in ("gold", "kind", "explanation", "expected", "training"):
+            assert needle not in text, f"{needle!r} leaked"

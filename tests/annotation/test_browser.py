@@ -11,6 +11,7 @@ from tests.conftest import PASSWORD
 CHROMIUM = "/usr/bin/chromium"
 
 pytestmark = [
+    pytest.mark.slow,
     pytest.mark.browser,
     pytest.mark.skipif(not shutil.which(CHROMIUM), reason="needs Chromium at /usr/bin/chromium"),
 ]

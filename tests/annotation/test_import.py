@@ -192,3 +192,163 @@ class TestImportErrors:
 
     def test_it_names_a_missing_file(self, tmp_path):
         assert f"{tmp_path / 'absent.csv'}: cannot be read" in error_of([tmp_path / "absent.csv"])
+
+
+@pytest.mark.django_db
+class TestImportIdentity:
+    def test_it_adds_nothing_when_the_same_file_is_saved_again_with_other_line_endings_and_a_bom(
+        self, pre_file, tmp_path
+    ):
+        generations_import(paths=[pre_file], pool_name="imported")
+        resaved = tmp_path / "resaved.csv"
+        # The csv module writes CRLF; the re-saved copy has LF line endings and a byte-order mark.
+        assert b"\r\n" in pre_file.read_bytes()
+        resaved.write_bytes(b"\xef\xbb\xbf" + pre_file.read_bytes().replace(b"\r\n", b"\n"))
+
+        again = generations_import(paths=[resaved], pool_name="imported")
+
+        assert (again.rows, again.items) == (4, 0)
+        assert PoolItem.objects.count() == 4
+
+    def test_it_recognises_rows_whose_cells_hold_line_breaks_in_either_convention(self, tmp_path):
+        rows = [[MIS, MIS_PRE + "Xe smiled.\nThen xe left.", "1.0", "xe", "model-a"]]
+        unix = write(tmp_path / "unix.csv", "random_pre_gen", rows)
+        windows = tmp_path / "windows.csv"
+        windows.write_bytes(unix.read_bytes().replace(b"\n", b"\r\n").replace(b"\r\r\n", b"\r\n"))
+        assert b"smiled.\r\nThen" in windows.read_bytes()
+
+        generations_import(paths=[unix], pool_name="imported")
+        again = generations_import(paths=[windows], pool_name="imported")
+
+        assert again.items == 0
+        assert PoolItem.objects.get().continuation == "Xe smiled.\nThen xe left."
+
+    def test_it_imports_only_the_rows_added_to_a_file(self, pre_file, tmp_path):
+        generations_import(paths=[pre_file], pool_name="imported")
+        longer = tmp_path / "longer.csv"
+        longer.write_bytes(pre_file.read_bytes() + f'"{MIS}","{MIS_PRE}xe xe xe xe",1.0,xe,model-a\r\n'.encode())
+
+        again = generations_import(paths=[longer], pool_name="imported")
+
+        assert (again.rows, again.items) == (5, 1)
+        assert PoolItem.objects.filter(continuation="xe xe xe xe").count() == 3
+
+    def test_it_still_recognises_rows_imported_under_the_old_file_and_row_identity(self, pre_file):
+        import hashlib
+
+        generations_import(paths=[pre_file], pool_name="imported")
+        file_hash = hashlib.sha256(pre_file.read_bytes()).hexdigest()
+        for number, item in enumerate(PoolItem.objects.order_by("source_line"), start=1):
+            item.source_key = hashlib.sha256(f"{file_hash}:{number}".encode()).hexdigest()
+            item.save(update_fields=["source_key"])
+
+        assert generations_import(paths=[pre_file], pool_name="imported").items == 0
+
+
+@pytest.mark.django_db
+class TestImportShapeErrors:
+    def test_it_names_a_row_with_more_fields_than_the_header(self, tmp_path):
+        path = tmp_path / "f.csv"
+        path.write_text(
+            f'template,random_pre_gen,correct,pronoun,model\n"{MIS}","{MIS_PRE}x",1.0,xe,m,surplus\n', encoding="utf-8"
+        )
+
+        assert f"{path}:2: 6 fields where the header has 5" in error_of([path])
+
+    @pytest.mark.parametrize(
+        ("column", "generation"),
+        [("random_pre_gen", "Robin baked bread. x"), ("random_post_gen", "Robin baked bread. Xe sold it. x")],
+    )
+    def test_it_refuses_a_template_with_two_masks_and_names_them(self, tmp_path, column, generation):
+        template = "Robin baked bread. {mask_token} sold it to $ACC_PRONOUN."
+        path = write(tmp_path / "f.csv", column, [[template, generation, "1.0", "xe", "m"]])
+
+        assert f"{path}:2: template has 2 masks ({{mask_token}}, $ACC_PRONOUN); it needs exactly one" in error_of(
+            [path]
+        )
+
+
+def quality_file(path, column, rows, *, extra=("gold_label", "gold_extraneous", "explanation")):
+    return write(path, column, rows, header=["template", column, "correct", "pronoun", "model", *extra])
+
+
+@pytest.mark.django_db
+class TestGoldAndTrainingImports:
+    def test_it_imports_gold_items_with_their_expected_answer(self, tmp_path):
+        path = quality_file(
+            tmp_path / "gold.csv",
+            "random_pre_gen",
+            [
+                [MIS, MIS_PRE + "He smiled.", "0.0", "xe", "m", "misgendering", "no", ""],
+                [MIS, MIS_PRE + "Xe met a woman.", "1.0", "xe", "m", "Correct", "1", "the woman is extraneous"],
+                [MIS, MIS_PRE + "Robin smiled.", "1.0", "xe", "m", "no pronoun", "", ""],
+            ],
+        )
+
+        call_command("import_generations", str(path), "--pool", "qc", "--gold")
+
+        items = {item.continuation: item for item in PoolItem.objects.all()}
+        assert {item.kind for item in items.values()} == {"gold"}
+        assert (items["He smiled."].gold_label, items["He smiled."].gold_extraneous) == ("misgendering", False)
+        met = items["Xe met a woman."]
+        assert (met.gold_label, met.gold_extraneous, met.explanation) == ("correct", True, "the woman is extraneous")
+        assert (items["Robin smiled."].gold_label, items["Robin smiled."].gold_extraneous) == ("no_pronoun", None)
+
+    def test_it_imports_training_items_with_their_explanation(self, tmp_path, capsys):
+        path = quality_file(
+            tmp_path / "training.csv",
+            "random_pre_gen",
+            [[MIS, MIS_PRE + "He smiled.", "0.0", "xe", "m", "misgendering", "0", "He is not Robin's pronoun."]],
+        )
+
+        call_command("import_generations", str(path), "--pool", "qc", "--training", "--json")
+
+        item = PoolItem.objects.get()
+        assert (item.kind, item.gold_label, item.explanation) == (
+            "training",
+            "misgendering",
+            "He is not Robin's pronoun.",
+        )
+        last = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+        assert last == {"pool": "qc", "items": 1, "heuristic_mismatches": 0, "kind": "training"}
+
+    def test_it_keeps_a_gold_row_apart_from_the_same_study_row(self, tmp_path):
+        study = write(tmp_path / "study.csv", "random_pre_gen", [[MIS, MIS_PRE + "He smiled.", "0.0", "xe", "m"]])
+        gold = quality_file(
+            tmp_path / "gold.csv",
+            "random_pre_gen",
+            [[MIS, MIS_PRE + "He smiled.", "0.0", "xe", "m", "misgendering", "", ""]],
+        )
+
+        generations_import(paths=[study], pool_name="qc")
+        generations_import(paths=[gold], pool_name="qc", kind="gold")
+
+        assert sorted(PoolItem.objects.values_list("kind", flat=True)) == ["gold", "study"]
+
+    def test_it_names_a_gold_file_without_its_label_column(self, tmp_path):
+        path = write(tmp_path / "f.csv", "random_pre_gen", [[MIS, MIS_PRE + "x", "1.0", "xe", "m"]])
+
+        with pytest.raises(CommandError, match=r"f.csv:1: missing column\(s\): gold_label \(a gold file\)"):
+            call_command("import_generations", str(path), "--pool", "qc", "--gold")
+
+    def test_it_names_bad_quality_fields_and_writes_nothing(self, tmp_path):
+        path = quality_file(
+            tmp_path / "t.csv",
+            "random_pre_gen",
+            [
+                [MIS, MIS_PRE + "x", "1.0", "xe", "m", "correct", "", "fine"],
+                [MIS, MIS_PRE + "y", "1.0", "xe", "m", "plural_they", "maybe", ""],
+            ],
+        )
+
+        with pytest.raises(CommandError) as error:
+            call_command("import_generations", str(path), "--pool", "qc", "--training")
+
+        message = str(error.value)
+        assert (
+            f"{path}:3: gold_label 'plural_they' is not one of this pool's labels: correct, misgendering, no_pronoun"
+            in message
+        )
+        assert "gold_extraneous must be 1/0, yes/no or true/false, not 'maybe'" in message
+        assert "explanation is empty" in message
+        assert not PoolItem.objects.exists()

@@ -1,14 +1,18 @@
 """The annotator's place in their queue, checked against a plain Python walk of the same queue.
 
 The API computes position, total, done and the neighbours in SQL; here random queues (two pools, gaps in the
-positions, another annotator's work beside them, a random part already annotated) are walked in Python instead.
+positions, another annotator's work beside them, a random part already annotated through the save service) are
+walked in Python instead.
 """
 
 import random
 
 import pytest
+from django.db import connection
 
+from annotation import selectors
 from annotation.models import Annotation, Assignment
+from annotation.services import AnnotationRejected, annotation_submit, assignments_create
 from tests.factories import PoolFactory, PoolItemFactory
 
 NEXT = "/api/annotate/next/"
@@ -25,11 +29,11 @@ def build_queue(rng: random.Random, annotator, other):
             queue.append((pool, position, item))
             if rng.random() < 0.5:  # the same item in someone else's queue, annotated by them
                 Assignment.objects.create(pool=pool, item=item, annotator=other, position=position)
-                Annotation.objects.create(item=item, annotator=other, label="misgendering")
+                annotation_submit(user=other, public_id=item.public_id, label="misgendering")
     queue.sort(key=lambda row: (row[0].pk, row[1]))
     for _, _, item in queue:
         if rng.random() < 0.4:
-            Annotation.objects.create(item=item, annotator=annotator, label="correct")
+            annotation_submit(user=annotator, public_id=item.public_id, label="correct")
     return queue
 
 
@@ -81,58 +85,94 @@ def test_it_places_every_item_as_a_walk_of_the_queue_does(api, annotator, second
         assert response.status_code == 204
     else:
         assert place(response.json()) == expected(part, annotated, open_in_part)
+    for index, (_, _, item) in enumerate(part):
+        body = api.get(f"/api/annotate/items/{item.public_id}/", {"pool": pool.name}).json()
+        assert place(body) == expected(part, annotated, index)
+    elsewhere = queue[0][2]  # an item of the other pool is not found within this one
+    assert api.get(f"/api/annotate/items/{elsewhere.public_id}/", {"pool": pool.name}).status_code == 404
 
 
 @pytest.mark.django_db
 class TestAnnotatedFlag:
-    """`Assignment.annotated` is kept by database triggers, so it holds whoever writes the annotations."""
+    """`Assignment.annotated` is written by the one save path, in the save's transaction, and by `assign`."""
 
     def flags(self, *assignments):
         return [Assignment.objects.get(pk=assignment.pk).annotated for assignment in assignments]
 
-    def test_it_follows_annotations_as_they_are_created_and_deleted(self, annotator, second_annotator):
+    def test_a_save_marks_only_the_annotators_own_assignment(self, annotator, second_annotator):
         item = PoolItemFactory()
         mine = Assignment.objects.create(pool=item.pool, item=item, annotator=annotator, position=1)
         theirs = Assignment.objects.create(pool=item.pool, item=item, annotator=second_annotator, position=1)
         assert self.flags(mine, theirs) == [False, False]
 
-        annotation = Annotation.objects.create(item=item, annotator=annotator, label="correct")
-        assert self.flags(mine, theirs) == [True, False]  # only the annotator's own assignment
-
-        annotation.label = "misgendering"
-        annotation.save()
+        annotation_submit(user=annotator, public_id=item.public_id, label="correct")
         assert self.flags(mine, theirs) == [True, False]
 
-        annotation.delete()
-        assert self.flags(mine, theirs) == [False, False]
+        annotation_submit(user=annotator, public_id=item.public_id, label="misgendering")  # an edit
+        assert self.flags(mine, theirs) == [True, False]
 
-    def test_it_starts_true_for_an_assignment_made_after_the_annotation(self, annotator):
+    def test_a_rejected_save_leaves_neither_annotation_nor_flag(self, annotator):
+        item = PoolItemFactory(continuation="short")
+        mine = Assignment.objects.create(pool=item.pool, item=item, annotator=annotator, position=1)
+
+        with pytest.raises(AnnotationRejected, match="must satisfy"):
+            annotation_submit(
+                user=annotator, public_id=item.public_id, label="correct", extraneous=True, spans=[[0, 99]]
+            )
+
+        assert self.flags(mine) == [False]
+        assert not Annotation.objects.exists()
+
+    def test_assign_starts_the_flag_true_for_work_already_annotated(self, annotator):
         item = PoolItemFactory()
-        Annotation.objects.create(item=item, annotator=annotator, label="correct")
-        assignment = Assignment.objects.create(
-            pool=item.pool, item=item, annotated=False, annotator=annotator, position=3
-        )
-        assert self.flags(assignment) == [True]
+        Annotation.objects.create(item=item, annotator=annotator, label="correct")  # e.g. an earlier assignment
 
-    def test_it_moves_with_an_annotation_given_to_another_item(self, annotator):
-        first, second = PoolItemFactory(), PoolItemFactory()
-        a = Assignment.objects.create(pool=first.pool, item=first, annotator=annotator, position=1)
-        b = Assignment.objects.create(pool=second.pool, item=second, annotator=annotator, position=1)
-        annotation = Annotation.objects.create(item=first, annotator=annotator, label="correct")
+        assignments_create(pool=item.pool, usernames=[annotator.username])
 
-        Annotation.objects.filter(pk=annotation.pk).update(item=second)
-        assert self.flags(a, b) == [False, True]
+        assert Assignment.objects.get(item=item, annotator=annotator).annotated is True
 
-    def test_next_skips_items_annotated_outside_the_api(self, api, annotator):
+    def test_next_skips_items_saved_through_the_api(self, api, annotator):
         pool = PoolFactory()
         items = [PoolItemFactory(pool=pool) for _ in range(3)]
         for position, item in enumerate(items, start=1):
             Assignment.objects.create(pool=pool, item=item, annotator=annotator, position=position)
-        Annotation.objects.bulk_create(
-            [Annotation(item=item, annotator=annotator, label="correct") for item in items[:2]]
-        )
         api.force_authenticate(annotator)
+        for item in items[:2]:
+            api.post("/api/annotations/", {"item": item.public_id, "label": "correct"}, format="json")
 
         body = api.get(NEXT).json()
 
         assert (body["item"], body["position"], body["done"]) == (items[2].public_id, 3, 2)
+
+    def test_no_database_triggers_are_left(self):
+        with connection.cursor() as cursor:
+            if connection.vendor == "postgresql":
+                cursor.execute(
+                    "SELECT tgname FROM pg_trigger WHERE NOT tgisinternal AND tgrelid IN "
+                    "('annotation_annotation'::regclass, 'annotation_assignment'::regclass)"
+                )
+            else:
+                cursor.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")
+            assert cursor.fetchall() == []
+
+
+@pytest.mark.django_db
+def test_annotator_pools_counts_each_pools_work_as_the_scoped_next_does(api, annotator, second_annotator):
+    first, second = PoolFactory(name="aaa"), PoolFactory(name="bbb")
+    for pool, count in ((first, 3), (second, 2)):
+        for position in range(count):
+            item = PoolItemFactory(pool=pool)
+            Assignment.objects.create(pool=pool, item=item, annotator=annotator, position=position)
+    PoolItemFactory(pool=PoolFactory(name="ccc"))  # nothing of the annotator's
+    api.force_authenticate(annotator)
+    served = api.get(NEXT, {"pool": "aaa"}).json()
+    annotation_submit(user=annotator, public_id=served["item"], label="correct")
+
+    pools = selectors.annotator_pools(user=annotator)
+
+    assert [(pool.name, pool.assigned, pool.done, pool.percent) for pool in pools] == [
+        ("aaa", 3, 1, 33),
+        ("bbb", 2, 0, 0),
+    ]
+    assert api.get(NEXT, {"pool": "aaa"}).json()["done"] == 1
+    assert selectors.annotator_pools(user=second_annotator) == []

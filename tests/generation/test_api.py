@@ -94,3 +94,67 @@ class TestJobApi:
         assert response.status_code == 200
         job.refresh_from_db()
         assert job.status == JobStatus.CANCELLED
+
+
+class TestJobApiProgressAndResume:
+    def test_it_reports_every_bad_field_in_one_answer(self, api, admin_user, smollm2, demo_ruff):
+        api.force_authenticate(admin_user)
+        payload = {"dataset": "nope", "samples": "many", "top_p": 2, "pronouns": ["ze"], "seed": -1, "top_k": -5}
+        response = api.post(LIST, payload, format="json")
+        assert response.status_code == 400
+        assert set(response.json()) == {"dataset", "samples", "top_p", "pronouns", "seed", "top_k"}
+        assert GenerationJob.objects.count() == 0
+
+    def test_it_shows_elapsed_time_and_the_time_left(self, api, researcher, job):
+        from datetime import timedelta
+
+        from django.utils import timezone
+
+        api.force_authenticate(researcher)
+        body = api.get(f"{LIST}{job.pk}/").json()
+        assert (body["elapsed_seconds"], body["eta_seconds"], body["resumes"]) == (None, None, 0)
+        now = timezone.now()
+        GenerationJob.objects.filter(pk=job.pk).update(
+            status=JobStatus.RUNNING,
+            started_at=now - timedelta(seconds=60),
+            run_started_at=now - timedelta(seconds=60),
+            done_generations=job.total_generations // 4,
+        )
+        body = api.get(f"{LIST}{job.pk}/").json()
+        assert 60 <= body["elapsed_seconds"] < 120
+        # A quarter done in a minute: three quarters left, about three minutes.
+        assert 180 <= body["eta_seconds"] < 360
+        assert body in api.get(LIST).json() or body["id"] in [row["id"] for row in api.get(LIST).json()]
+
+    def test_it_lets_an_admin_resume_an_unfinished_job(self, api, admin_user, researcher, job):
+        GenerationJob.objects.filter(pk=job.pk).update(status=JobStatus.FAILED, error="Traceback: boom")
+        api.force_authenticate(researcher)
+        assert api.get(f"{LIST}{job.pk}/").json()["resumable"] is True
+        assert api.post(f"{LIST}{job.pk}/resume/").status_code == 403
+        api.force_authenticate(admin_user)
+        response = api.post(f"{LIST}{job.pk}/resume/")
+        assert response.status_code == 200, response.json()
+        assert (response.json()["status"], response.json()["error"], response.json()["resumes"]) == ("queued", "", 1)
+        GenerationJob.objects.filter(pk=job.pk).update(status=JobStatus.DONE)
+        assert api.post(f"{LIST}{job.pk}/resume/").status_code == 409
+        assert api.post(f"{LIST}999999/resume/").status_code == 404
+
+    def test_it_offers_resume_for_a_running_job_only_when_no_runner_holds_it(self, api, researcher, job):
+        from datetime import timedelta
+
+        from django.utils import timezone
+
+        from generation.models import JobChunk
+        from generation.services.leases import lease_owner_new
+
+        api.force_authenticate(researcher)
+        GenerationJob.objects.filter(pk=job.pk).update(status=JobStatus.RUNNING)
+        chunk = job.chunks.first()
+        JobChunk.objects.filter(pk=chunk.pk).update(
+            lease_owner=lease_owner_new(), lease_expires_at=timezone.now() + timedelta(minutes=1)
+        )
+        assert api.get(f"{LIST}{job.pk}/").json()["resumable"] is False  # a live runner works on it
+        JobChunk.objects.filter(pk=chunk.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+        assert api.get(f"{LIST}{job.pk}/").json()["resumable"] is True  # its runner is gone
+        GenerationJob.objects.filter(pk=job.pk).update(status=JobStatus.QUEUED)
+        assert api.get(f"{LIST}{job.pk}/").json()["resumable"] is False  # waiting for a runner

@@ -1,4 +1,4 @@
-"""The first-pronoun heuristic against hand-made continuations (DOMAIN section 3)."""
+"""The first-pronoun heuristic against hand-made continuations (docs/domain.md, 'The heuristic')."""
 
 import pytest
 

@@ -69,9 +69,20 @@ class TestJobCreate:
         assert (job.total_instances, job.total_generations) == (4, 4 * 2 * 5)
         assert job.pronouns == ["he", "xe"] and job.status == JobStatus.QUEUED
 
-    def test_it_splits_the_job_into_chunks_of_the_model_batch_size(self, tiny_job):
+    def test_it_cuts_a_small_job_finer_than_the_batch_size_so_its_progress_moves(self, tiny_job):
         sizes = [len(c.instance_ids) for c in tiny_job.chunks.order_by("index")]
-        assert sizes == [2, 2]
+        assert sizes == [1, 1, 1, 1]  # 4 instances: one chunk each, not two batches of 2
+
+    @pytest.mark.parametrize(("batch_size", "expected"), [(1, [1] * 36), (2, [2] * 18), (16, [2] * 18)])
+    def test_it_caps_chunks_at_the_batch_size_and_about_twenty_per_job(self, smollm2, demo_ruff, batch_size, expected):
+        assert demo_ruff.instances.count() == 36
+        smollm2.batch_size = batch_size
+        smollm2.save()
+        job = job_create(model="smollm2-135m", dataset="demo-ruff", queue=False)
+        chunks = list(job.chunks.order_by("index"))
+        assert [len(c.instance_ids) for c in chunks] == expected
+        ordered = list(demo_ruff.instances.order_by("ordinal").values_list("id", flat=True))
+        assert [i for c in chunks for i in c.instance_ids] == ordered
 
     def test_it_queues_only_after_commit(self, smollm2, demo_ruff, monkeypatch, django_capture_on_commit_callbacks):
         dispatched = []
@@ -129,24 +140,28 @@ class TestCancelAndFailure:
 @pytest.mark.slow
 class TestChunkRun:
     def test_it_writes_each_row_once_even_when_run_twice(self, tiny_job, loaded_model):
-        first, second = tiny_job.chunks.order_by("index")
+        first, *others = tiny_job.chunks.order_by("index")
         chunk_run(chunk_id=first.pk)
         rows = sorted(Generation.objects.values_list("instance_id", "setting", "sample_index", "continuation"))
-        assert len(rows) == 2 * 2 * 2 and ProbResult.objects.count() == 2
+        assert len(rows) == 1 * 2 * 2 and ProbResult.objects.count() == 1
+        first.refresh_from_db()
+        assert first.finished_at is not None and first.lease_owner == "" and first.lease_expires_at is None
+        # A chunk message delivered again after it finished does nothing.
         chunk_run(chunk_id=first.pk)
         assert sorted(Generation.objects.values_list("instance_id", "setting", "sample_index", "continuation")) == rows
-        assert ProbResult.objects.count() == 2
         job = job_progress_refresh(job_id=tiny_job.pk)
-        assert (job.status, job.done_instances, job.done_generations) == (JobStatus.RUNNING, 2, 8)
-        first.refresh_from_db()
-        assert first.attempts == 2
+        assert (job.status, job.done_instances, job.done_generations) == (JobStatus.RUNNING, 1, 4)
 
         # A worker lost mid-step: the re-run reproduces exactly the rows that were missing.
         Generation.objects.filter(setting="post", sample_index=1).delete()
+        JobChunk.objects.filter(pk=first.pk).update(finished_at=None)
         chunk_run(chunk_id=first.pk)
         assert sorted(Generation.objects.values_list("instance_id", "setting", "sample_index", "continuation")) == rows
+        first.refresh_from_db()
+        assert first.attempts == 2 and ProbResult.objects.count() == 1
 
-        chunk_run(chunk_id=second.pk)
+        for chunk in others:
+            chunk_run(chunk_id=chunk.pk)
         job.refresh_from_db()
         assert (job.status, job.done_instances, job.done_generations) == (JobStatus.DONE, 4, 16)
         for generation in Generation.objects.select_related("instance__template"):

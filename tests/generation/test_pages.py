@@ -107,3 +107,74 @@ class TestPages:
         assert reverse("generation-jobs") in home and reverse("generation-job-new") in home
         client.force_login(annotator)
         assert reverse("generation-jobs") not in client.get(reverse("home")).content.decode()
+
+
+class TestJobPageActions:
+    def test_the_form_reports_every_bad_field_in_one_round(self, client, admin_user, smollm2, demo_ruff):
+        client.force_login(admin_user)
+        data = {"model": "smollm2-135m", "dataset": "demo-ruff", "pronouns": ["he"], "settings": ["pre"]}
+        data |= {"samples": 0, "max_new_tokens": "lots", "top_k": -1, "top_p": 1.5, "num_beams": 0, "seed": -2}
+        data |= {"per_pronoun": 0}
+        response = client.post(reverse("generation-job-new"), data)
+        assert response.status_code == 200
+        errors = response.context["form"].errors
+        assert set(errors) == {"samples", "max_new_tokens", "top_k", "top_p", "num_beams", "seed", "per_pronoun"}
+        assert "must be in (0, 1]" in response.content.decode()
+        assert GenerationJob.objects.count() == 0
+
+    def test_the_pages_show_elapsed_time_and_time_left(self, client, researcher, job):
+        from datetime import timedelta
+
+        from django.utils import timezone
+
+        now = timezone.now()
+        GenerationJob.objects.filter(pk=job.pk).update(
+            status=JobStatus.RUNNING,
+            started_at=now - timedelta(seconds=125),
+            run_started_at=now - timedelta(seconds=125),
+            done_generations=job.total_generations // 2,
+        )
+        client.force_login(researcher)
+        for url in (reverse("generation-jobs"), reverse("generation-job-results", args=[job.pk])):
+            page = client.get(url).content.decode()
+            assert "2 min 0" in page or "2 min 1" in page, url  # elapsed, and about as long again left
+            assert 'class="eta"' in page and 'class="elapsed"' in page
+            assert "js/generation-jobs.js" in page
+
+    def test_admins_resume_a_failed_job_from_its_page(self, csrf_client, client, researcher, admin_user, job):
+        GenerationJob.objects.filter(pk=job.pk).update(status=JobStatus.FAILED, error="Traceback: boom")
+        url = reverse("generation-job-resume", args=[job.pk])
+        client.force_login(researcher)
+        assert url not in client.get(reverse("generation-job-results", args=[job.pk])).content.decode()
+        assert client.post(url).status_code == 403
+
+        assert csrf_client.login(username=admin_user.username, password=PASSWORD)
+        page = csrf_client.get(reverse("generation-job-results", args=[job.pk])).content.decode()
+        assert url in page and "Resume" in page
+        token = csrf_client.cookies["csrftoken"].value
+        response = csrf_client.post(url, {"csrfmiddlewaretoken": token, "back": "job"})
+        assert response.status_code == 302 and response.url == reverse("generation-job-results", args=[job.pk])
+        job.refresh_from_db()
+        assert (job.status, job.error, job.resumes) == (JobStatus.QUEUED, "", 1)
+        assert url not in csrf_client.get(reverse("generation-jobs")).content.decode()  # queued: a runner takes it
+
+    def test_researchers_download_the_generations_as_safe_csv(self, client, researcher, annotator, job):
+        import csv
+        import io
+
+        from generation.selectors import EXPORT_COLUMNS
+
+        instance = job.dataset.instances.filter(pronoun="xe").first()
+        GenerationFactory(job=job, instance=instance, continuation='=HYPERLINK("http://x")', setting="pre")
+        ProbResultFactory(job=job, instance=instance, prediction="he")
+        url = reverse("generation-job-export", args=[job.pk])
+        client.force_login(annotator)
+        assert client.get(url).status_code == 403
+        client.force_login(researcher)
+        assert url in client.get(reverse("generation-job-results", args=[job.pk])).content.decode()
+        response = client.get(url)
+        assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
+        assert f"job-{job.pk}-generations.csv" in response["Content-Disposition"]
+        rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+        assert len(rows) == 1 and tuple(rows[0]) == EXPORT_COLUMNS
+        assert rows[0]["continuation"] == '\'=HYPERLINK("http://x")' and rows[0]["prob_prediction"] == "he"

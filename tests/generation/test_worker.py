@@ -2,6 +2,7 @@
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -9,12 +10,14 @@ import time
 import pytest
 from django.db import connection
 
-from generation.models import Generation, GenerationJob, JobStatus, ProbResult
+from generation.models import Generation, GenerationJob, JobChunk, JobStatus, ProbResult
 from tests.conftest import REPO
 
 BROKER = os.environ.get("CONCORD_TEST_BROKER_URL", "redis://127.0.0.1:6379/15")
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.slow, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
+
+LEASE_SECONDS = 12  # shorter than the default 30 s, so that the tests wait less for a killed worker's lease
 
 
 def _environment() -> dict:
@@ -38,27 +41,58 @@ def broker():
     return client
 
 
+class Workers:
+    """Celery worker processes on the test broker and database; each logs to its own file."""
+
+    def __init__(self, tmp_path):
+        self.tmp_path = tmp_path
+        self.processes: list[subprocess.Popen] = []
+
+    def start(self) -> subprocess.Popen:
+        log = self.tmp_path / f"worker-{len(self.processes)}.log"
+        process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "generation,default", "--pool", "solo"]
+            + ["--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "info"]
+            + ["-n", f"test{len(self.processes)}@%h"],
+            cwd=REPO,
+            # One torch thread: on a busy CI machine, threads spinning for cores the worker does not get slow it down.
+            env={**_environment(), "CONCORD_CHUNK_LEASE_SECONDS": str(LEASE_SECONDS), "OMP_NUM_THREADS": "1"},
+            stdout=log.open("w"),
+            stderr=subprocess.STDOUT,
+        )
+        self.processes.append(process)
+        return process
+
+    def logs(self) -> str:
+        return "\n".join(
+            f"--- {path.name}\n{path.read_text()[-3000:]}" for path in sorted(self.tmp_path.glob("worker-*.log"))
+        )
+
+    def stop(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                process.terminate()
+        for process in self.processes:
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
 @pytest.fixture
-def worker(broker, tmp_path):
+def workers(broker, tmp_path):
     if connection.vendor != "postgresql":
         pytest.skip("the worker process needs a database it can share (Postgres); set DATABASE_URL")
-    log = (tmp_path / "worker.log").open("w")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "generation,default", "--pool", "solo"]
-        + ["--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "info"],
-        cwd=REPO,
-        env=_environment(),
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    yield tmp_path / "worker.log"
-    process.terminate()
-    try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-    log.close()
+    pool = Workers(tmp_path)
+    yield pool
+    pool.stop()
+
+
+@pytest.fixture
+def worker(workers):
+    workers.start()
+    return workers.tmp_path / "worker-0.log"
 
 
 class TestCeleryWorker:
@@ -88,3 +122,87 @@ class TestCeleryWorker:
                 break
             time.sleep(0.2)
         assert RepetitionRate.objects.filter(job=job).count() == 4, worker.read_text()[-3000:]
+
+
+def _wait(condition, *, seconds: float, what: str, workers: Workers):
+    """Poll until `condition()` is truthy (its value is returned); fail naming what never happened."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.2)
+    pytest.fail(f"{what} within {seconds:.0f} s\n{workers.logs()}")
+
+
+def _chunk_mid_run():
+    """A chunk a worker holds that has been scored but not finished: its worker is sampling it now."""
+    for chunk in JobChunk.objects.filter(finished_at__isnull=True).exclude(lease_owner=""):
+        if ProbResult.objects.filter(job_id=chunk.job_id, instance_id__in=chunk.instance_ids).exists():
+            return chunk
+    return None
+
+
+def _recovery_job(workers: Workers) -> GenerationJob:
+    """Queue (through `generate`, on the test broker) 4 instances, one chunk each, long enough to be caught
+    mid-sampling (2 settings x 2 samples x 20 tokens per chunk)."""
+    command = [sys.executable, "manage.py", "generate", "--dataset=demo-ruff", "--per-pronoun=1", "--samples=2"]
+    command += ["--max-new-tokens=20", "--seed=11"]
+    result = subprocess.run(command, cwd=REPO, env=_environment(), capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:] + workers.logs()
+    return GenerationJob.objects.get(pk=json.loads(result.stdout.strip().splitlines()[-1])["job"])
+
+
+def _assert_exact(job: GenerationJob) -> None:
+    job.refresh_from_db()
+    assert (job.status, job.done_instances, job.done_generations) == (JobStatus.DONE, 4, 4 * 2 * 2)
+    assert Generation.objects.filter(job=job).count() == 4 * 2 * 2
+    assert ProbResult.objects.filter(job=job).count() == 4
+    assert not JobChunk.objects.filter(job=job, finished_at__isnull=True).exists()
+
+
+class TestCrashRecovery:
+    def test_a_chunk_of_a_killed_worker_runs_again_on_another_and_the_job_ends_with_exact_counts(
+        self, smollm2, demo_ruff, workers
+    ):
+        first = workers.start()
+        job = _recovery_job(workers)
+        chunk = _wait(_chunk_mid_run, seconds=300, what="no chunk was mid-run", workers=workers)
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+        killed_at = time.monotonic()
+        chunk.refresh_from_db()
+        assert chunk.finished_at is None and chunk.lease_owner  # killed mid-chunk, its lease left behind
+
+        workers.start()
+        _wait(
+            lambda: GenerationJob.objects.get(pk=job.pk).status == JobStatus.DONE,
+            seconds=480,  # about a minute on an idle 2-core machine; generous for a CI machine shared with others
+            what="the job did not finish after the worker was killed",
+            workers=workers,
+        )
+        print(f"finished {time.monotonic() - killed_at:.0f} s after the kill")
+        _assert_exact(job)
+        chunk.refresh_from_db()
+        assert chunk.attempts >= 2  # the killed attempt, then the one that finished it
+        assert "their runners are gone; queued again" in (workers.tmp_path / "worker-1.log").read_text()
+
+    def test_a_dropped_database_connection_mid_chunk_is_retried_and_the_job_finishes(self, smollm2, demo_ruff, workers):
+        workers.start()
+        job = _recovery_job(workers)
+        _wait(_chunk_mid_run, seconds=300, what="no chunk was mid-run", workers=workers)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+            assert cursor.fetchone()[0] >= 1  # the worker's connection(s)
+        _wait(
+            lambda: GenerationJob.objects.get(pk=job.pk).status in (JobStatus.DONE, JobStatus.FAILED),
+            seconds=480,
+            what="the job did not end after its connection was dropped",
+            workers=workers,
+        )
+        _assert_exact(job)
+        errors = list(JobChunk.objects.filter(job=job).exclude(last_error="").values_list("last_error", flat=True))
+        assert errors, "no chunk saw the dropped connection\n" + workers.logs()  # retried, not failed

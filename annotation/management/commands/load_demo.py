@@ -1,82 +1,97 @@
 import secrets
-import sys
-from pathlib import Path
 
-from django.conf import settings
+from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
 from accounts.roles import ADMIN, ANNOTATOR, RESEARCHER
 from accounts.services import user_create_or_update
+from annotation import demo
 from annotation.models import Pool
-from annotation.services import assignments_create, pool_sample
-from generation.models import DEFAULT_MODEL_NAME, GenerationJob, JobStatus
+from generation.models import DEFAULT_MODEL_NAME
 from generation.services.datasets import dataset_import_misgendered, dataset_import_ruff
-from generation.services.jobs import job_create, job_run
+from generation.services.jobs import job_create
 
 DEMO_USERS = (("admin", ADMIN), ("researcher", RESEARCHER), ("annotator1", ANNOTATOR), ("annotator2", ANNOTATOR))
-DEMO_POOL = "demo"
 
 
 class Command(BaseCommand):
     help = (
-        "Load the demo: our own templates, a small generation run of the default model on the CPU (first start only), "
-        "a pool assigned to two annotators, and demo users with fresh printed passwords. Safe to run again."
+        "Load the demo: our own templates, demo users with fresh printed passwords, the pool `demo` of hand-written "
+        "generations (ready at once), and a queued generation job of the default model over the demo templates, "
+        "which the web server runs in the background; its pool `demo-live` appears when it finishes. Safe to run again."
     )
 
     def add_arguments(self, parser):
         parser.add_argument(
-            "--no-generate", action="store_true", help="skip the demo generation run and its pool (faster start)"
+            "--no-generate", action="store_true", help="do not queue the demo generation job (no `demo-live` pool)"
+        )
+        parser.add_argument(
+            "--migrate", action="store_true", help="migrate the database first (one process start instead of two)"
+        )
+        parser.add_argument(
+            "--url", default="http://127.0.0.1:8000", help="the server's address, for the links printed at the end"
         )
 
-    def handle(self, *args, no_generate: bool, **options):
-        demo = Path(settings.BASE_DIR) / "demo"
-        datasets = [
-            dataset_import_misgendered(
-                templates_path=demo / "misgendered_templates.csv",
-                names_dir=demo / "names",
-                names_per_template=3,
-                seed=42,
-                name="demo-misgendered",
-            ),
-            dataset_import_ruff(templates_path=demo / "ruff_templates.tsv", name="demo-ruff"),
-        ]
-        for result in datasets:
-            self.stdout.write(f"dataset {result.dataset.name}: {result.instances} instances")
-        passwords = {}
-        for username, role in DEMO_USERS:
-            passwords[username] = secrets.token_urlsafe(9)
-            user_create_or_update(username=username, role=role, password=passwords[username])
+    def handle(self, *args, no_generate: bool, migrate: bool, url: str, **options):
+        if migrate:
+            call_command("migrate", interactive=False, verbosity=0)
+        datasets = self._datasets()
+        passwords = self._users()
+        pool, new_items, overlap = demo.shipped_pool_load()
+        if new_items:
+            self.stdout.write(
+                f"pool {pool.name}: {new_items} hand-written items, {overlap} of them for both annotator1 and annotator2"
+            )
+        else:
+            self.stdout.write(f"pool {pool.name}: ready ({pool.items.count()} items)")
         if not no_generate:
-            jobs = [self._demo_job(result.dataset) for result in datasets]
-            self._demo_pool(jobs)
+            self._live_job(datasets, url=url)
 
         self.stdout.write("demo logins (passwords are new on every start):")
         for username, role in DEMO_USERS:
             self.stdout.write(f"  {role:<10} {username:<11} {passwords[username]}")
 
-    def _demo_job(self, dataset) -> GenerationJob:
-        """Two instances per pronoun, both settings, 5 samples: 80 continuations per dataset, once."""
-        job = GenerationJob.objects.filter(
-            dataset=dataset, model__name=DEFAULT_MODEL_NAME, status=JobStatus.DONE
-        ).first()
-        if job is not None:
-            return job
-        job = job_create(model=DEFAULT_MODEL_NAME, dataset=dataset, per_pronoun=2, seed=0, queue=False)
-        self.stdout.write(
-            f"generating {job.total_generations} demo continuations of {dataset.name} with {DEFAULT_MODEL_NAME} on the CPU "
-            "(first start only)..."
-        )
-        sys.stdout.flush()
-        job = job_run(job_id=job.pk)
-        if job.status != JobStatus.DONE:
-            raise RuntimeError(f"the demo generation job {job.pk} ended {job.status}:\n{job.error}")
-        return job
+    def _datasets(self) -> list:
+        results = [
+            dataset_import_misgendered(
+                templates_path=demo.DEMO_DIR / "misgendered_templates.csv",
+                names_dir=demo.DEMO_DIR / "names",
+                names_per_template=3,
+                seed=42,
+                name=demo.DATASETS[0],
+            ),
+            dataset_import_ruff(templates_path=demo.DEMO_DIR / "ruff_templates.tsv", name=demo.DATASETS[1]),
+        ]
+        for result in results:
+            self.stdout.write(f"dataset {result.dataset.name}: {result.instances} instances")
+        return [result.dataset for result in results]
 
-    def _demo_pool(self, jobs: list[GenerationJob]) -> None:
-        if Pool.objects.filter(name=DEMO_POOL).exists():
-            return
-        result = pool_sample(name=DEMO_POOL, job_ids=[job.pk for job in jobs], per_cell=5, seed=0)
-        assigned = assignments_create(pool=result.pool, usernames=["annotator1", "annotator2"], overlap=20, seed=0)
-        self.stdout.write(
-            f"pool {DEMO_POOL}: {result.items} items, {assigned.overlap_items} of them for both annotator1 and annotator2"
-        )
+    def _users(self) -> dict[str, str]:
+        passwords = {}
+        for username, role in DEMO_USERS:
+            passwords[username] = secrets.token_urlsafe(9)
+            user_create_or_update(username=username, role=role, password=passwords[username])
+        return passwords
+
+    def _live_job(self, datasets: list, *, url: str) -> None:
+        """Queue the demo job once (two instances per pronoun, both settings, 5 samples: 80 continuations per dataset).
+
+        Queued without dispatching: this command ends before the job would, so the web server's embedded runner
+        runs it (it resumes queued jobs when it starts; with Celery workers, `resume_jobs` sends it to them).
+        """
+        existing = {job.dataset_id: job for job in demo.live_jobs()}
+        for dataset in datasets:
+            job = existing.get(dataset.pk)
+            if job is None:
+                job = job_create(model=DEFAULT_MODEL_NAME, dataset=dataset, per_pronoun=2, seed=0, queue=False)
+                self.stdout.write(
+                    f"queued job {job.pk}: {job.total_generations} continuations of {dataset.name} by "
+                    f"{DEFAULT_MODEL_NAME} on the CPU (first start only)"
+                )
+        if demo.live_pool_draw() is not None or Pool.objects.filter(name=demo.LIVE_POOL).exists():
+            self.stdout.write(f"pool {demo.LIVE_POOL}: ready")
+        else:
+            self.stdout.write(
+                f"the demo generation runs in the background once the server is up: follow it at {url}/generation/jobs/ "
+                f"(the pool {demo.LIVE_POOL} appears when it finishes)"
+            )

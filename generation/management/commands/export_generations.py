@@ -1,8 +1,8 @@
-import csv
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from config.safe_csv import SafeDictWriter
 from generation.selectors import EXPORT_COLUMNS, job_export_rows, job_get
 
 
@@ -21,7 +21,7 @@ class Command(BaseCommand):
             raise CommandError(f"--out: directory {out.parent} does not exist")
         count = 0
         with out.open("w", newline="", encoding="utf-8") as handle:
-            writer = csv.DictWriter(handle, fieldnames=EXPORT_COLUMNS)
+            writer = SafeDictWriter(handle, fieldnames=EXPORT_COLUMNS)  # formula-like cells neutralised
             writer.writeheader()
             for row in job_export_rows(job=found):
                 writer.writerow(row)

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from generation.models import DEFAULT_MODEL_NAME, GenerationJob
+from generation.models import DEFAULT_MODEL_NAME, JOB_DEFAULTS, GenerationJob
 from generation.services.jobs import ACTIVE, JobParameterError, job_create, job_progress_refresh, job_run
 
 POLL_SECONDS = 2.0
@@ -37,16 +37,16 @@ class Command(BaseCommand):
             "--contexts",
             dest="contexts",
             type=_csv,
-            default=["pre", "post"],
-            help="generation settings: pre,post or one of them",
+            default=None,
+            help="generation settings: pre,post or one of them (default both); TANGO datasets have open only",
         )
         parser.add_argument("--per-pronoun", type=int, default=None, help="first N instances per base pronoun")
-        parser.add_argument("--samples", type=int, default=5)
-        parser.add_argument("--max-new-tokens", type=int, default=50)
-        parser.add_argument("--top-k", type=int, default=50)
-        parser.add_argument("--top-p", type=float, default=0.95)
-        parser.add_argument("--num-beams", type=int, default=1)
-        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--samples", type=int, default=JOB_DEFAULTS.samples)
+        parser.add_argument("--max-new-tokens", type=int, default=JOB_DEFAULTS.max_new_tokens)
+        parser.add_argument("--top-k", type=int, default=JOB_DEFAULTS.top_k)
+        parser.add_argument("--top-p", type=float, default=JOB_DEFAULTS.top_p)
+        parser.add_argument("--num-beams", type=int, default=JOB_DEFAULTS.num_beams)
+        parser.add_argument("--seed", type=int, default=JOB_DEFAULTS.seed)
         parser.add_argument("--wait", action="store_true", help="follow the job until it ends, with a progress bar")
 
     def handle(self, *args, **options):
@@ -92,23 +92,47 @@ class Command(BaseCommand):
             raise CommandError(f"job {job.pk} failed:\n{job.error.strip()}")
 
     def _bar(self, job: GenerationJob) -> tqdm:
-        return tqdm(total=job.total_generations, unit="gen", desc=f"job {job.pk}", file=sys.stderr)
+        return job_progress_bar(job)
 
     def _run_here(self, job: GenerationJob) -> GenerationJob:
-        with self._bar(job) as bar:
-
-            def progress(current: GenerationJob) -> None:
-                bar.update(current.done_generations - bar.n)
-
-            job = job_run(job_id=job.pk, progress=progress)
-            bar.update(job.done_generations - bar.n)
-        return job
+        return job_run_with_bar(job)
 
     def _follow(self, job: GenerationJob) -> GenerationJob:
-        with self._bar(job) as bar:
-            while True:
-                job = job_progress_refresh(job_id=job.pk)
-                bar.update(job.done_generations - bar.n)
-                if job.status not in ACTIVE:
-                    return job
-                time.sleep(POLL_SECONDS)
+        return job_follow_with_bar(job)
+
+
+def job_progress_bar(job: GenerationJob) -> tqdm:
+    """A progress bar on stderr with elapsed time and the estimate of the time left (tqdm's `[elapsed<left]`);
+    generations already written (a resumed job) are its starting point, so the estimate counts new work only."""
+    return tqdm(
+        total=job.total_generations,
+        initial=job.done_generations,
+        unit="gen",
+        desc=f"job {job.pk}",
+        file=sys.stderr,
+        dynamic_ncols=True,
+        mininterval=0,  # the services call back once per written step, a few times a second at most
+    )
+
+
+def job_run_with_bar(job: GenerationJob) -> GenerationJob:
+    """Run the job here (the embedded default), the bar moving after every written step."""
+    with job_progress_bar(job) as bar:
+
+        def progress(current: GenerationJob) -> None:
+            bar.update(current.done_generations - bar.n)
+
+        job = job_run(job_id=job.pk, progress=progress)
+        bar.update(job.done_generations - bar.n)
+    return job
+
+
+def job_follow_with_bar(job: GenerationJob) -> GenerationJob:
+    """Follow a job that Celery workers run, polling its row."""
+    with job_progress_bar(job) as bar:
+        while True:
+            job = job_progress_refresh(job_id=job.pk)
+            bar.update(job.done_generations - bar.n)
+            if job.status not in ACTIVE:
+                return job
+            time.sleep(POLL_SECONDS)

@@ -3,15 +3,20 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from generation.services.datasets import ImportFailed, dataset_import_misgendered, dataset_import_ruff
+from generation.services.datasets import (
+    ImportFailed,
+    dataset_import_misgendered,
+    dataset_import_ruff,
+    dataset_import_tango,
+)
 
 
 class Command(BaseCommand):
-    help = "Import a template dataset (MISGENDERED or RUFF). Atomic and idempotent."
+    help = "Import a template dataset (MISGENDERED, RUFF or TANGO). Atomic and idempotent."
 
     def add_arguments(self, parser):
-        parser.add_argument("kind", choices=["misgendered", "ruff"])
-        parser.add_argument("--templates", required=True, type=Path, help="the template file (CSV or TSV)")
+        parser.add_argument("kind", choices=["misgendered", "ruff", "tango"])
+        parser.add_argument("--templates", required=True, type=Path, help="the template file (CSV, TSV or JSONL)")
         parser.add_argument("--names-dir", type=Path, help="MISGENDERED: directory of *.txt name lists")
         parser.add_argument("--names-per-template", type=int, default=15)
         parser.add_argument("--seed", type=int, default=42)
@@ -31,6 +36,10 @@ class Command(BaseCommand):
                     seed=options["seed"],
                     name=name,
                 )
+            elif kind == "tango":
+                if names_dir is not None:
+                    raise CommandError("tango takes no --names-dir: its contexts already hold their names")
+                result = dataset_import_tango(templates_path=templates, name=name)
             else:
                 if names_dir is not None:
                     raise CommandError("ruff takes no --names-dir: its sentences have no names")
@@ -40,5 +49,8 @@ class Command(BaseCommand):
         verb = "imported" if result.created else "already imported, unchanged:"
         counts = ", ".join(f"{base} {n}" for base, n in result.per_pronoun.items())
         self.stdout.write(f"{verb} {result.dataset.name}: {result.instances} instances ({counts})")
+        if result.skipped:
+            families = ", ".join(f"{family} {n}" for family, n in sorted(result.skipped.items()))
+            self.stdout.write(f"skipped rows of pronoun families Concord does not study: {families}")
         if options["json"]:
             self.stdout.write(json.dumps(result.as_json()))

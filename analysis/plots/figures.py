@@ -1,0 +1,164 @@
+"""The report's figures, one function each, taking the report dict (docs/domain.md, 'Reports and figures')."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING
+
+from analysis.plots.layout import (
+    LABEL_COLOURS,
+    MARKERS,
+    MEASURES,
+    PALETTE,
+    _by_group,
+    _cell,
+    _colours,
+    _grid,
+    _grouped_bars,
+    _legend,
+    _model_pronoun_axis,
+    _model_pronoun_bars,
+    _model_pronoun_order,
+    _models,
+    _order,
+    _pyplot,
+    _stacked,
+)
+from generation.pronouns import BASES
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+
+def human_vs_heuristic(report: dict) -> Figure:
+    """Figures 6/17: raw agreement of the human verdict with the heuristic, the human-human agreement dashed."""
+    reference = report["inter_annotator"]["pronoun_binary"]["raw_agreement"]
+    return _model_pronoun_bars(
+        report, "human_vs_heuristic", "agreement", ylabel="agreement", reference=(reference, "human–human agreement")
+    )
+
+
+def prob_vs_gen(report: dict) -> Figure:
+    """Figures 4b/9b/15: raw agreement p_o of the probability-based and the first sample's generation-based verdicts."""
+    return _model_pronoun_bars(
+        report, "prob_vs_gen", "agreement", ylabel="agreement $p_o$", reference=(1.0, "perfect agreement")
+    )
+
+
+def extraneous_rate(report: dict) -> Figure:
+    """Figure 8: the share of generations with extraneous gendered language."""
+    figure = _model_pronoun_bars(report, "extraneous_rate", "rate", ylabel="extraneous rate")
+    rows = report.get("extraneous_rate") or []
+    highest = max([(row["rate"] or 0) + (row["sem"] or 0) for row in rows] + [0.1])
+    for ax in figure.axes:
+        if ax.axison:
+            ax.set_ylim(0, min(1.05, highest * 1.15))
+    return figure
+
+
+def accuracy(report: dict) -> Figure:
+    """Per-cell accuracy of each format (mean verdict, SEM bars): probability-based, generation over every sample,
+    the first sample, and the human verdict; one group per model and pronoun."""
+    rows = report.get("accuracy") or []
+    figure, panels = _grid(rows)
+    measures = [m for m in MEASURES if any(row.get(m) is not None for row in rows)] or list(MEASURES)
+    colours = dict(zip(MEASURES, PALETTE, strict=False))
+    multi_model = len(_models(rows)) > 1
+    for (dataset, setting), ax in panels.items():
+        cell = _model_pronoun_order(_cell(rows, dataset, setting))
+        names = [f"{row['model']}/{row['pronoun']}" for row in cell]
+        index = dict(zip(names, cell, strict=True))
+        _grouped_bars(
+            ax,
+            groups=names,
+            series=measures,
+            colours=colours,
+            lookup=partial(_by_group, index),
+            value=lambda measure: measure,
+            sem=lambda measure: f"{measure}_sem",
+            labels=MEASURES,
+            positions=_model_pronoun_axis(ax, cell, name_models=multi_model),
+        )
+        ax.set_ylim(0, 1.05)
+        ax.set_ylabel("accuracy")
+    _legend(figure, ncols=4)
+    return figure
+
+
+def label_distribution(report: dict) -> Figure:
+    """Figure 7: the human labels' shares per model and pronoun."""
+    rows = report.get("label_distribution") or []
+    extra = sorted(
+        {k for row in rows for k in row} - set(report["labels"]) - {"model", "dataset", "setting", "pronoun"}
+    )
+    labels = [*report["labels"], *(k for k in extra if k != "n")]
+    spare = [c for c in PALETTE if c not in LABEL_COLOURS.values()]
+    colours = {label: LABEL_COLOURS.get(label) or spare[i % len(spare)] for i, label in enumerate(labels)}
+    return _stacked(
+        report,
+        "label_distribution",
+        layers=labels,
+        colours=colours,
+        share=lambda row, label: row.get(label, 0) / row["n"] if row["n"] else 0.0,
+        names={label: label.replace("_", " ") for label in labels},
+        ylabel="share of generations",
+    )
+
+
+def instance_variation(report: dict) -> Figure:
+    """Figures 4a/9a/14: the share of instances at each sigma_gen, the spread of their samples' verdicts."""
+    rows = report.get("instance_variation") or []
+    levels = sorted({level for row in rows for level in row["shares"]}, key=float)
+    # From agreement among samples (dark) to the most spread (light orange): ordered, and safe for colour blindness.
+    ramp = ["#0072B2", "#56B4E9", "#E69F00", "#F0E442", "#CC79A7", "#D55E00"]
+    return _stacked(
+        report,
+        "instance_variation",
+        layers=levels,
+        colours={level: ramp[i % len(ramp)] for i, level in enumerate(levels)},
+        share=lambda row, level: row["shares"].get(level, 0.0),
+        names={level: rf"$\sigma_{{gen}}$ = {level}" for level in levels},
+        ylabel="share of instances",
+    )
+
+
+def beta_landscape(report: dict) -> Figure:
+    """Figures 10/16: the fitted beta distributions of d_k, beta on x and alpha on y, per model (colour) and pronoun
+    (marker), with the diagonal alpha = beta and the lines alpha = 1 and beta = 1 dashed."""
+    all_rows = report.get("beta_disagreement") or []
+    rows = [row for row in all_rows if row["alpha"] is not None and row["beta"] is not None]
+    figure, panels = _grid(all_rows, panel_height=2.9, sharey=False)
+    plt = _pyplot()
+    colours = _colours(_models(rows))
+    top = max([2.0] + [max(row["alpha"], row["beta"]) * 1.1 for row in rows])
+    for (dataset, setting), ax in panels.items():
+        for row in _cell(rows, dataset, setting):
+            ax.scatter(
+                row["beta"],
+                row["alpha"],
+                color=colours[row["model"]],
+                marker=MARKERS.get(row["pronoun"], "x"),
+                s=28,
+                edgecolor="black",
+                linewidth=0.4,
+                zorder=3,
+                gid=f"point-{row['model']}-{row['pronoun']}",
+            )
+        ax.axvline(1, linestyle="--", color="grey", linewidth=0.8)
+        ax.axhline(1, linestyle="--", color="grey", linewidth=0.8)
+        ax.plot([0, top], [0, top], linestyle="--", color="black", linewidth=0.8)
+        ax.set_xlim(0, top)
+        ax.set_ylim(0, top)
+        ax.set_aspect("equal", adjustable="box")
+        ax.set_xlabel("β")
+        ax.set_ylabel("α")
+    handles = [
+        plt.Line2D([], [], color=colours[m], marker="o", linestyle="", markeredgecolor="black", label=m)
+        for m in colours
+    ]
+    pronouns = _order({row["pronoun"] for row in rows}, BASES)
+    handles += [plt.Line2D([], [], color="grey", marker=MARKERS.get(p, "x"), linestyle="", label=p) for p in pronouns]
+    handles += [plt.Line2D([], [], color="black", linestyle="--", linewidth=0.8, label="α = β")]
+    if handles and panels:
+        figure.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 8), frameon=False)
+    return figure

@@ -1,0 +1,49 @@
+"""`GET /api/pools/{name}/annotations/?format=csv|jsonl`: the raw export of a pool's annotations, for researchers."""
+
+from __future__ import annotations
+
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.renderers import BaseRenderer
+from rest_framework.views import APIView
+
+from accounts.roles import IsResearcher
+from annotation.models import Pool
+from annotation.services.export import annotations_export
+
+CONTENT_TYPES = {"csv": "text/csv; charset=utf-8", "jsonl": "application/jsonl; charset=utf-8"}
+
+
+class _PassThrough(BaseRenderer):
+    """Lets `?format=` pass DRF's content negotiation; the view returns the bytes itself."""
+
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        return data if isinstance(data, bytes | str) else str(data or "")
+
+
+class CsvRenderer(_PassThrough):
+    media_type = "text/csv"
+    format = "csv"
+
+
+class JsonLinesRenderer(_PassThrough):
+    media_type = "application/jsonl"
+    format = "jsonl"
+
+
+class PoolAnnotationsExportApi(APIView):
+    """`GET /api/pools/{name}/annotations/?format=csv|jsonl`: every annotation of the pool, one row each, with its
+    item, the adjudicated values and the heuristic verdict (researchers and admins)."""
+
+    permission_classes = [IsAuthenticated, IsResearcher]
+    renderer_classes = [CsvRenderer, JsonLinesRenderer]
+
+    def get(self, request, name: str):
+        pool = get_object_or_404(Pool, name=name)
+        fmt = request.accepted_renderer.format
+        response = HttpResponse(annotations_export(pool=pool, fmt=fmt), content_type=CONTENT_TYPES[fmt])
+        response["Content-Disposition"] = f'attachment; filename="{pool.name}-annotations.{fmt}"'
+        return response

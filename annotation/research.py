@@ -1,0 +1,237 @@
+"""Reads for the researchers' pool pages: progress and time per annotator, the lists the forms pick from, and the
+disagreements to adjudicate. (What annotators can load is built in selectors.py; the raw export's rows in
+services/export.py.)"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from django.contrib.auth import get_user_model
+from django.db.models import Count, Exists, OuterRef, Prefetch, QuerySet
+
+from accounts.roles import ANNOTATOR
+from annotation.models import GOLD, STUDY, TRAINING, Adjudication, Annotation, Assignment, Pool, PoolItem
+from annotation.selectors import qualification_statuses
+from generation.models import GenerationJob, JobStatus
+
+# Progress ------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class AnnotatorProgress:
+    username: str
+    assigned: int
+    done: int
+    median_seconds: float | None = None  # per annotated item, over every item of the pool they annotated
+    total_seconds: float = 0.0
+    qualification: dict | None = None  # selectors.qualification_status in this pool
+
+    @property
+    def percent(self) -> int:
+        return round(100 * self.done / self.assigned) if self.assigned else 0
+
+
+@dataclass
+class CellProgress:
+    model: str
+    dataset: str
+    setting: str
+    pronoun: str
+    items: int
+    assignments: int
+    done: int
+
+    @property
+    def percent(self) -> int:
+        return round(100 * self.done / self.assignments) if self.assignments else 0
+
+
+def _seconds_per_annotator(pool: Pool) -> dict[str, list[float]]:
+    seconds: dict[str, list[float]] = defaultdict(list)
+    for username, value in Annotation.objects.filter(item__pool=pool).values_list("annotator__username", "seconds"):
+        seconds[username].append(value)
+    return seconds
+
+
+def pool_progress(*, pool: Pool) -> tuple[list[AnnotatorProgress], list[CellProgress]]:
+    """Progress per annotator (with the median and total seconds they spent per item) and per cell."""
+    per_user: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    per_cell: dict[tuple[str, str, str, str], list[int]] = defaultdict(lambda: [0, 0])
+    # Done means an annotation exists: whoever wrote it (the API, an import, the admin), not a cached flag.
+    annotated = Annotation.objects.filter(item_id=OuterRef("item_id"), annotator_id=OuterRef("annotator_id"))
+    for username, done, model, dataset, setting, pronoun in (
+        Assignment.objects.filter(pool=pool)
+        .annotate(has_annotation=Exists(annotated))
+        .values_list(
+            "annotator__username",
+            "has_annotation",
+            "item__model_name",
+            "item__dataset",
+            "item__setting",
+            "item__pronoun",
+        )
+    ):
+        cell = (model, dataset, setting, pronoun)
+        per_user[username][0] += 1
+        per_user[username][1] += done
+        per_cell[cell][0] += 1
+        per_cell[cell][1] += done
+    seconds = _seconds_per_annotator(pool)
+    qualifications = qualification_statuses(pool=pool)
+    items_per_cell: dict[tuple[str, str, str, str], int] = defaultdict(int)
+    for cell in PoolItem.objects.filter(pool=pool).values_list("model_name", "dataset", "setting", "pronoun"):
+        items_per_cell[cell] += 1
+    annotators = [
+        AnnotatorProgress(
+            username=name,
+            assigned=counts[0],
+            done=counts[1],
+            median_seconds=statistics.median(seconds[name]) if seconds.get(name) else None,
+            total_seconds=sum(seconds.get(name, [])),
+            qualification=qualifications.get(name),
+        )
+        for name, counts in sorted(per_user.items())
+    ]
+    cells = [
+        CellProgress(
+            model=cell[0],
+            dataset=cell[1],
+            setting=cell[2],
+            pronoun=cell[3],
+            items=count,
+            assignments=per_cell[cell][0],
+            done=per_cell[cell][1],
+        )
+        for cell, count in sorted(items_per_cell.items())
+    ]
+    return annotators, cells
+
+
+def pool_kind_counts(*, pool: Pool) -> dict[str, int]:
+    counts = dict(PoolItem.objects.filter(pool=pool).values("kind").annotate(n=Count("id")).values_list("kind", "n"))
+    return {kind: counts.get(kind, 0) for kind in (STUDY, GOLD, TRAINING)}
+
+
+def pool_summaries() -> QuerySet[Pool]:
+    return Pool.objects.annotate(
+        n_items=Count("items", distinct=True),
+        n_assignments=Count("assignments", distinct=True),
+    ).order_by("-created_at")
+
+
+def finished_jobs() -> QuerySet[GenerationJob]:
+    """The jobs a pool can be drawn from, for the pool form's list."""
+    return GenerationJob.objects.filter(status=JobStatus.DONE).select_related("model", "dataset").order_by("pk")
+
+
+def annotators() -> QuerySet:
+    """Everyone holding the annotator role, for the assignment form's list."""
+    return get_user_model().objects.filter(groups__name=ANNOTATOR, is_active=True).order_by("username").distinct()
+
+
+# Disagreements -------------------------------------------------------------------------------------------------------
+
+LABEL = "label"
+EXTRANEOUS = "extraneous"
+SPANS = "spans"
+DISAGREEMENT_KINDS = {LABEL: "pronoun label", EXTRANEOUS: "extraneous flag", SPANS: "marked words"}
+SORTS = {
+    "item": "item order",
+    "cell": "model, dataset, setting, pronoun",
+    "kinds": "most kinds of disagreement first",
+    "open": "not yet adjudicated first",
+}
+
+
+@dataclass
+class MarkedWord:
+    start: int
+    end: int
+    word: str
+    annotators: list[str] = field(default_factory=list)
+
+    @property
+    def value(self) -> str:
+        return f"{self.start}-{self.end}"
+
+
+@dataclass
+class Disagreement:
+    item: PoolItem
+    kinds: list[str]
+    annotations: list[tuple[Annotation, list[MarkedWord]]]
+    adjudication: Adjudication | None
+    marked_words: list[MarkedWord]  # every word any annotator marked, with who marked it (the adjudicator's choices)
+
+    @property
+    def cell(self) -> tuple[str, str, str, str]:
+        return (self.item.model_name, self.item.dataset, self.item.setting, self.item.pronoun)
+
+
+def _span_words(item: PoolItem, annotation: Annotation) -> list[MarkedWord]:
+    return [
+        MarkedWord(span.start, span.end, item.continuation[span.start : span.end], [annotation.annotator.username])
+        for span in annotation.spans.all()
+    ]
+
+
+def _kinds_of(annotations: list[Annotation]) -> list[str]:
+    kinds = []
+    if len({a.label for a in annotations}) > 1:
+        kinds.append(LABEL)
+    if len({a.extraneous for a in annotations}) > 1:
+        kinds.append(EXTRANEOUS)
+    if len({frozenset((s.start, s.end) for s in a.spans.all()) for a in annotations}) > 1:
+        kinds.append(SPANS)
+    return kinds
+
+
+def pool_disagreements(
+    *, pool: Pool, kind: str | None = None, status: str | None = None, model: str | None = None, sort: str = "item"
+) -> list[Disagreement]:
+    """Study items annotated by two or more people who differ on the label, the extraneous flag or the marked words
+    (the sets of spans differ), each with every annotation. Gold and training items have a known answer and are never
+    adjudicated. `kind` keeps one kind of disagreement, `status` "open" or "adjudicated", `model` one model."""
+    annotations = Annotation.objects.select_related("annotator").prefetch_related("spans").order_by("created_at", "pk")
+    items = (
+        PoolItem.objects.filter(pool=pool, kind=STUDY)
+        .annotate(n_annotations=Count("annotations"))
+        .filter(n_annotations__gte=2)
+        .select_related("adjudication__adjudicator")
+        .prefetch_related(Prefetch("annotations", queryset=annotations))
+        .order_by("pk")
+    )
+    if model:
+        items = items.filter(model_name=model)
+    rows = []
+    for item in items:
+        item_annotations = list(item.annotations.all())
+        kinds = _kinds_of(item_annotations)
+        if not kinds or (kind and kind not in kinds):
+            continue
+        adjudication = getattr(item, "adjudication", None)
+        if (status == "open" and adjudication is not None) or (status == "adjudicated" and adjudication is None):
+            continue
+        with_words = [(annotation, _span_words(item, annotation)) for annotation in item_annotations]
+        union: dict[tuple[int, int], MarkedWord] = {}
+        for _, words in with_words:
+            for word in words:
+                union.setdefault(
+                    (word.start, word.end), MarkedWord(word.start, word.end, word.word)
+                ).annotators += word.annotators
+        rows.append(Disagreement(item, kinds, with_words, adjudication, [union[key] for key in sorted(union)]))
+    if sort == "cell":
+        rows.sort(key=lambda row: (row.cell, row.item.pk))
+    elif sort == "kinds":
+        rows.sort(key=lambda row: (-len(row.kinds), row.item.pk))
+    elif sort == "open":
+        rows.sort(key=lambda row: (row.adjudication is not None, row.item.pk))
+    return rows
+
+
+def pool_models(*, pool: Pool) -> list[str]:
+    return list(
+        PoolItem.objects.filter(pool=pool).values_list("model_name", flat=True).distinct().order_by("model_name")
+    )

@@ -1,0 +1,77 @@
+"""Error pages: styled, with the site's navigation, and JSON under /api/ (users never see a debug or a bare page).
+
+Django renders 400, 403, 404 and 500 through the handlers named in config/urls.py; a 405 is an empty
+HttpResponseNotAllowed from `require_http_methods` and the class-based views, so a middleware gives it a page.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.template import loader
+
+logger = logging.getLogger(__name__)
+
+TITLES = {
+    400: "Bad request",
+    403: "Not allowed",
+    404: "Page not found",
+    405: "Method not allowed",
+    500: "Something went wrong",
+}
+
+
+def _is_api(request: HttpRequest) -> bool:
+    return request.path.startswith("/api/")
+
+
+def _page(request: HttpRequest, status: int, **context) -> HttpResponse:
+    if _is_api(request):
+        return JsonResponse({"detail": TITLES[status]}, status=status)
+    try:
+        body = loader.render_to_string(f"{status}.html", {"status": status, **context}, request=request)
+    except Exception:  # the page itself failed (a database that is down, say): a plain one is better than none
+        logger.exception("the %s page could not be rendered", status)
+        body = loader.render_to_string("error_plain.html", {"status": status, "title": TITLES[status]})
+    return HttpResponse(body, status=status)
+
+
+def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    return _page(request, 400)
+
+
+def permission_denied(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    # The role decorators say which role a page needs; nothing else from an exception is shown.
+    reason = str(exception) if exception and str(exception).startswith("This page is for") else ""
+    return _page(request, 403, reason=reason)
+
+
+def page_not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    return _page(request, 404)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    return _page(request, 500)
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """A stale form (the session ended, or the page was open across a restart): say so, and how to go on."""
+    return _page(request, 403, reason="The form had expired. Go back, reload the page and try again.")
+
+
+class MethodNotAllowedPageMiddleware:
+    """Give an empty 405 a page (or a JSON body under /api/), keeping its Allow header."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if response.status_code != 405 or response.content or request.method == "HEAD":
+            return response
+        allowed = response.get("Allow", "")
+        page = _page(request, 405, allowed=allowed)
+        if allowed:
+            page["Allow"] = allowed
+        return page

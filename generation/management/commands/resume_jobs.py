@@ -1,0 +1,51 @@
+import json
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from generation.management.commands.generate import job_follow_with_bar, job_run_with_bar
+from generation.models import GenerationJob
+from generation.services.jobs import JobStateError, chunks_requeue_stale, job_resume, jobs_unfinished
+
+
+class Command(BaseCommand):
+    help = (
+        "Resume generation jobs that did not finish: failed ones, and those left queued or running by a runner that "
+        "is gone (a killed worker or web server). Rows already written are kept and none is duplicated. Without a "
+        "broker the jobs run here, in the foreground; with one they are queued for the workers (--wait follows "
+        'them). The last line printed is {"resumed": [{"job", "status", "generations"}, ...]}.'
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--job", type=int, default=None, help="resume this job only (also a cancelled one)")
+        parser.add_argument("--wait", action="store_true", help="with a broker, follow the jobs until they end")
+
+    def handle(self, *args, job: int | None, wait: bool, **options):
+        embedded = settings.CELERY_TASK_ALWAYS_EAGER
+        job_ids = [job] if job is not None else jobs_unfinished(include_failed=True)
+        if not job_ids:
+            self.stderr.write("no unfinished generation jobs")
+        if not embedded:
+            chunks_requeue_stale()
+        results = []
+        for job_id in job_ids:
+            try:
+                resumed = job_resume(job_id=job_id, queue=not embedded)
+            except JobStateError as exc:
+                raise CommandError(f"--job: {exc}") from None
+            self.stderr.write(
+                f"job {resumed.pk}: resumed at {resumed.done_generations} of {resumed.total_generations} generations"
+            )
+            if resumed.status != "done":
+                if embedded:
+                    resumed = job_run_with_bar(resumed)
+                elif wait:
+                    resumed = job_follow_with_bar(resumed)
+            results.append(self._summary(resumed))
+        self.stdout.write(json.dumps({"resumed": results}))
+        failed = [result["job"] for result in results if result["status"] == "failed"]
+        if failed:
+            raise CommandError(f"jobs {', '.join(map(str, failed))} failed again; see their error on the job page")
+
+    def _summary(self, job: GenerationJob) -> dict:
+        return {"job": job.pk, "status": job.status, "generations": job.done_generations}

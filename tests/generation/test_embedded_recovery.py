@@ -1,0 +1,118 @@
+"""The embedded default (SQLite, no broker, jobs in a thread of the web process): a server stopped mid-job (Ctrl-C,
+then SIGKILL) leaves the job unfinished; the next start resumes it, and it ends with exact counts."""
+
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.conftest import DEMO, REPO
+
+pytestmark = [pytest.mark.slow, pytest.mark.embedded]
+
+INSTANCES, SAMPLES = 4, 2  # the first instance per pronoun, one chunk each; 2 settings x 2 samples each
+QUEUE_JOB = (
+    "from generation.services.jobs import job_create; "
+    f"job = job_create(model='smollm2-135m', dataset='demo-ruff', per_pronoun=1, samples={SAMPLES}, "
+    "max_new_tokens=12, seed=5, queue=False); print(job.pk)"
+)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Embedded:
+    def __init__(self, tmp_path):
+        self.db = tmp_path / "concord.sqlite3"
+        self.log = tmp_path / "server.log"
+        self.env = {**os.environ, "DATABASE_URL": f"sqlite:///{self.db}", "HF_HUB_OFFLINE": "1", "DEBUG": "1"}
+        self.env["OMP_NUM_THREADS"] = "1"  # one torch thread: faster than several fighting for a busy machine
+        self.env.pop("CELERY_BROKER_URL", None)
+        self.server: subprocess.Popen | None = None
+
+    def manage(self, *args: str) -> str:
+        result = subprocess.run(
+            [sys.executable, "manage.py", *args], cwd=REPO, env=self.env, capture_output=True, text=True, timeout=300
+        )
+        assert result.returncode == 0, result.stderr[-3000:]
+        return result.stdout
+
+    def start(self) -> None:
+        with self.log.open("a") as log:
+            self.server = subprocess.Popen(
+                [sys.executable, "manage.py", "runserver", f"127.0.0.1:{free_port()}", "--noreload"],
+                cwd=REPO,
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+
+    def stop(self, sig: signal.Signals) -> None:
+        self.server.send_signal(sig)
+        self.server.wait(timeout=60)
+
+    def job(self, job_id: int) -> dict:
+        with sqlite3.connect(self.db, timeout=30) as db:
+            status, done, total = db.execute(
+                "SELECT status, done_generations, total_generations FROM generation_generationjob WHERE id = ?",
+                (job_id,),
+            ).fetchone()
+            rows = db.execute("SELECT count(*) FROM generation_generation WHERE job_id = ?", (job_id,)).fetchone()[0]
+            probs = db.execute("SELECT count(*) FROM generation_probresult WHERE job_id = ?", (job_id,)).fetchone()[0]
+        return {"status": status, "done": done, "total": total, "rows": rows, "probs": probs}
+
+    def wait(self, job_id: int, condition, *, what: str, seconds: float = 480) -> dict:
+        """Poll the job's row until `condition(state)`; about a minute per start on an idle 2-core machine, the
+        deadline generous for a CI machine shared with others."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            state = self.job(job_id)
+            if condition(state):
+                return state
+            if self.server.poll() is not None:
+                pytest.fail(f"the server exited while waiting for {what}:\n{self.log.read_text()[-3000:]}")
+            time.sleep(0.3)
+        pytest.fail(f"{what} within {seconds:.0f} s: {self.job(job_id)}\n{self.log.read_text()[-3000:]}")
+
+
+@pytest.fixture
+def embedded(tmp_path):
+    server = Embedded(tmp_path)
+    yield server
+    if server.server is not None and server.server.poll() is None:
+        server.server.kill()
+        server.server.wait()
+
+
+def test_a_job_left_by_a_stopped_server_is_resumed_when_it_starts_again(embedded):
+    embedded.manage("migrate", "-v0")
+    embedded.manage("import_dataset", "ruff", f"--templates={DEMO / 'ruff_templates.tsv'}", "--name=demo-ruff")
+    job_id = int(embedded.manage("shell", "-c", QUEUE_JOB).strip().splitlines()[-1])
+    total = INSTANCES * 2 * SAMPLES
+
+    embedded.start()  # a queued job, never started: the server's start picks it up
+    first = embedded.wait(job_id, lambda s: s["rows"] > 0, what="the first start did not begin the job")
+    embedded.stop(signal.SIGINT)  # Ctrl-C
+    after_ctrl_c = embedded.job(job_id)
+    assert after_ctrl_c["status"] in ("queued", "running") and after_ctrl_c["rows"] < total, after_ctrl_c
+
+    embedded.start()
+    embedded.wait(
+        job_id, lambda s: s["rows"] > max(first["rows"], after_ctrl_c["rows"]), what="the restart did not resume"
+    )
+    embedded.stop(signal.SIGKILL)
+    after_kill = embedded.job(job_id)
+    assert after_kill["status"] == "running" and after_kill["rows"] < total, after_kill
+
+    embedded.start()
+    done = embedded.wait(job_id, lambda s: s["status"] != "running", what="the job did not finish after the kill")
+    assert done == {"status": "done", "done": total, "total": total, "rows": total, "probs": INSTANCES}
+    assert "resuming generation job" in embedded.log.read_text()

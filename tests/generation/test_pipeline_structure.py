@@ -1,0 +1,130 @@
+"""How the generation pipeline is put together: no import cycle, nothing imported from analysis, job defaults defined
+once, and the codebook a job uses is the one stored with its dataset."""
+
+import ast
+import inspect
+from io import StringIO
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+GENERATION = REPO / "generation"
+
+
+def module_name(path: Path) -> str:
+    return ".".join(path.relative_to(REPO).with_suffix("").parts)
+
+
+def imports(path: Path, *, top_level_only: bool) -> set[str]:
+    """The modules a file imports (at module level only, or anywhere)."""
+    tree = ast.parse(path.read_text())
+    nodes = tree.body if top_level_only else list(ast.walk(tree))
+    found = set()
+    for node in nodes:
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return found
+
+
+def test_generation_imports_nothing_from_analysis():
+    offenders = {
+        module_name(path): sorted(name for name in imports(path, top_level_only=False) if name.startswith("analysis"))
+        for path in GENERATION.rglob("*.py")
+    }
+    assert {name: found for name, found in offenders.items() if found} == {}
+
+
+def test_the_job_services_and_tasks_have_no_import_cycle_at_module_level():
+    paths = [*sorted((GENERATION / "services").glob("*.py")), GENERATION / "tasks.py"]
+    modules = {module_name(path): path for path in paths}
+    graph = {
+        name: {other for other in imports(path, top_level_only=True) if other in modules and other != name}
+        for name, path in modules.items()
+    }
+
+    def cycle_from(start, node, seen):
+        for nxt in graph[node]:
+            if nxt == start:
+                return [*seen, nxt]
+            if nxt not in seen:
+                found = cycle_from(start, nxt, [*seen, nxt])
+                if found:
+                    return found
+        return None
+
+    cycles = [cycle for name in graph if (cycle := cycle_from(name, name, [name]))]
+    assert cycles == []
+    # The tasks import the services at module level; the services import the tasks only inside functions.
+    assert "generation.services.chunks" in graph["generation.tasks"]
+    assert not any("generation.tasks" in graph[name] for name in graph if name != "generation.tasks")
+
+
+def test_the_job_defaults_are_defined_once_and_read_everywhere(smollm2, demo_ruff):
+    from generation.apis import JobListCreateApi
+    from generation.forms import JobForm
+    from generation.management.commands.generate import Command
+    from generation.models import JOB_DEFAULTS, GenerationJob
+    from generation.services.jobs import job_parameters_validate
+
+    documented = {"samples": 5, "max_new_tokens": 50, "top_k": 50, "top_p": 0.95, "num_beams": 1, "seed": 0}
+    assert {name: getattr(JOB_DEFAULTS, name) for name in documented} == documented
+
+    parser = Command().create_parser("manage.py", "generate")
+    service = inspect.signature(job_parameters_validate).parameters
+    api = JobListCreateApi.InputSerializer().fields
+    form = JobForm().fields
+    for name, value in documented.items():
+        assert GenerationJob._meta.get_field(name).default == value, name
+        assert parser.get_default(name) == value, name
+        assert service[name].default == value, name
+        assert api[name].default == value, name
+        assert form[name].initial == value, name
+
+
+def test_a_job_reads_the_codebook_stored_with_its_dataset(demo_ruff, demo_misgendered):
+    from generation.models import PronounForm
+    from generation.pronouns import codebook_for
+    from generation.selectors import dataset_codebook
+
+    for dataset in (demo_ruff, demo_misgendered):
+        assert dataset_codebook(dataset=dataset).table == codebook_for(dataset.kind).table
+    PronounForm.objects.filter(dataset=demo_ruff, base="xe", form="acc").update(surface="xir")
+    stored = dataset_codebook(dataset=demo_ruff)
+    assert stored.surface("xe", "acc") == "xir" and "xir" in stored.omega and "xem" not in stored.omega
+
+    PronounForm.objects.filter(dataset=demo_ruff).delete()
+    with pytest.raises(ValueError, match="demo-ruff.*no stored codebook"):
+        dataset_codebook(dataset=demo_ruff)
+
+
+def test_the_generate_command_shows_a_progress_bar_with_elapsed_time_and_time_left(
+    smollm2, demo_ruff, monkeypatch, capsys
+):
+    """tqdm's `[elapsed<left]`, moving after each written step (the model replaced by a stand-in)."""
+    from django.core.management import call_command
+
+    from tests.generation.test_recovery import FakeModel
+
+    fake = FakeModel()
+    monkeypatch.setattr("generation.services.chunks.model_load", lambda **kwargs: object())
+    monkeypatch.setattr("generation.services.chunks.score_instances", fake.score)
+    monkeypatch.setattr("generation.services.chunks.sample_continuations", fake.sample)
+    call_command(
+        "generate",
+        "--dataset=demo-ruff",
+        "--per-pronoun=1",
+        "--samples=2",
+        "--wait",
+        stdout=StringIO(),
+        stderr=StringIO(),
+    )
+    updates = capsys.readouterr().err.split("\r")
+    moving = [update for update in updates if "/16 [" in update]
+    counts = [int(update.split("|")[-1].split("/")[0]) for update in moving]
+    assert [n for i, n in enumerate(counts) if i == 0 or n != counts[i - 1]] == list(range(0, 17, 2))
+    assert moving[-1].split("|")[-1].startswith(" 16/16 [") and "<00:00" in moving[-1]  # [elapsed<left, rate]

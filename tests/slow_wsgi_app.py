@@ -1,0 +1,19 @@
+"""A tiny WSGI app for the web server's own tests (tests/test_web_server.py): one slow page, one that answers a POST
+without reading its body. Served by the same uWSGI command line as Concord (config.web.uwsgi_command)."""
+
+import time
+
+SLOW_SECONDS = 2.0
+
+
+def application(environ, start_response):
+    if environ["PATH_INFO"] == "/slow":
+        time.sleep(SLOW_SECONDS)
+        body = b"slow and whole"
+    elif environ["PATH_INFO"] == "/refuse":  # like a 403 that never reads the POST body
+        start_response("403 Forbidden", [("Content-Type", "text/plain"), ("Content-Length", "7")])
+        return [b"refused"]
+    else:
+        body = b"ok"
+    start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))])
+    return [body]

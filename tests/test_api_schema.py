@@ -1,0 +1,135 @@
+"""The OpenAPI 3 schema at /api/schema/ covers every API endpoint, validates, and its Swagger UI at /api/docs/ is
+served from local files under the Content-Security-Policy."""
+
+from __future__ import annotations
+
+import io
+import re
+import shutil
+
+import pytest
+import yaml
+from django.core.management import call_command
+from django.test import Client
+from openapi_spec_validator import validate
+
+from tests.conftest import PASSWORD
+from tests.test_security import routes
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+@pytest.fixture(scope="module")
+def schema(tmp_path_factory) -> dict:
+    """The schema as `manage.py spectacular --validate --fail-on-warn` writes it: any warning (a view whose shapes
+    are not declared, clashing component names) fails here."""
+    target = tmp_path_factory.mktemp("schema") / "schema.yaml"
+    call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(target), stderr=io.StringIO())
+    return yaml.safe_load(target.read_text())
+
+
+def openapi_path(route: str) -> str:
+    return "/" + re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", route)
+
+
+def test_the_schema_is_valid_openapi_3(schema):
+    assert schema["openapi"].startswith("3.")
+    validate(schema)  # openapi-spec-validator, independently of drf-spectacular's own check
+
+
+def test_the_schema_documents_every_api_endpoint_with_its_methods(schema):
+    api_routes = {openapi_path(r) for r in routes() if r.startswith("api/") and r not in {"api/schema/", "api/docs/"}}
+    assert api_routes <= set(schema["paths"]), sorted(api_routes - set(schema["paths"]))
+    assert set(schema["paths"]["/api/generation-jobs/"]) == {"get", "post"}
+    assert set(schema["paths"]["/api/annotations/"]) == {"post"}
+
+
+def test_hand_built_responses_have_their_shapes(schema):
+    components = schema["components"]["schemas"]
+    item = components["AnnotatorItem"]["properties"]
+    assert {"item", "context", "generation", "position", "total", "annotation"} <= set(item)
+    assert "model" not in item and "heuristic_correct" not in item  # the blinded shape
+    submit = schema["paths"]["/api/annotations/"]["post"]
+    assert submit["requestBody"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/AnnotationRequest"
+    }
+    spans = components["AnnotationRequest"]["properties"]["extraneous_spans"]
+    assert spans["items"] == {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2}
+    assert set(submit["responses"]) == {"200", "201", "400", "403", "404"}
+    token = schema["paths"]["/api/auth/token/"]["post"]["responses"]["200"]["content"]["application/json"]
+    assert set(components[token["schema"]["$ref"].rsplit("/", 1)[1]]["properties"]) == {"token", "expires"}
+
+
+def test_the_schema_names_token_and_session_authentication(schema):
+    schemes = schema["components"]["securitySchemes"]
+    assert schemes["tokenAuth"] == {
+        "type": "apiKey",
+        "in": "header",
+        "name": "Authorization",
+        "description": 'Token-based authentication with required prefix "Token"',
+    }
+    assert "cookieAuth" in schemes
+    assert schema["paths"]["/api/annotate/next/"]["get"]["security"] == [{"tokenAuth": []}, {"cookieAuth": []}]
+    assert schema["paths"]["/api/auth/token/"]["post"].get("security") in (None, [], [{}])
+
+
+@pytest.mark.django_db
+def test_the_schema_and_docs_are_for_people_who_are_logged_in(annotator):
+    anonymous = Client()
+    assert anonymous.get("/api/schema/").status_code == 401
+    assert anonymous.get("/api/docs/").status_code == 401
+
+    client = Client()
+    client.force_login(annotator)
+    response = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
+    assert response.status_code == 200
+    assert "/api/annotate/next/" in response.json()["paths"]
+
+
+@pytest.mark.django_db
+def test_the_docs_page_loads_swagger_ui_from_this_site_with_no_inline_code(annotator):
+    client = Client()
+    client.force_login(annotator)
+    page = client.get("/api/docs/")
+    html = page.content.decode()
+
+    assert page.status_code == 200
+    sources = re.findall(r'<(?:script|link)[^>]+(?:src|href)="([^"]+)"', html)
+    assert sources and all(source.startswith("/") for source in sources), sources  # no CDN
+    assert not re.search(r"<script(?![^>]*\bsrc=)[^>]*>", html)  # every script is a file
+    assert "<style" not in html
+    fetched = {source: client.get(source) for source in sources}
+    assert all(response.status_code == 200 for response in fetched.values()), fetched
+    initialiser = [body(response) for source, response in fetched.items() if "sidecar" not in source]
+    assert any(b"SwaggerUIBundle(" in text for text in initialiser)  # the page's own set-up, as a file
+
+
+def body(response) -> bytes:
+    return b"".join(response.streaming_content) if response.streaming else response.content
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.skipif(not shutil.which(CHROMIUM), reason="needs Chromium at /usr/bin/chromium")
+def test_swagger_ui_renders_the_operations_under_the_content_security_policy(live_server, annotator, monkeypatch):
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+        )
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(15_000)
+            violations: list[str] = []
+            page.on("console", lambda message: violations.append(message.text))
+            page.goto(f"{live_server.url}/login/?next=/api/docs/")
+            page.fill("#id_username", "ana")
+            page.fill("#id_password", PASSWORD)
+            page.click("button[type=submit]")
+            page.wait_for_selector("text=/api/annotate/next/")
+            assert page.locator(".opblock").count() >= 10
+            assert [text for text in violations if "Content Security Policy" in text] == []
+        finally:
+            browser.close()

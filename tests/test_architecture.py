@@ -1,0 +1,130 @@
+"""The dependency rules of the code base, checked by reading every module's imports (no module is executed).
+
+Apps depend one way only: generation -> annotation -> analysis (a later app may import an earlier one, never the
+reverse, not even inside a function). `accounts` is below all three; `config` is the composition root (settings,
+URLs, the Celery app): any app may use its helpers, and it may import any app. Module-level imports form no
+cycle: where two modules need each other, one imports the other inside a function (the HackSoft way: tasks import
+services at module level, services import tasks where they queue them).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+LAYERS = {"accounts": 0, "config": 0, "generation": 1, "annotation": 2, "analysis": 3}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _project_modules() -> dict[str, Path]:
+    modules = {}
+    for top in LAYERS:
+        for path in (REPO / top).rglob("*.py"):
+            if "migrations" in path.parts:
+                continue
+            modules[_module_name(path)] = path
+    return modules
+
+
+def _imports(path: Path, module: str) -> list[tuple[str, bool, int]]:
+    """(imported module, at module level?, line) for every import of a project module in the file."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    top_level = {id(node) for node in tree.body}
+    for node in tree.body:  # imports guarded by `if TYPE_CHECKING:` never run
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            top_level |= {id(child) for child in node.body}
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = []
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            # `from pkg import module` imports the submodule when there is one.
+            names = [base] + [f"{base}.{alias.name}" for alias in node.names]
+        for name in names:
+            if name.split(".")[0] in LAYERS:
+                found.append((name, id(node) in top_level, node.lineno))
+    return found
+
+
+@pytest.fixture(scope="module")
+def graph():
+    modules = _project_modules()
+    edges: dict[str, set[str]] = defaultdict(set)
+    arrows: set[tuple[str, str, int]] = set()
+    for module, path in modules.items():
+        for name, module_level, line in _imports(path, module):
+            target = name if name in modules else name.rpartition(".")[0]
+            if target not in modules or target == module:
+                continue
+            arrows.add((module, target, line))
+            if module_level:
+                edges[module].add(target)
+    return modules, edges, arrows
+
+
+def test_it_finds_the_apps_modules(graph):
+    modules, _, arrows = graph
+    assert "generation.services.jobs" in modules and "analysis.selectors.report" in modules
+    assert any(source.startswith("annotation") and target.startswith("generation") for source, target, _ in arrows)
+
+
+def test_it_has_no_upward_imports(graph):
+    _, _, arrows = graph
+    upward = [
+        f"{source} (line {line}) imports {target}"
+        for source, target, line in arrows
+        if source.split(".")[0] != "config" and LAYERS[source.split(".")[0]] < LAYERS[target.split(".")[0]]
+    ]
+    assert not upward, "dependencies go generation -> annotation -> analysis only:\n" + "\n".join(upward)
+
+
+def test_it_has_no_import_cycles(graph):
+    modules, edges, _ = graph
+    state: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for target in sorted(edges.get(node, ())):
+            if state.get(target) == 1:
+                cycles.append([*stack[stack.index(target) :], target])
+            elif target not in state:
+                visit(target)
+        stack.pop()
+        state[node] = 2
+
+    for module in sorted(modules):
+        if module not in state:
+            visit(module)
+    assert not cycles, "module-level import cycles:\n" + "\n".join(" -> ".join(cycle) for cycle in cycles)
+
+
+def test_the_cycle_finder_finds_a_planted_cycle(tmp_path):
+    """The walker itself: two modules importing each other at module level make a cycle it reports."""
+    first, second = tmp_path / "first.py", tmp_path / "second.py"
+    first.write_text("from generation import second\n")
+    second.write_text("import generation.first\n")
+    found_first = _imports(first, "generation.first")
+    found_second = _imports(second, "generation.second")
+    assert ("generation.second", True, 1) in found_first
+    assert ("generation.first", True, 1) in found_second

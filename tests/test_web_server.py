@@ -1,0 +1,87 @@
+"""The production web server (python -m config.web): a stop drains the requests in flight, and POST bodies are
+buffered so a response that leaves its body unread reaches the client whole. Served: tests/slow_wsgi_app.py, under
+the same uWSGI command line as Concord."""
+
+import http.client
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+
+import pytest
+
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.slow
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def server(monkeypatch):
+    from config.web import uwsgi_command
+
+    port = free_port()
+    monkeypatch.setenv("WEB_BIND", f"127.0.0.1:{port}")
+    monkeypatch.setenv("WEB_CONCURRENCY", "2")
+    monkeypatch.setenv("WEB_TIMEOUT", "30")
+    command = uwsgi_command(module="tests.slow_wsgi_app:application")
+    process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=os.environ)
+    for _ in range(150):
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                break
+        except OSError:
+            time.sleep(0.1)
+    else:
+        process.kill()
+        pytest.fail("the web server did not start: " + process.communicate()[1].decode()[-2000:])
+    yield process, port
+    if process.poll() is None:
+        process.kill()
+    process.wait()
+
+
+def test_a_stop_lets_the_requests_in_flight_finish(server):
+    process, port = server
+    answers, sent = {}, threading.Event()
+
+    def slow_request():
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        connection.request("GET", "/slow")
+        sent.set()
+        response = connection.getresponse()
+        answers["slow"] = (response.status, response.read())
+
+    client = threading.Thread(target=slow_request)
+    client.start()
+    assert sent.wait(30)
+    time.sleep(0.5)  # the router hands it to a process; the page takes 2 s more
+    process.send_signal(signal.SIGTERM)
+    client.join(60)
+    assert answers.get("slow") == (200, b"slow and whole")
+    assert process.wait(timeout=60) == 0  # then it stopped, rather than reloading
+
+
+def test_a_response_to_an_unread_post_body_is_never_cut_off(server):
+    _, port = server
+    body = b"x" * (4 * 1024 * 1024)
+    for _ in range(5):
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+            head = (
+                f"POST /refuse HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: {len(body)}\r\n\r\n"
+            )
+            sock.sendall(head.encode() + body)
+            received = b""
+            while b"refused" not in received:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                received += chunk
+        assert received.startswith(b"HTTP/1.1 403") and received.endswith(b"refused")
