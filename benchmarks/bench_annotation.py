@@ -260,6 +260,11 @@ async def annotate(
         return status, data
 
     try:
+        if think:
+            # People at human pace do not all open the page in the same millisecond: spread the first requests over
+            # one pause (inside the warm-up). Sent at once, 200 of them overflowed the Django processes' listen
+            # queue (100) and the router closed about 95 connections.
+            await asyncio.sleep(rng.uniform(0, 1.5) * think)
         while time.monotonic() < stop_at:
             status, data = await call("GET", "/api/annotate/next/")
             if status == 204:

@@ -40,7 +40,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "config.security.MalformedInputMiddleware",  # 400 for NUL bytes and out-of-range integers in the address
-    "csp.middleware.CSPMiddleware",
+    "config.csp.CSPMiddleware",  # django-csp's, with the headers built once (config/csp.py)
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

@@ -62,6 +62,20 @@ def _backend_socket() -> list[str]:
     return ["--socket", f"@concord-web-{os.getpid()}"]
 
 
+def _listen_queue() -> list[str]:
+    """The Django processes' listen queue: requests the router may hand over while every process is busy.
+
+    uWSGI's default, 100, is below a busy minute's burst (200 annotators, benchmarks/README.md): past it the router
+    closes the browser's connection. 1,024, or the kernel's limit (`net.core.somaxconn`) where that is lower, since
+    uWSGI refuses to start above it.
+    """
+    try:
+        limit = int(Path("/proc/sys/net/core/somaxconn").read_text())
+    except (OSError, ValueError):
+        limit = 128  # the historical default, and the floor on every system
+    return ["--listen", str(min(1024, limit))]
+
+
 POST_BUFFERING = 65536  # request bodies up to this size are buffered in memory, larger ones in a temporary file
 
 
@@ -73,6 +87,7 @@ def uwsgi_command(*, module: str = "config.wsgi:application") -> list[str]:
         "--master",
         "--http", _bind(),
         *_backend_socket(),
+        *_listen_queue(),
         "--http-keepalive",
         "--http-auto-chunked",  # keep-alive also for responses without a Content-Length
         "--http-timeout", timeout,

@@ -86,6 +86,16 @@ def _fast_password_hasher():
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    """Every test starts with an empty cache: cached reports and roles of one test never answer another's."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _connections_close_after_each_request():
     """Live-server and worker threads would otherwise keep persistent connections open past the test database's

@@ -135,9 +135,11 @@ def test_an_answer_whose_save_never_gets_through_survives_a_reload_and_is_saved_
     page.keyboard.press("n")
     page.keyboard.type("written while offline")
     page.keyboard.press("Control+Enter")
-    for _ in range(8):
+    error = page.locator("#annotate-error")
+    for attempt in range(1, 7):  # each failed try says so, then waits on the clock before the next
+        expect(error).to_contain_text(f"trying again ({attempt} of 6)")
         page.clock.fast_forward(10_000)
-    expect(page.locator("#annotate-error")).to_contain_text("Not saved: the server could not be reached")
+    expect(error).to_contain_text("Not saved: the server could not be reached")
 
     page.reload()
     expect(page.locator("#annotate-position")).to_have_text("Item 1 of 2 · 0 done")

@@ -120,6 +120,13 @@ def test_the_web_server_reads_its_settings_from_the_environment(monkeypatch):
     ]
 
 
+def test_the_web_servers_listen_queue_holds_a_burst_within_the_kernels_limit(monkeypatch):
+    queue = int(option(web_command(monkeypatch), "--listen"))
+    limit = Path("/proc/sys/net/core/somaxconn")
+
+    assert queue == (min(1024, int(limit.read_text())) if limit.exists() else 128)
+
+
 @pytest.mark.parametrize(
     ("name", "value", "message"),
     [

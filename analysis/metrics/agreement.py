@@ -43,13 +43,13 @@ class Mcc(TypedDict):
 
 
 def mean_sem(values: Sequence | np.ndarray) -> dict:
-    """Mean of a vector and its standard error (scipy.stats.sem, ddof=1); None where undefined."""
-    from scipy import stats
-
+    """Mean of a vector and its standard error (ddof=1); None where undefined. The SEM is scipy.stats.sem's own formula,
+    std(ddof=1) / sqrt(n), written out: scipy's argument checks cost 2 ms a call, a third of a report's time."""
     values = np.asarray(values, dtype=float)
     if values.size == 0:
         return {"mean": None, "sem": None}
-    return {"mean": float(values.mean()), "sem": finite(stats.sem(values)) if values.size > 1 else None}
+    sem = np.std(values, ddof=1) / np.sqrt(values.size) if values.size > 1 else None
+    return {"mean": float(values.mean()), "sem": finite(sem) if sem is not None else None}
 
 
 def raw_agreement(a: Sequence | np.ndarray, b: Sequence | np.ndarray) -> RawAgreement:

@@ -9,6 +9,7 @@ import heapq
 import random
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
@@ -67,7 +68,7 @@ class _PoolState:
         self._training = set(self.training)
 
 
-def _annotators(usernames: list[str]) -> dict[str, object]:
+def _annotators(usernames: list[str]) -> dict[str, Any]:
     """The named users, in the order given; AssignmentError names any unknown one or any who is not an annotator."""
     names = list(dict.fromkeys(name.strip() for name in usernames if name.strip()))
     if not names:
@@ -119,8 +120,8 @@ def _load_state(*, pool: Pool, user_ids: list[int]) -> _PoolState:
         .order_by("annotator_id", "position")
         .values_list("pk", "annotator_id", "item_id", "position", "annotated")
     )
-    for pk, user_id, item_id, position, annotated in locked:
-        queues[user_id].append(_Row(pk=pk, item_id=item_id, position=position, annotated=annotated))
+    for pk, user_id, item_id, position, is_annotated in locked:
+        queues[user_id].append(_Row(pk=pk, item_id=item_id, position=position, annotated=is_annotated))
     annotated = set(
         Annotation.objects.filter(item__pool=pool, annotator_id__in=user_ids).values_list("item_id", "annotator_id")
     )
@@ -174,7 +175,8 @@ def _distribute_study(
     heapq.heapify(heap)
     new: dict[int, list[int]] = defaultdict(list)
     for item_id in order:
-        chosen, skipped = [], []
+        chosen: list[tuple[int, float, int]] = []
+        skipped: list[tuple[int, float, int]] = []
         while len(chosen) < missing[item_id] and heap:
             entry = heapq.heappop(heap)
             (skipped if entry[2] in state.holders[item_id] else chosen).append(entry)

@@ -9,9 +9,10 @@ import random
 
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from annotation import selectors
-from annotation.models import Annotation, Assignment
+from annotation.models import Annotation, Assignment, ExtraneousSpan
 from annotation.services import AnnotationRejected, annotation_submit, assignments_create
 from tests.factories import PoolFactory, PoolItemFactory
 
@@ -154,6 +155,53 @@ class TestAnnotatedFlag:
             else:
                 cursor.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")
             assert cursor.fetchall() == []
+
+    def test_a_save_over_an_annotation_the_mark_missed_updates_it_and_says_so(self, annotator):
+        item = PoolItemFactory()
+        mine = Assignment.objects.create(pool=item.pool, item=item, annotator=annotator, position=1)
+        Annotation.objects.create(item=item, annotator=annotator, label="correct", seconds=2.0)  # not by the save
+
+        submitted = annotation_submit(user=annotator, public_id=item.public_id, label="misgendering", seconds=3.0)
+
+        assert submitted.created is False
+        assert list(Annotation.objects.values_list("label", "seconds")) == [("misgendering", 5.0)]
+        assert self.flags(mine) == [True]
+
+
+def statements(queries) -> list[str]:
+    """The first word of each statement a save sent, without the transaction's own (BEGIN, COMMIT)."""
+    words = [query["sql"].split(None, 1)[0].upper() for query in queries]
+    return [word for word in words if word not in ("BEGIN", "COMMIT", "SAVEPOINT", "RELEASE")]
+
+
+@pytest.mark.django_db
+class TestSaveStatements:
+    """One path on both databases: the locking read, one upsert, spans only when there are (or were) some, and the
+    mark only when it changes."""
+
+    @pytest.fixture
+    def item(self, annotator):
+        item = PoolItemFactory()
+        Assignment.objects.create(pool=item.pool, item=item, annotator=annotator, position=1)
+        return item
+
+    def save(self, annotator, item, **fields):
+        with CaptureQueriesContext(connection) as queries:
+            annotation_submit(user=annotator, public_id=item.public_id, label="correct", **fields)
+        return statements(queries.captured_queries)
+
+    def test_a_first_save_without_spans_locks_inserts_and_marks(self, annotator, item):
+        assert self.save(annotator, item) == ["SELECT", "INSERT", "UPDATE"]
+
+    def test_a_first_save_with_spans_adds_one_insert_for_all_of_them(self, annotator, item):
+        spans = [[0, 3], [4, 7]]
+        assert self.save(annotator, item, extraneous=True, spans=spans) == ["SELECT", "INSERT", "INSERT", "UPDATE"]
+
+    def test_an_edit_clears_the_earlier_spans_and_leaves_the_mark(self, annotator, item):
+        self.save(annotator, item, extraneous=True, spans=[[0, 3]])
+
+        assert self.save(annotator, item) == ["SELECT", "INSERT", "DELETE"]
+        assert not ExtraneousSpan.objects.exists()
 
 
 @pytest.mark.django_db

@@ -41,6 +41,9 @@ def broker():
     return client
 
 
+WORKER_APPLICATION = "concord-test-worker"
+
+
 class Workers:
     """Celery worker processes on the test broker and database; each logs to its own file."""
 
@@ -56,7 +59,13 @@ class Workers:
             + ["-n", f"test{len(self.processes)}@%h"],
             cwd=REPO,
             # One torch thread: on a busy CI machine, threads spinning for cores the worker does not get slow it down.
-            env={**_environment(), "CONCORD_CHUNK_LEASE_SECONDS": str(LEASE_SECONDS), "OMP_NUM_THREADS": "1"},
+            # PGAPPNAME tags the workers' database connections, so a test can drop theirs and nobody else's.
+            env={
+                **_environment(),
+                "CONCORD_CHUNK_LEASE_SECONDS": str(LEASE_SECONDS),
+                "OMP_NUM_THREADS": "1",
+                "PGAPPNAME": WORKER_APPLICATION,
+            },
             stdout=log.open("w"),
             stderr=subprocess.STDOUT,
         )
@@ -194,7 +203,8 @@ class TestCrashRecovery:
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                "WHERE datname = current_database() AND application_name = %s AND pid <> pg_backend_pid()",
+                [WORKER_APPLICATION],
             )
             assert cursor.fetchone()[0] >= 1  # the worker's connection(s)
         _wait(
