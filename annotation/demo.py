@@ -39,7 +39,7 @@ def shipped_pool_load() -> tuple[Pool, int, int]:
 
     Safe to run again: the import recognises its rows, and the assignment only hands out what is new. When the pool
     already holds as many items as the files have rows, the import is skipped: reading them again would load spaCy
-    (about 4 s of CPU) for nothing on every start.
+    for nothing on every start.
     """
     pool = Pool.objects.filter(name=SHIPPED_POOL).first()
     if pool is not None and pool.items.count() >= _shipped_rows():

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from rest_framework.permissions import IsAuthenticated
-from rest_framework.renderers import BaseRenderer
+from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.views import APIView
 
 from accounts.roles import IsResearcher
@@ -40,6 +40,13 @@ class PoolAnnotationsExportApi(APIView):
 
     permission_classes = [IsAuthenticated, IsResearcher]
     renderer_classes = [CsvRenderer, JsonLinesRenderer]
+
+    def handle_exception(self, exc):
+        """Errors (401, 403, 404, an unknown format) answer in JSON, like every other endpoint, not as CSV text."""
+        response = super().handle_exception(exc)
+        self.request.accepted_renderer = JSONRenderer()
+        self.request.accepted_media_type = JSONRenderer.media_type
+        return response
 
     def get(self, request, name: str):
         pool = get_object_or_404(Pool, name=name)

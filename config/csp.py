@@ -1,7 +1,7 @@
 """The Content-Security-Policy middleware: django-csp's, with the headers built once rather than for every response.
 
-django-csp rebuilds both headers (the policy and the report-only one) from the settings for every response: about
-0.1 ms of Python per request, a tenth of an annotator API call. Concord's policy has no nonce and no view changes it
+django-csp rebuilds both headers (the policy and the report-only one) from the settings for every response, a
+measurable share of an annotator API call (benchmarks/README.md). Concord's policy has no nonce and no view changes it
 (no `csp_update`, `csp_replace`, `csp_exempt` decorators), so the headers are the same for every response: they are
 built on first use, and again after a test changes the settings. A response or request that does carry something of
 its own (a nonce was asked for, a decorator set a per-response policy) still goes through django-csp's own path, so

@@ -2,11 +2,11 @@
 
 uWSGI loads this module once, in its master process, and forks the Django processes from it. Everything a request
 needs is therefore loaded here rather than by each process's first request: the URLconf, and with it every view
-module (the first request of each process otherwise waited half a second for them).
+module (the first request of each process otherwise waited for them).
 
 Then `gc.freeze()` moves every object loaded so far out of the garbage collector's reach. They live as long as the
-process, but Python's full collections would still walk all of them (about 120,000, once Django, DRF and the views are
-in): about 50 ms, in the middle of some request, every few hundred requests. Frozen, the pages they sit on also stay
+process, but Python's full collections would still walk all of them (over a hundred thousand once Django, DRF and the views
+are in), in the middle of some request, every few hundred requests (figures in benchmarks/README.md). Frozen, the pages they sit on also stay
 shared between the processes instead of being copied when a collection touches them.
 """
 

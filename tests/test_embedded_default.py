@@ -17,7 +17,7 @@ import pytest
 
 from tests.conftest import REPO
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.embedded]
 
 
 def free_port() -> int:
@@ -57,6 +57,7 @@ def test_it_serves_the_demo_on_sqlite_with_printed_logins(embedded_env):
     # Loading the demo twice is harmless (a second start of the run command): no second job, no new items.
     again = manage(embedded_env, "load_demo")
     assert "demo-misgendered: 120 instances" in again
+    assert re.search(r"^dataset demo-tango: \d+ instances", again, re.M), again
     assert "queued job" not in again and "hand-written items" not in again
     assert "pool demo: ready (48 items)" in again
 

@@ -44,7 +44,7 @@ class Mcc(TypedDict):
 
 def mean_sem(values: Sequence | np.ndarray) -> dict:
     """Mean of a vector and its standard error (ddof=1); None where undefined. The SEM is scipy.stats.sem's own formula,
-    std(ddof=1) / sqrt(n), written out: scipy's argument checks cost 2 ms a call, a third of a report's time."""
+    std(ddof=1) / sqrt(n), written out: scipy's argument checks were a third of a report's time (benchmarks/README.md)."""
     values = np.asarray(values, dtype=float)
     if values.size == 0:
         return {"mean": None, "sem": None}

@@ -118,7 +118,7 @@ def report_data_version(*, pool: Pool) -> str:
     """A cheap fingerprint of everything `report_data` reads, in one query: the pool's labels, the counts and the
     newest ids and times of its items, annotations, adjudications and assignments, and the progress of its jobs
     (generations and instances done, as the workers count them when a chunk's rows are written; finish times;
-    Prob-TANGO verdicts). Counting the generations themselves would read every row (0.4 s at paper scale). A new annotation (or an
+    Prob-TANGO verdicts). Counting the generations themselves would read every row (benchmarks/README.md, report section). A new annotation (or an
     edited or deleted one), adjudication, import or finished job gives a new version; the report cache is keyed by it.
     Repetition rates are left out: `report_build` fills them for every generation before it builds, so they follow
     the jobs' progress."""

@@ -13,7 +13,7 @@ from django.db.models import Count
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from generation.models import Generation, GenerationJob, JobStatus, ProbResult
+from generation.models import Generation, GenerationJob, JobChunk, JobStatus, ProbResult
 from generation.signals import job_finished
 
 logger = logging.getLogger(__name__)
@@ -47,10 +47,13 @@ def job_progress_refresh(*, job_id: int) -> GenerationJob:
         else:
             job.done_instances = ProbResult.objects.filter(job=job, instance__in=complete).count()
         fields = ["done_generations", "done_instances"]
+        # Done once every row is written and every chunk is marked finished: a chunk writes its last rows and then
+        # marks itself, and a job seen as done must never have a chunk that a sweeper could still hand out again.
         if (
             job.status == JobStatus.RUNNING
             and job.done_instances == job.total_instances
             and job.done_generations == job.total_generations
+            and not JobChunk.objects.filter(job=job, finished_at__isnull=True).exists()
         ):
             job.status = JobStatus.DONE
             job.finished_at = timezone.now()

@@ -216,3 +216,17 @@ class TestExportApi:
         api.force_authenticate(researcher)
 
         assert api.get("/api/pools/nope/annotations/", {"format": "csv"}).status_code == 404
+
+
+def test_the_export_api_answers_errors_in_json(api, researcher, annotator):
+    api.force_authenticate(annotator)
+    forbidden = api.get("/api/pools/no-such-pool/annotations/?format=csv")
+    assert forbidden.status_code == 403
+    assert forbidden["Content-Type"].startswith("application/json")
+    assert "detail" in forbidden.json()
+
+    api.force_authenticate(researcher)
+    missing = api.get("/api/pools/no-such-pool/annotations/?format=csv")
+    assert missing.status_code == 404
+    assert missing["Content-Type"].startswith("application/json")
+    assert missing.json()["detail"]

@@ -8,7 +8,7 @@ from accounts.services import user_create_or_update
 from annotation import demo
 from annotation.models import Pool
 from generation.models import DEFAULT_MODEL_NAME
-from generation.services.datasets import dataset_import_misgendered, dataset_import_ruff
+from generation.services.datasets import dataset_import_misgendered, dataset_import_ruff, dataset_import_tango
 from generation.services.jobs import job_create
 
 DEMO_USERS = (("admin", ADMIN), ("researcher", RESEARCHER), ("annotator1", ANNOTATOR), ("annotator2", ANNOTATOR))
@@ -62,7 +62,10 @@ class Command(BaseCommand):
             ),
             dataset_import_ruff(templates_path=demo.DEMO_DIR / "ruff_templates.tsv", name=demo.DATASETS[1]),
         ]
-        for result in results:
+        # TANGO's demo contexts are imported for admins to queue a job on (`generate --dataset demo-tango`); the
+        # first start's live job stays on the two template datasets, which are quicker on the CPU.
+        tango = dataset_import_tango(templates_path=demo.DEMO_DIR / "tango_misgendering.jsonl", name="demo-tango")
+        for result in [*results, tango]:
             self.stdout.write(f"dataset {result.dataset.name}: {result.instances} instances")
         return [result.dataset for result in results]
 
