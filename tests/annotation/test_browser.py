@@ -1,36 +1,18 @@
 """End to end in headless Chromium: log in, label with the keyboard alone, mark a word, go back, edit, reload."""
 
-import shutil
-
 import pytest
 
 from annotation.models import Annotation
 from tests.annotation.factories import pool_for
+from tests.browser_support import browser_marks
 from tests.conftest import PASSWORD
 
-CHROMIUM = "/usr/bin/chromium"
-
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.browser,
-    pytest.mark.skipif(not shutil.which(CHROMIUM), reason="needs Chromium at /usr/bin/chromium"),
-]
+pytestmark = browser_marks
 
 
 @pytest.fixture
-def browser_page(monkeypatch):
-    # Playwright's sync API runs an event loop in this thread; the test's own ORM calls happen outside its calls.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-        )
-        page = browser.new_page()
-        page.set_default_timeout(10_000)
-        yield page
-        browser.close()
+def browser_page(page):
+    return page
 
 
 def test_it_labels_with_the_keyboard_goes_back_edits_and_keeps_everything(live_server, annotator, browser_page):

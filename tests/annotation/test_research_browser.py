@@ -1,42 +1,27 @@
 """The researchers' pages in headless Chromium, under the site's Content-Security-Policy: upload generations on the
 pool page (success and errors), and settle a disagreement on the adjudication page."""
 
-import shutil
-
 import pytest
 
 from annotation.models import Adjudication, PoolItem
 from tests.annotation.factories import pool_for
+from tests.browser_support import browser_marks
 from tests.conftest import PASSWORD
 from tests.factories import AnnotationFactory
 
-CHROMIUM = "/usr/bin/chromium"
 MIS = "Robin/'s pronouns are xe/xem/xyrs. Robin baked bread. {mask_token} sold it at the market."
 MIS_PRE = "Robin/'s pronouns are xe/xem/xyrs. Robin baked bread. "
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.browser,
-    pytest.mark.skipif(not shutil.which(CHROMIUM), reason="needs Chromium at /usr/bin/chromium"),
-]
+pytestmark = browser_marks
 
 
 @pytest.fixture
-def page(monkeypatch):
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-        )
-        page = browser.new_page()
-        page.set_default_timeout(10_000)
-        errors: list[str] = []
-        page.on("console", lambda message: message.type == "error" and errors.append(message.text))
-        page.errors = errors
-        yield page
-        browser.close()
+def page(page):
+    """The shared page, keeping the console errors it logged (a CSP violation is one)."""
+    errors: list[str] = []
+    page.on("console", lambda message: message.type == "error" and errors.append(message.text))
+    page.errors = errors
+    return page
 
 
 def log_in(page, url: str, username: str, then: str):
