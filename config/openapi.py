@@ -11,6 +11,8 @@ Loaded by config/urls.py, before any schema is generated.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from drf_spectacular.extensions import OpenApiSerializerFieldExtension, OpenApiViewExtension
 from drf_spectacular.plumbing import build_array_type, build_basic_type
 from drf_spectacular.types import OpenApiTypes
@@ -108,63 +110,62 @@ class SpansFieldSchema(OpenApiSerializerFieldExtension):
         return {**build_array_type(pair), "description": "character spans [start, end) in the generated text"}
 
 
-class AnnotateNextSchema(OpenApiViewExtension):
-    target_class = "annotation.apis.AnnotateNextApi"
+def _declared(target: str, **methods: Callable[[type], dict]) -> type[OpenApiViewExtension]:
+    """An extension that gives each named method of the view at `target` the `@extend_schema` arguments its callable
+    returns (called with the view class when the schema is built, so that a view's inner serializers can be named)."""
 
-    def view_replacement(self):
-        class Fixed(self.target_class):
-            @extend_schema(
-                parameters=[POOL],
-                responses={
-                    200: AnnotatorItem,
-                    204: OpenApiResponse(description="every item of the caller's queue is annotated"),
-                    403: OpenApiResponse(Qualification, description="not an annotator, or failed the training"),
-                },
-            )
-            def get(self, request):
-                pass  # pragma: no cover (schema only)
+    class Declared(OpenApiViewExtension):
+        target_class = target
 
-        return Fixed
+        def view_replacement(self):
+            def declared(arguments: dict):
+                @extend_schema(**arguments)
+                def handler(self, request, *args, **kwargs):
+                    pass  # pragma: no cover (schema only)
 
+                return handler
 
-class AnnotateItemSchema(OpenApiViewExtension):
-    target_class = "annotation.apis.AnnotateItemApi"
+            handlers = {method: declared(arguments(self.target_class)) for method, arguments in methods.items()}
+            return type(self.target_class.__name__, (self.target_class,), handlers)
 
-    def view_replacement(self):
-        class Fixed(self.target_class):
-            @extend_schema(
-                parameters=[POOL],
-                responses={
-                    200: AnnotatorItem,
-                    403: Qualification,
-                    404: OpenApiResponse(Detail, description="unknown, or not one of the caller's items"),
-                },
-            )
-            def get(self, request, public_id: str):
-                pass  # pragma: no cover
-
-        return Fixed
+    return Declared
 
 
-class AnnotationSubmitSchema(OpenApiViewExtension):
-    target_class = "annotation.apis.AnnotationSubmitApi"
-
-    def view_replacement(self):
-        class Fixed(self.target_class):
-            @extend_schema(
-                request=_named(self.target_class.InputSerializer, "Annotation"),
-                responses={
-                    200: OpenApiResponse(Submitted, description="updated the caller's earlier annotation"),
-                    201: OpenApiResponse(Submitted, description="saved for the first time"),
-                    400: OpenApiResponse(Rejected, description="a label, span or tag the item does not allow"),
-                    403: OpenApiResponse(Rejected, description="not assigned to the caller"),
-                    404: OpenApiResponse(Rejected, description="no such item"),
-                },
-            )
-            def post(self, request):
-                pass  # pragma: no cover
-
-        return Fixed
+AnnotateNextSchema = _declared(
+    "annotation.apis.AnnotateNextApi",
+    get=lambda view: {
+        "parameters": [POOL],
+        "responses": {
+            200: AnnotatorItem,
+            204: OpenApiResponse(description="every item of the caller's queue is annotated"),
+            403: OpenApiResponse(Qualification, description="not an annotator, or failed the training"),
+        },
+    },
+)
+AnnotateItemSchema = _declared(
+    "annotation.apis.AnnotateItemApi",
+    get=lambda view: {
+        "parameters": [POOL],
+        "responses": {
+            200: AnnotatorItem,
+            403: Qualification,
+            404: OpenApiResponse(Detail, description="unknown, or not one of the caller's items"),
+        },
+    },
+)
+AnnotationSubmitSchema = _declared(
+    "annotation.apis.AnnotationSubmitApi",
+    post=lambda view: {
+        "request": _named(view.InputSerializer, "Annotation"),
+        "responses": {
+            200: OpenApiResponse(Submitted, description="updated the caller's earlier annotation"),
+            201: OpenApiResponse(Submitted, description="saved for the first time"),
+            400: OpenApiResponse(Rejected, description="a label, span or tag the item does not allow"),
+            403: OpenApiResponse(Rejected, description="not assigned to the caller"),
+            404: OpenApiResponse(Rejected, description="no such item"),
+        },
+    },
+)
 
 
 # --- generation jobs ------------------------------------------------------------------------------------------------
@@ -176,55 +177,29 @@ def _job_output():
     return JobOutputSerializer
 
 
-class JobListCreateSchema(OpenApiViewExtension):
-    target_class = "generation.apis.JobListCreateApi"
-
-    def view_replacement(self):
-        class Fixed(self.target_class):
-            @extend_schema(operation_id="generation_jobs_list", responses={200: _job_output()(many=True)})
-            def get(self, request):
-                pass  # pragma: no cover
-
-            @extend_schema(
-                description="Queue a job (admins).",
-                request=_named(self.target_class.InputSerializer, "JobParameters"),
-                responses={201: _job_output(), 400: FieldErrors},
-            )
-            def post(self, request):
-                pass  # pragma: no cover
-
-        return Fixed
-
-
-class JobDetailSchema(OpenApiViewExtension):
-    target_class = "generation.apis.JobDetailApi"
-
-    def view_replacement(self):
-        class Fixed(self.target_class):
-            @extend_schema(responses={200: _job_output(), 404: Detail})
-            def get(self, request, job_id: int):
-                pass  # pragma: no cover
-
-        return Fixed
+JobListCreateSchema = _declared(
+    "generation.apis.JobListCreateApi",
+    get=lambda view: {"operation_id": "generation_jobs_list", "responses": {200: _job_output()(many=True)}},
+    post=lambda view: {
+        "description": "Queue a job (admins).",
+        "request": _named(view.InputSerializer, "JobParameters"),
+        "responses": {201: _job_output(), 400: FieldErrors},
+    },
+)
+JobDetailSchema = _declared(
+    "generation.apis.JobDetailApi", get=lambda view: {"responses": {200: _job_output(), 404: Detail}}
+)
 
 
 def _job_action(target: str, what: str) -> type[OpenApiViewExtension]:
-    class JobActionSchema(OpenApiViewExtension):
-        target_class = target
-
-        def view_replacement(self):
-            class Fixed(self.target_class):
-                @extend_schema(
-                    description=f"{what} (admins).",
-                    request=None,
-                    responses={200: _job_output(), 404: Detail, 409: OpenApiResponse(Detail, "not in a state to")},
-                )
-                def post(self, request, job_id: int):
-                    pass  # pragma: no cover
-
-            return Fixed
-
-    return JobActionSchema
+    return _declared(
+        target,
+        post=lambda view: {
+            "description": f"{what} (admins).",
+            "request": None,
+            "responses": {200: _job_output(), 404: Detail, 409: OpenApiResponse(Detail, "not in a state to")},
+        },
+    )
 
 
 JobCancelSchema = _job_action("generation.apis.JobCancelApi", "Cancel a queued or running job")
@@ -239,60 +214,38 @@ SEED = OpenApiParameter("seed", int, description="seed of the example items draw
 FILE = OpenApiTypes.BINARY
 
 
-class ReportSchema(OpenApiViewExtension):
-    target_class = "analysis.apis.ReportApi"
-
-    def view_replacement(self):
-        class Fixed(self.target_class):
-            @extend_schema(
-                parameters=[REPORT_FORMAT, TABLE, SEED],
-                responses={
-                    (200, "application/json"): OpenApiResponse(
-                        OpenApiTypes.OBJECT, description="the report's tables (README, 'Analysis')"
-                    ),
-                    (200, "text/csv"): FILE,
-                    (200, "text/html"): FILE,
-                    (200, "application/x-tex"): FILE,
-                    (400, "application/json"): FieldErrors,
-                    (404, "application/json"): Detail,
-                },
-            )
-            def get(self, request, pool: str):
-                pass  # pragma: no cover
-
-        return Fixed
-
-
-class PoolQualitySchema(OpenApiViewExtension):
-    target_class = "analysis.apis.PoolQualityApi"
-
-    def view_replacement(self):
-        class Fixed(self.target_class):
-            @extend_schema(
-                responses={
-                    200: OpenApiResponse(OpenApiTypes.OBJECT, description="the pool's quality dashboard"),
-                    404: Detail,
-                }
-            )
-            def get(self, request, name: str):
-                pass  # pragma: no cover
-
-        return Fixed
-
-
-class PoolAnnotationsExportSchema(OpenApiViewExtension):
-    target_class = "annotation.export_apis.PoolAnnotationsExportApi"
-
-    def view_replacement(self):
-        class Fixed(self.target_class):
-            @extend_schema(
-                parameters=[OpenApiParameter("format", str, enum=["csv", "jsonl"], description="default csv")],
-                responses={(200, "text/csv"): FILE, (200, "application/jsonl"): FILE, (404, "text/csv"): Detail},
-            )
-            def get(self, request, name: str):
-                pass  # pragma: no cover
-
-        return Fixed
+ReportSchema = _declared(
+    "analysis.apis.ReportApi",
+    get=lambda view: {
+        "parameters": [REPORT_FORMAT, TABLE, SEED],
+        "responses": {
+            (200, "application/json"): OpenApiResponse(
+                OpenApiTypes.OBJECT, description="the report's tables (README, 'Analysis')"
+            ),
+            (200, "text/csv"): FILE,
+            (200, "text/html"): FILE,
+            (200, "application/x-tex"): FILE,
+            (400, "application/json"): FieldErrors,
+            (404, "application/json"): Detail,
+        },
+    },
+)
+PoolQualitySchema = _declared(
+    "analysis.apis.PoolQualityApi",
+    get=lambda view: {
+        "responses": {
+            200: OpenApiResponse(OpenApiTypes.OBJECT, description="the pool's quality dashboard"),
+            404: Detail,
+        }
+    },
+)
+PoolAnnotationsExportSchema = _declared(
+    "annotation.export_apis.PoolAnnotationsExportApi",
+    get=lambda view: {
+        "parameters": [OpenApiParameter("format", str, enum=["csv", "jsonl"], description="default csv")],
+        "responses": {(200, "text/csv"): FILE, (200, "application/jsonl"): FILE, (404, "text/csv"): Detail},
+    },
+)
 
 
 class SpansSchema(SpansFieldSchema):

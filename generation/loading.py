@@ -3,12 +3,21 @@
 A worker runs many chunks of the same job, so the model and tokenizer are cached by the model's name and every field
 that changes how it loads (editing the registry row therefore loads the new version). The cache holds
 `CONCORD_MODEL_CACHE_SIZE` models; the least recently used is dropped first.
+
+A GGUF model is dequantized on every load, which takes most of a worker's start. The first load therefore keeps the
+dequantized weights and the tokenizer as a plain transformers directory under `CONCORD_CONVERTED_MODELS_DIR`, named by
+what they were made from (the GGUF file's path, size and modification time, the dtype, the transformers version);
+later loads, in any process, read that copy. The weights are the same tensors, so every score and sample is too.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import logging
 import os
+import shutil
+import tempfile
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -18,6 +27,8 @@ from typing import Any
 from django.conf import settings
 
 from generation.models import LanguageModel
+
+logger = logging.getLogger(__name__)
 
 
 class ModelLoadError(Exception):
@@ -94,8 +105,6 @@ def _dtype(name: str, device) -> Any:
 
 
 def _load(language_model: LanguageModel) -> LoadedModel:
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
     source, extra = model_source(language_model=language_model)
     device = resolve_device(language_model.device)
     kwargs: dict[str, Any] = {"dtype": _dtype(language_model.dtype, device), **extra}
@@ -110,12 +119,17 @@ def _load(language_model: LanguageModel) -> LoadedModel:
 
         kwargs["quantization_config"] = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_compute_dtype=kwargs["dtype"])
         kwargs["device_map"] = {"": device.index or 0}
+    converted = converted_directory(language_model=language_model, source=source, dtype=kwargs["dtype"])
+    if converted is not None and (converted / _COMPLETE).is_file():
+        source, extra = str(converted), {}
+        kwargs.pop("gguf_file")
     try:
-        tokenizer = AutoTokenizer.from_pretrained(source, **extra)
-        model = AutoModelForCausalLM.from_pretrained(source, **kwargs)
+        tokenizer, model = _from_pretrained(source, extra, kwargs)
     except (OSError, ValueError) as exc:
         offline = " (HF_HUB_OFFLINE is set)" if os.environ.get("HF_HUB_OFFLINE") else ""
         raise ModelLoadError(f"model {language_model.name}: cannot load {source}{offline}: {exc}") from exc
+    if converted is not None and "gguf_file" in extra:
+        _converted_save(model, tokenizer, converted)
     if not language_model.load_in_4bit:
         model.to(device)
     model.eval()
@@ -128,6 +142,57 @@ def _load(language_model: LanguageModel) -> LoadedModel:
         device=device,
         batch_size=language_model.batch_size,
     )
+
+
+def _from_pretrained(source: str, extra: dict, kwargs: dict) -> tuple[Any, Any]:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(source, **extra), AutoModelForCausalLM.from_pretrained(source, **kwargs)
+
+
+_COMPLETE = "concord-converted.json"  # written last: a directory without it is an interrupted copy
+
+
+def converted_directory(*, language_model: LanguageModel, source: str, dtype) -> Path | None:
+    """Where the dequantized copy of a GGUF model lives (or would), or None when none is kept for it."""
+    root = getattr(settings, "CONCORD_CONVERTED_MODELS_DIR", "")
+    if not root or not language_model.gguf_file or language_model.load_in_4bit:
+        return None
+    gguf = Path(source) / language_model.gguf_file
+    if not gguf.is_file():
+        return None  # a hub repository: transformers caches the download, and the dequantizing is paid each load
+    import transformers
+
+    stat = gguf.stat()
+    made_from = f"{gguf.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{dtype}|{transformers.__version__}"
+    digest = hashlib.sha256(made_from.encode()).hexdigest()[:16]
+    return Path(root) / f"{gguf.stem}-{digest}"
+
+
+def _converted_save(model, tokenizer, directory: Path) -> None:
+    """Write the copy beside its final place and move it there in one step: a process that finds the directory finds
+    it whole, and of two processes converting at once, one copy stays. A copy that cannot be written (a read-only or
+    full disk) costs only the time it saves."""
+    try:
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}-", dir=directory.parent))
+        quantizer = model.hf_quantizer
+        quantization = model.config.__dict__.pop("quantization_config", None)
+        try:  # the weights are dequantized: they are saved as the plain tensors they now are
+            model.hf_quantizer = None
+            model.save_pretrained(staging)
+            tokenizer.save_pretrained(staging)
+        finally:
+            model.hf_quantizer = quantizer
+            if quantization is not None:
+                model.config.quantization_config = quantization
+        (staging / _COMPLETE).write_text("{}")
+        try:
+            staging.rename(directory)
+        except OSError:
+            shutil.rmtree(staging, ignore_errors=True)  # another process got there first
+    except OSError as exc:
+        logger.warning("could not keep a converted copy of the model in %s: %s", directory, exc)
 
 
 def model_load(*, language_model: LanguageModel) -> LoadedModel:

@@ -23,16 +23,22 @@ export DATABASE_URL=${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/conc
 export CONCORD_TEST_BROKER_URL=${CONCORD_TEST_BROKER_URL:-redis://127.0.0.1:6379/15}
 unset CELERY_BROKER_URL
 
-# pytest-django drops its test database when it ends cleanly; an interrupted run (Ctrl-C, a kill, a crash) would leave
-# test_<name> behind, so drop it on every exit, whatever happened.
-drop_test_database() {
+# pytest-django drops its test databases when it ends cleanly; an interrupted run (Ctrl-C, a kill, a crash) would leave
+# test_<name> (test_<name>_gw0, _gw1, ... with parallel workers) behind, so drop them on every exit, whatever happened.
+drop_test_databases() {
   case "$DATABASE_URL" in
     postgres*://*)
       local name=${DATABASE_URL##*/}; name=${name%%\?*}
       local server=${DATABASE_URL%/*}
-      psql "$server/postgres" -q -c "DROP DATABASE IF EXISTS \"test_${name}\" WITH (FORCE)" >/dev/null 2>&1 || true
+      local found
+      found=$(psql "$server/postgres" -Atq -c "SELECT datname FROM pg_database WHERE datname = 'test_${name}' \
+        OR datname ~ '^test_${name}_gw[0-9]+\$'" 2>/dev/null) || return 0
+      for database in $found; do
+        psql "$server/postgres" -q -c "DROP DATABASE IF EXISTS \"$database\" WITH (FORCE)" >/dev/null 2>&1 || true
+      done
       ;;
   esac
 }
-trap drop_test_database EXIT
-.venv/bin/python -m pytest "$@"
+trap drop_test_databases EXIT
+# One pytest worker per core (pytest-xdist); TEST_WORKERS=0 (or -n 0 after the command) runs in this one process.
+.venv/bin/python -m pytest -n "${TEST_WORKERS:-auto}" "$@"

@@ -11,6 +11,12 @@ from rest_framework.test import APIClient
 from accounts.roles import ADMIN, ANNOTATOR, RESEARCHER
 from accounts.services import user_create_or_update
 
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # Parallel workers (scripts/test.sh runs one per core): one torch/BLAS thread each, or the workers' threads fight
+    # over the cores and the model tests take twice as long. Set before torch or numpy are first imported.
+    for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(variable, "1")
+
 REPO = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("CONCORD_SHARED", REPO.parent / "shared"))
 DATASETS = SHARED / "datasets"
@@ -96,6 +102,36 @@ def _fresh_cache():
     cache.clear()
 
 
+@pytest.fixture(autouse=True)
+def _job_threads_end_with_their_test():
+    """A test that queued a job in-process (the embedded default runs it in a thread) may end before the thread does:
+    the thread is let finish here, so that it neither writes into the next test's data nor holds a connection to the
+    test database when that is dropped."""
+    yield
+    import threading
+
+    for thread in threading.enumerate():
+        if thread.name.startswith("concord-job-"):
+            thread.join(timeout=60)
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """pytest-django's, and before it drops the test database, the sessions still connected to it are ended: one left
+    idle by a browser test (its live server and Playwright's event loop share the test's thread) would otherwise make
+    PostgreSQL refuse the drop, and the database stay behind."""
+    yield
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _connections_close_after_each_request():
     """Live-server and worker threads would otherwise keep persistent connections open past the test database's
@@ -103,6 +139,12 @@ def _connections_close_after_each_request():
     from django.conf import settings
 
     settings.DATABASES["default"]["CONN_MAX_AGE"] = 0
+
+
+def pytest_collection_modifyitems(items):
+    """The slow tests first (in their collected order): with parallel workers (scripts/test.sh), the long ones start
+    at once on different workers instead of meeting at the end on one."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 # Headless Chromium for the browser tests (tests/browser_support.py).

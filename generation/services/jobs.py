@@ -11,8 +11,10 @@ services import the tasks only inside functions.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import math
+import os
 import sys
 import threading
 import time
@@ -236,9 +238,7 @@ def job_dispatch(*, job_id: int) -> None:
     briefly away); a chunk sent twice runs once (its lease), and a finished one is skipped.
     """
     if django_settings.CELERY_TASK_ALWAYS_EAGER:
-        threading.Thread(
-            target=job_run_in_background, kwargs={"job_id": job_id}, name=f"concord-job-{job_id}", daemon=True
-        ).start()
+        _job_thread_start(job_run_in_background, name=f"concord-job-{job_id}", job_id=job_id)
         return
     now = timezone.now()
     chunks = JobChunk.objects.filter(job_id=job_id, finished_at__isnull=True).order_by("index")
@@ -386,9 +386,11 @@ def stale_chunk_sweeper_start() -> threading.Thread:
 
 def jobs_resume_on_start() -> None:
     """On the embedded default (no broker), resume the jobs a stopped web process left queued or running, in a
-    background thread once the server starts. Under uWSGI, the first Django process does it after the fork."""
+    background thread once the server starts. Under uWSGI, the first Django process does it after the fork. The web
+    process also gets the exit guard below (only the server's process: a test run's exit status must stand)."""
     if not django_settings.CELERY_TASK_ALWAYS_EAGER:
         return  # Celery workers and their sweepers recover chunks; `resume_jobs` resumes failed jobs
+    atexit.register(_exit_while_a_job_thread_runs)
     if "uwsgi" in sys.modules:
         import uwsgi
         from uwsgidecorators import postfork
@@ -417,4 +419,25 @@ def _resume_thread_start() -> None:
         finally:
             connections.close_all()
 
-    threading.Thread(target=resume_all, name="concord-resume-jobs", daemon=True).start()
+    _job_thread_start(resume_all, name="concord-job-resume")
+
+
+_JOB_THREAD_PREFIX = "concord-job-"
+
+
+def _job_thread_start(target, *, name: str, **kwargs) -> None:
+    """Start an in-process job thread (the embedded default); `name` starts with concord-job-."""
+    threading.Thread(target=target, kwargs=kwargs, name=name, daemon=True).start()
+
+
+def _exit_while_a_job_thread_runs() -> None:
+    """At exit (Ctrl-C to the embedded server) with a job thread mid-step: end the process here, before the
+    interpreter's finalization meets that thread inside the model, where it can hang. Nothing is lost: the chunk's
+    written steps are committed and the next start resumes the job. The status is runserver's after Ctrl-C: 0."""
+    running = sorted(t.name for t in threading.enumerate() if t.name.startswith(_JOB_THREAD_PREFIX) and t.is_alive())
+    if not running:
+        return
+    logger.warning("stopping with %s mid-step; the job resumes on the next start", ", ".join(running))
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    os._exit(0)

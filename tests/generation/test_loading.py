@@ -46,3 +46,57 @@ class TestLoading:
 
         again = model_load(language_model=LanguageModel(name=DEFAULT_MODEL_NAME, **DEFAULT_MODEL_FIELDS))
         assert again is loaded_model
+
+
+@pytest.mark.slow
+class TestConvertedCopy:
+    """A GGUF model's first load keeps its dequantized weights; later loads read them, with the same numbers."""
+
+    @pytest.fixture
+    def sources(self, settings, tmp_path, monkeypatch):
+        from collections import OrderedDict
+
+        import generation.loading as loading
+
+        settings.CONCORD_CONVERTED_MODELS_DIR = str(tmp_path / "models")
+        monkeypatch.setattr(loading, "_cache", OrderedDict())  # the session's loaded model stays untouched
+        read = []
+        original = loading._from_pretrained
+
+        def spy(source, extra, kwargs):
+            read.append((source, extra.get("gguf_file"), kwargs.get("gguf_file")))
+            return original(source, extra, kwargs)
+
+        monkeypatch.setattr(loading, "_from_pretrained", spy)
+        return read
+
+    def test_the_second_load_reads_the_copy_and_scores_the_same(self, sources, tmp_path):
+        import torch
+
+        from generation.loading import model_cache_clear
+
+        default = LanguageModel(name=DEFAULT_MODEL_NAME, **DEFAULT_MODEL_FIELDS)
+        first = model_load(language_model=default)
+        (copy,) = (tmp_path / "models").iterdir()
+        assert (copy / "concord-converted.json").is_file() and (copy / "model.safetensors").is_file()
+        assert not list((tmp_path / "models").glob(".*"))  # no staging directory left behind
+        model_cache_clear()
+        second = model_load(language_model=default)
+
+        gguf = DEFAULT_MODEL_FIELDS["gguf_file"]
+        assert sources[0][1:] == (gguf, gguf) and sources[1] == (str(copy), None, None)
+        text = "Xe said that xir book was xemself's, and they agreed with xem."
+        ids = first.tokenizer(text, return_tensors="pt").input_ids
+        assert torch.equal(ids, second.tokenizer(text, return_tensors="pt").input_ids)
+        with torch.no_grad():
+            assert torch.equal(first.model(ids).logits, second.model(ids).logits)
+        assert second.tokenizer.pad_token == first.tokenizer.pad_token
+        assert "quantization_config" not in second.model.config.to_dict()
+
+    def test_a_copy_that_cannot_be_written_is_only_warned_about(self, loaded_model, tmp_path, caplog):
+        from generation.loading import _converted_save
+
+        blocker = tmp_path / "a-file"
+        blocker.write_text("not a directory")
+        _converted_save(loaded_model.model, loaded_model.tokenizer, blocker / "models" / "copy")  # raises nothing
+        assert "could not keep a converted copy" in caplog.text

@@ -1,67 +1,10 @@
-"""How the generation pipeline is put together: no import cycle, nothing imported from analysis, job defaults defined
-once, and the codebook a job uses is the one stored with its dataset."""
+"""How the generation pipeline is put together: job defaults defined once, the codebook a job uses is the one stored
+with its dataset, and the progress bar. (Its imports are checked with the whole tree's in tests/test_architecture.py.)"""
 
-import ast
 import inspect
 from io import StringIO
-from pathlib import Path
 
 import pytest
-
-from tests.conftest import REPO
-
-GENERATION = REPO / "generation"
-
-
-def module_name(path: Path) -> str:
-    return ".".join(path.relative_to(REPO).with_suffix("").parts)
-
-
-def imports(path: Path, *, top_level_only: bool) -> set[str]:
-    """The modules a file imports (at module level only, or anywhere)."""
-    tree = ast.parse(path.read_text())
-    nodes = tree.body if top_level_only else list(ast.walk(tree))
-    found = set()
-    for node in nodes:
-        if isinstance(node, ast.ImportFrom) and node.module:
-            found.add(node.module)
-            found.update(f"{node.module}.{alias.name}" for alias in node.names)
-        elif isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-    return found
-
-
-def test_generation_imports_nothing_from_analysis():
-    offenders = {
-        module_name(path): sorted(name for name in imports(path, top_level_only=False) if name.startswith("analysis"))
-        for path in GENERATION.rglob("*.py")
-    }
-    assert {name: found for name, found in offenders.items() if found} == {}
-
-
-def test_the_job_services_and_tasks_have_no_import_cycle_at_module_level():
-    paths = [*sorted((GENERATION / "services").glob("*.py")), GENERATION / "tasks.py"]
-    modules = {module_name(path): path for path in paths}
-    graph = {
-        name: {other for other in imports(path, top_level_only=True) if other in modules and other != name}
-        for name, path in modules.items()
-    }
-
-    def cycle_from(start, node, seen):
-        for nxt in graph[node]:
-            if nxt == start:
-                return [*seen, nxt]
-            if nxt not in seen:
-                found = cycle_from(start, nxt, [*seen, nxt])
-                if found:
-                    return found
-        return None
-
-    cycles = [cycle for name in graph if (cycle := cycle_from(name, name, [name]))]
-    assert cycles == []
-    # The tasks import the services at module level; the services import the tasks only inside functions.
-    assert "generation.services.chunks" in graph["generation.tasks"]
-    assert not any("generation.tasks" in graph[name] for name in graph if name != "generation.tasks")
 
 
 def test_the_job_defaults_are_defined_once_and_read_everywhere(smollm2, demo_ruff):

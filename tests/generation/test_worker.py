@@ -13,7 +13,19 @@ from django.db import connection
 from generation.models import Generation, GenerationJob, JobChunk, JobStatus, ProbResult
 from tests.conftest import REPO
 
-BROKER = os.environ.get("CONCORD_TEST_BROKER_URL", "redis://127.0.0.1:6379/15")
+
+def _broker_url() -> str:
+    """The test broker; parallel pytest workers (gw0, gw1, ...) each take their own Redis database below it, so that
+    one's Celery worker never takes another's chunks (its database would not have them)."""
+    base = os.environ.get("CONCORD_TEST_BROKER_URL", "redis://127.0.0.1:6379/15")
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if not worker.startswith("gw"):
+        return base
+    server, _, database = base.rpartition("/")
+    return f"{server}/{int(database or 0) - int(worker[2:])}"
+
+
+BROKER = _broker_url()
 
 pytestmark = [pytest.mark.slow, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
