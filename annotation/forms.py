@@ -4,7 +4,7 @@ from django import forms
 
 from annotation.models import GOLD, STUDY, TRAINING
 from annotation.schema import LABEL_NAMES
-from annotation.services.pool import DRAW_INSTANCES, DRAW_PER_SAMPLE_INDEX
+from annotation.services.pool import DRAW_INSTANCES, DRAW_PER_SAMPLE_INDEX, POOL_SEED
 
 
 class JobChoiceField(forms.ModelMultipleChoiceField):
@@ -38,7 +38,7 @@ class PoolSampleForm(forms.Form):
     per_cell = forms.IntegerField(
         min_value=1, initial=25, required=False, help_text="generations per cell (per sample index)"
     )
-    seed = forms.IntegerField(initial=0)
+    seed = forms.IntegerField(initial=POOL_SEED)
     allow_short = forms.BooleanField(required=False, help_text="keep cells with too few generations")
 
     def __init__(self, *args, jobs, **kwargs):

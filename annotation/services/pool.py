@@ -4,7 +4,9 @@ Two draws are offered:
 
 - `instances` (the default, the paper's): per model x dataset x setting x pronoun, `instances` random instances,
   each with ALL of its samples (5 x 5 = 25). The seed's script samples the same rows for every sample column, so every
-  released sample file holds exactly 5 distinct templates per pronoun, each 5 times.
+  released sample file holds exactly 5 distinct templates per pronoun, each 5 times. The draw is the seed's own:
+  `df.sample(n=instances, random_state=seed)` over the cell's instances in the order of the seed's per-pronoun frame
+  (name draw, then dataset order), so seed 131719 picks the released files' rows.
 - `per-sample-index` (an earlier reading, kept for comparison): `per_cell / samples` random instances drawn
   separately for each sample index, so one cell mixes up to `per_cell` different instances.
 """
@@ -16,6 +18,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+import numpy as np
 from django.db import transaction
 
 from annotation.models import Pool, PoolItem
@@ -24,6 +27,7 @@ from generation.models import Generation, GenerationJob, JobStatus
 DRAW_INSTANCES = "instances"
 DRAW_PER_SAMPLE_INDEX = "per-sample-index"
 DRAWS = (DRAW_INSTANCES, DRAW_PER_SAMPLE_INDEX)
+POOL_SEED = 131719  # the seed's `random_state`: with it, a full job's pool holds the released sample files' rows
 
 Cell = tuple[str, str, str, str]  # model, dataset kind, setting, pronoun
 
@@ -115,6 +119,20 @@ def _generations_by_instance(job: GenerationJob) -> dict[tuple[str, str], dict[i
     return found
 
 
+def _seed_frame_order(job: GenerationJob) -> dict[int, tuple[int, int]]:
+    """Instance ordinal -> its sort key in the seed's per-pronoun frame: the seed ran all templates once per name
+    draw (`for t in range(15)`), so its rows go draw by draw, each in dataset order (RUFF has one draw)."""
+    ordinals = Generation.objects.filter(job=job).values_list("instance__ordinal", "instance__draw").distinct()
+    return {ordinal: (draw, ordinal) for ordinal, draw in ordinals}
+
+
+def _seed_sample(population: list[int], n: int, seed: int) -> list[int]:
+    """`pandas.Series(population).sample(n=n, random_state=seed)`, the seed's draw: numpy's legacy generator seeded
+    afresh for every cell, so equal-sized cells draw the same positions; the picks come in the order drawn."""
+    positions = np.random.RandomState(seed % 2**32).choice(len(population), size=n, replace=False)
+    return [population[position] for position in positions]
+
+
 def _job_cells(job: GenerationJob) -> Iterator[tuple[str, str, Cell]]:
     for setting in job.settings:
         for pronoun in job.pronouns:
@@ -127,16 +145,18 @@ def _draw_whole_instances(
     """`instances` random instances per cell among those with every sample index, each with all its samples."""
     chosen: list[tuple[GenerationJob, int]] = []
     found = _generations_by_instance(job)
+    frame_order = _seed_frame_order(job)
     for setting, pronoun, cell in _job_cells(job):
         by_instance = found.get((setting, pronoun), {})
         complete = sorted(
-            ordinal for ordinal, samples in by_instance.items() if all(i in samples for i in range(job.samples))
+            (ordinal for ordinal, samples in by_instance.items() if all(i in samples for i in range(job.samples))),
+            key=frame_order.__getitem__,
         )
         if len(complete) < instances:
             result.short.append(_short(cell, None, instances, len(complete), samples=job.samples))
             picked = complete
         else:
-            picked = sorted(_cell_rng(seed, *cell).sample(complete, instances))
+            picked = _seed_sample(complete, instances, seed)
         for ordinal in picked:
             chosen.extend((job, by_instance[ordinal][index]) for index in range(job.samples))
         result.cells[cell] = len(picked) * job.samples
@@ -208,7 +228,7 @@ def pool_sample(
     draw: str = DRAW_INSTANCES,
     instances: int = 5,
     per_cell: int = 25,
-    seed: int = 0,
+    seed: int = POOL_SEED,
     allow_short: bool = False,
     created_by=None,
 ) -> PoolSampleResult:

@@ -80,6 +80,16 @@ class TestMcc:
         q = stats.norm.ppf(0.975)
         assert result["mcc_ci"] == pytest.approx([math.tanh(z - q * se), math.tanh(z + q * se)])
 
+    @pytest.mark.parametrize("a, b", [([1, 0, 1], [1, 0, 0]), ([1, 0, 1], [0, 1, 0]), ([1, 0], [1, 0])])
+    def test_with_three_items_or_fewer_the_interval_is_scipys_unbounded_one(self, a, b):
+        expected = stats.pearsonr(a, b)
+        interval = expected.confidence_interval()
+        assert mcc(a, b) == {
+            "mcc": pytest.approx(expected.statistic),
+            "mcc_ci": pytest.approx([interval.low, interval.high]),
+        }
+        assert mcc(a, b)["mcc_ci"] == pytest.approx([-1.0, 1.0])
+
     @pytest.mark.parametrize("a, b", [([1, 1, 1, 1, 1], [1, 0, 1, 0, 1]), ([1, 0, 1, 0, 1], [0, 0, 0, 0, 0])])
     def test_it_is_undefined_not_zero_when_one_side_is_constant(self, a, b):
         assert mcc(a, b) == {"mcc": None, "mcc_ci": None}

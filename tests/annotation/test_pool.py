@@ -1,12 +1,14 @@
 from collections import Counter, defaultdict
 
+import pandas as pd
 import pytest
 from django.core.management import CommandError, call_command
 
 from annotation.models import Pool, PoolItem
 from annotation.services import PoolSampleError, pool_sample
-from generation.models import Generation
+from generation.models import Generation, Instance
 from tests.annotation.factories import job_with_generations
+from tests.factories import GenerationFactory, InstanceFactory, TemplateFactory
 
 
 def cells_of(pool_name: str) -> dict[tuple, dict[int, list[int]]]:
@@ -81,6 +83,38 @@ class TestPoolSampleWholeInstances:
         assert result.items == 10 and len(result.short) == 1
         [instances] = cells_of("p").values()
         assert len(instances) == 2
+
+    def test_it_draws_the_instances_the_seeds_pandas_sample_picks(self):
+        # The seed's script: `df[col].sample(n=5, random_state=131719)` over each per-pronoun frame, afresh per cell.
+        job = job_with_generations(instances_per_pronoun=30, samples=5, pronouns=("he", "xe"), settings=("pre",))
+
+        pool_sample(name="p", job_ids=[job.pk], seed=131719)
+
+        for pronoun in ("he", "xe"):
+            frame = pd.Series(
+                Instance.objects.filter(dataset=job.dataset, pronoun=pronoun)
+                .order_by("ordinal")
+                .values_list("pk", flat=True)
+            )
+            expected = set(frame.sample(n=5, random_state=131719))
+            assert set(cells_of("p")[("test-model", "misgendered", "pre", pronoun)]) == expected
+
+    def test_it_orders_a_cell_name_draw_by_name_draw_as_the_seeds_frame_does(self):
+        # The seed ran every template once per name draw, so its frame goes draw by draw (rows t * 50 + template).
+        job = job_with_generations(instances_per_pronoun=0, samples=5, pronouns=("he",), settings=("pre",))
+        templates = [TemplateFactory(dataset=job.dataset) for _ in range(4)]
+        for template in templates:  # dataset order: template by template, each with its 3 name draws
+            for draw in range(3):
+                instance = InstanceFactory(template=template, pronoun="he", draw=draw, name=f"N{draw}")
+                for index in range(5):
+                    GenerationFactory(job=job, instance=instance, setting="pre", sample_index=index)
+
+        pool_sample(name="p", job_ids=[job.pk], seed=131719)
+
+        instances = Instance.objects.filter(dataset=job.dataset)
+        frame = pd.Series([i.pk for i in sorted(instances, key=lambda i: (i.draw, i.ordinal))])
+        expected = set(frame.sample(n=5, random_state=131719))
+        assert set(cells_of("p")[("test-model", "misgendered", "pre", "he")]) == expected
 
 
 @pytest.mark.django_db

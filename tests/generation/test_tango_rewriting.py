@@ -150,6 +150,17 @@ TABLE = [
     (" They study at night.", None, " They study at night.", " {Nom} studies at night."),
     (" They're late again.", None, " They're late again.", " {Nom}'s late again."),
     (" Their dog barks.", None, " Their dog barks.", " {Gen_att} dog barks."),
+    # only the finite word of a verb group agrees: a base form after a modal or do, or a participle, stays
+    (" They don't go there.", None, " They don't go there.", " {Nom} doesn't go there."),
+    (" They can do it.", None, " They can do it.", " {Nom} can do it."),
+    (" Did they go home?", None, " Did they go home?", " Did {nom} go home?"),
+    (" Do they have a car?", None, " Do they have a car?", " Does {nom} have a car?"),
+    (" They will have finished.", None, " They will have finished.", " {Nom} will have finished."),
+    (" They could've gone.", None, " They could've gone.", " {Nom} could've gone."),
+    (" HE DOES NOT FOCUS ON WORK.", None, " THEY DO NOT FOCUS ON WORK.", " {NOM} DOES NOT FOCUS ON WORK."),
+    # an upper-case negation is one token ("DON'T") and agrees as its verb does
+    (" SHE ISN'T HERE.", None, " THEY AREN'T HERE.", " {NOM} ISN'T HERE."),
+    (" THEY DON'T GO.", None, " THEY DON'T GO.", " {NOM} DOESN'T GO."),
 ]
 
 

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.services import PoolSampleError, pool_sample
-from annotation.services.pool import DRAW_INSTANCES, DRAWS
+from annotation.services.pool import DRAW_INSTANCES, DRAWS, POOL_SEED
 
 
 def _ids(value: str) -> list[int]:
@@ -29,7 +29,7 @@ class Command(BaseCommand):
         )
         parser.add_argument("--instances", type=int, help="instances per cell (--draw instances; default 5)")
         parser.add_argument("--per-cell", type=int, help="generations per cell (--draw per-sample-index; default 25)")
-        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--seed", type=int, default=POOL_SEED, help=f"default {POOL_SEED}, the paper's draw")
         parser.add_argument(
             "--allow-short", action="store_true", help="keep cells with too few generations (they are reported)"
         )
