@@ -141,11 +141,5 @@ def _connections_close_after_each_request():
     settings.DATABASES["default"]["CONN_MAX_AGE"] = 0
 
 
-def pytest_collection_modifyitems(items):
-    """The slow tests first (in their collected order): with parallel workers (scripts/test.sh), the long ones start
-    at once on different workers instead of meeting at the end on one."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
-
-
 # Headless Chromium for the browser tests (tests/browser_support.py).
 from tests.browser_support import browser, page  # noqa: E402, F401

@@ -230,3 +230,19 @@ def test_the_export_api_answers_errors_in_json(api, researcher, annotator):
     assert missing.status_code == 404
     assert missing["Content-Type"].startswith("application/json")
     assert missing.json()["detail"]
+
+
+@pytest.mark.django_db
+def test_an_item_id_the_random_draw_begins_with_a_dash_is_exported_as_the_api_gives_it(
+    annotator, tmp_path, monkeypatch
+):
+    """`-` leads one random id in 64: such an id would be neutralised in the CSV and not match the API's."""
+    import secrets
+
+    monkeypatch.setattr(secrets, "token_urlsafe", lambda n: "-AbCdEfGhIjKlMnO")
+    pool, [item] = pool_for(annotator, items=1)
+    assert item.public_id == "_AbCdEfGhIjKlMnO"
+    AnnotationFactory(item=item, annotator=annotator)
+    out = tmp_path / "raw.csv"
+    call_command("export_annotations", "--pool", pool.name, "--out", str(out))
+    assert [row["item_id"] for row in csv.DictReader(out.open(encoding="utf-8"))] == [item.public_id]
