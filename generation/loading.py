@@ -172,27 +172,35 @@ def converted_directory(*, language_model: LanguageModel, source: str, dtype) ->
 def _converted_save(model, tokenizer, directory: Path) -> None:
     """Write the copy beside its final place and move it there in one step: a process that finds the directory finds
     it whole, and of two processes converting at once, one copy stays. A copy that cannot be written (a read-only or
-    full disk) costs only the time it saves."""
+    full disk, a model transformers cannot save) costs only the time it would have saved, and leaves nothing behind."""
+    staging: Path | None = None
     try:
         directory.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}-", dir=directory.parent))
-        quantizer = model.hf_quantizer
-        quantization = model.config.__dict__.pop("quantization_config", None)
-        try:  # the weights are dequantized: they are saved as the plain tensors they now are
-            model.hf_quantizer = None
-            model.save_pretrained(staging)
-            tokenizer.save_pretrained(staging)
-        finally:
-            model.hf_quantizer = quantizer
-            if quantization is not None:
-                model.config.quantization_config = quantization
+        _plain_save(model, tokenizer, staging)
         (staging / _COMPLETE).write_text("{}")
-        try:
-            staging.rename(directory)
-        except OSError:
-            shutil.rmtree(staging, ignore_errors=True)  # another process got there first
-    except OSError as exc:
-        logger.warning("could not keep a converted copy of the model in %s: %s", directory, exc)
+        staging.rename(directory)
+        staging = None
+    except Exception as exc:  # noqa: BLE001 - the copy is a shortcut; the model is loaded without it
+        if not (directory / _COMPLETE).is_file():  # else another process got there first
+            logger.warning("could not keep a converted copy of the model in %s: %s", directory, exc)
+    finally:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def _plain_save(model, tokenizer, target: Path) -> None:
+    """Save a dequantized GGUF model as the plain tensors it now is, leaving the loaded model as it was."""
+    quantizer = model.hf_quantizer
+    quantization = model.config.__dict__.pop("quantization_config", None)
+    try:
+        model.hf_quantizer = None
+        model.save_pretrained(target)
+        tokenizer.save_pretrained(target)
+    finally:
+        model.hf_quantizer = quantizer
+        if quantization is not None:
+            model.config.quantization_config = quantization
 
 
 def model_load(*, language_model: LanguageModel) -> LoadedModel:

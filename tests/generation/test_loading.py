@@ -100,3 +100,24 @@ class TestConvertedCopy:
         blocker.write_text("not a directory")
         _converted_save(loaded_model.model, loaded_model.tokenizer, blocker / "models" / "copy")  # raises nothing
         assert "could not keep a converted copy" in caplog.text
+
+
+def test_a_copy_whose_save_fails_leaves_no_directory_and_the_model_as_it_was(tmp_path, caplog):
+    """Whatever the save raises (here what transformers raises for a model it cannot serialise), loading goes on."""
+    from types import SimpleNamespace
+
+    from generation.loading import _converted_save
+
+    class Unsaveable:
+        hf_quantizer = "gguf"
+        config = SimpleNamespace(quantization_config="gguf config")
+
+        def save_pretrained(self, target):
+            (target / "model.safetensors").write_bytes(b"half")
+            raise ValueError("The model is quantized with gguf and is not serializable")
+
+    model = Unsaveable()
+    _converted_save(model, SimpleNamespace(save_pretrained=lambda target: None), tmp_path / "models" / "copy")
+    assert list((tmp_path / "models").iterdir()) == []  # neither the copy nor its half-written staging directory
+    assert "could not keep a converted copy" in caplog.text and "not serializable" in caplog.text
+    assert (model.hf_quantizer, model.config.quantization_config) == ("gguf", "gguf config")
