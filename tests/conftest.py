@@ -118,7 +118,7 @@ def _job_threads_end_with_their_test():
 @pytest.fixture(scope="session")
 def django_db_setup(django_db_setup, django_db_blocker):
     """pytest-django's, and before it drops the test database, the sessions still connected to it are ended: one left
-    idle by a browser test (its live server and Playwright's event loop share the test's thread) would otherwise make
+    idle after a browser test (seen after the quality dashboard's, whose origin was not found) would otherwise make
     PostgreSQL refuse the drop, and the database stay behind."""
     yield
     from django.db import connection

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import functools
 import io
+import itertools
 import json
 from collections import Counter
 
@@ -115,29 +116,26 @@ def study(annotator, second_annotator):
                         cell = truth.setdefault((model, dataset_kind, setting, pronoun), {"instances": []})
                         cell["instances"].append({"m_prob": m_prob, "samples": verdicts, "texts": texts})
     people = [annotator, second_annotator]
-    for model in MODELS:
-        for dataset_kind in DATASETS:
-            for setting in SETTINGS:
-                for pronoun in PRONOUNS:
-                    cell = truth[(model, dataset_kind, setting, pronoun)]
-                    cell["items"] = []
-                    for _ in range(int(rng.integers(3, 7))):
-                        heuristic = bool(rng.random() < 0.7)
-                        item = PoolItemFactory(
-                            pool=pool,
-                            model_name=model,
-                            dataset=dataset_kind,
-                            setting=setting,
-                            pronoun=pronoun,
-                            heuristic_correct=heuristic,
-                        )
-                        order = people if rng.random() < 0.5 else people[::-1]
-                        count = 2 if rng.random() < 0.6 else 1
-                        labels = [str(rng.choice(LABELS, p=[0.6, 0.25, 0.15])) for _ in range(count)]
-                        flags = [bool(rng.random() < 0.3) for _ in range(count)]
-                        for person, label, flag in zip(order, labels, flags, strict=False):
-                            AnnotationFactory(item=item, annotator=person, label=label, extraneous=flag)
-                        cell["items"].append({"heuristic": int(heuristic), "labels": labels, "flags": flags})
+    for model, dataset_kind, setting, pronoun in itertools.product(MODELS, DATASETS, SETTINGS, PRONOUNS):
+        cell = truth[(model, dataset_kind, setting, pronoun)]
+        cell["items"] = []
+        for _ in range(int(rng.integers(3, 7))):
+            heuristic = bool(rng.random() < 0.7)
+            item = PoolItemFactory(
+                pool=pool,
+                model_name=model,
+                dataset=dataset_kind,
+                setting=setting,
+                pronoun=pronoun,
+                heuristic_correct=heuristic,
+            )
+            order = people if rng.random() < 0.5 else people[::-1]
+            count = 2 if rng.random() < 0.6 else 1
+            labels = [str(rng.choice(LABELS, p=[0.6, 0.25, 0.15])) for _ in range(count)]
+            flags = [bool(rng.random() < 0.3) for _ in range(count)]
+            for person, label, flag in zip(order, labels, flags, strict=False):
+                AnnotationFactory(item=item, annotator=person, label=label, extraneous=flag)
+            cell["items"].append({"heuristic": int(heuristic), "labels": labels, "flags": flags})
     return pool, truth
 
 
