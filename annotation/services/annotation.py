@@ -5,15 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 
 from django.db import connection, transaction
-from django.db.models import Exists, F, OuterRef
+from django.db.models import Field
 from django.utils import timezone
 
-from annotation.models import TRAINING, Annotation, Assignment, ExtraneousSpan, PoolItem, Referent
+from annotation.models import TRAINING, Annotation, Assignment, ExtraneousSpan, Pool, PoolItem, Referent, json_column
 from annotation.referents import ReferentsRejected, referents_check
 from annotation.schema import TAGS
 from annotation.selectors import FAILED, QualificationFailed, qualification_status
+from generation.models import Generation, Instance
 
 MAX_SECONDS_PER_VISIT = 24 * 3600
 
@@ -68,7 +70,84 @@ def _check_input(*, tags: Sequence[str], seconds: float) -> list[str]:
     return sorted(set(tags), key=list(TAGS).index)
 
 
-def _locked_assignment(*, user, public_id: str) -> Assignment:
+# The save's statements: hand-written SQL, the same text on PostgreSQL and SQLite (table names from the models, values
+# as parameters), because a measurement at human pace demands it (benchmarks/README.md, "The annotator path"): built
+# by the ORM, the locking read alone (an assignment, an item and a pool instantiated, a subquery compiled) cost more
+# than the rest of the request.
+#
+# The annotator's assignment of the item, with what the checks need, locked until the save commits (`FOR UPDATE OF`
+# where the database has row locks; SQLite serialises whole transactions instead). Whether the pool has training items
+# is asked with the kind as a literal, so that the index `pool_item_kind` answers at once.
+_LOCK_SQL = """
+SELECT a.id, a.annotated, i.id, i.kind, i.continuation, i.gold_label, i.gold_extraneous, i.explanation,
+       p.labels, p.pass_mark, p.id,
+       EXISTS (SELECT 1 FROM {item} r WHERE r.pool_id = a.pool_id AND r.kind = '{training}'),
+       EXISTS (SELECT 1 FROM {generation} g JOIN {instance} s ON s.id = g.instance_id
+               WHERE g.id = i.generation_id AND s.distractors IS NOT NULL)
+FROM {assignment} a
+JOIN {item} i ON i.id = a.item_id
+JOIN {pool} p ON p.id = a.pool_id
+WHERE a.annotator_id = %s AND i.public_id = %s{lock}
+"""
+
+# One statement creates the annotation or updates the annotator's earlier one (time summed over visits), on both
+# databases (SQLite >= 3.35 for RETURNING), and says which it did: an inserted row's two stamps are the same
+# parameter, an updated row keeps its earlier `created_at`.
+_UPSERT_SQL = """
+INSERT INTO {annotation}
+    (item_id, annotator_id, label, extraneous, notes, tags, idempotency_key, seconds, created_at, updated_at)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+ON CONFLICT (item_id, annotator_id) DO UPDATE SET
+    label = excluded.label, extraneous = excluded.extraneous, notes = excluded.notes, tags = excluded.tags,
+    idempotency_key = excluded.idempotency_key, seconds = {annotation}.seconds + excluded.seconds,
+    updated_at = excluded.updated_at
+RETURNING id, seconds, created_at = updated_at
+"""
+
+
+@cache
+def _sql() -> dict[str, str]:
+    quote = connection.ops.quote_name
+    tables = {
+        "annotation": quote(Annotation._meta.db_table),
+        "assignment": quote(Assignment._meta.db_table),
+        "item": quote(PoolItem._meta.db_table),
+        "pool": quote(Pool._meta.db_table),
+        "span": quote(ExtraneousSpan._meta.db_table),
+        "generation": quote(Generation._meta.db_table),
+        "instance": quote(Instance._meta.db_table),
+    }
+    lock = f" {connection.ops.for_update_sql(of=('a',))}" if connection.features.has_select_for_update_of else ""
+    return {
+        "lock": _LOCK_SQL.format(**tables, training=TRAINING, lock=lock),
+        "existing": f"SELECT id, idempotency_key FROM {tables['annotation']} WHERE item_id = %s AND annotator_id = %s",
+        "upsert": _UPSERT_SQL.format(**tables),
+        "mark": f"UPDATE {tables['assignment']} SET annotated = %s WHERE id = %s",
+        "unspan": f"DELETE FROM {tables['span']} WHERE annotation_id = %s",
+        "span": f"INSERT INTO {tables['span']} (annotation_id, start, {quote('end')}) VALUES ",
+    }
+
+
+@dataclass(frozen=True)
+class _Locked:
+    """The locked assignment's row: the annotator's assignment of the item, the item and its pool."""
+
+    assignment_id: int
+    annotated: bool
+    item_id: int
+    kind: str
+    continuation: str
+    gold_label: str
+    gold_extraneous: bool | None
+    explanation: str
+    labels: list[str]
+    pass_mark: float
+    pool_id: int
+    pool_has_training: bool
+    distractors: bool
+
+
+def _locked_assignment(*, user, public_id: str) -> _Locked:
     """The annotator's assignment of the item, with the item and its pool, locked until the save commits.
 
     The lock serialises every save of one annotator's item (two tabs, a double click, a retry), so the `annotated`
@@ -76,94 +155,176 @@ def _locked_assignment(*, user, public_id: str) -> Assignment:
     serialises whole transactions instead (IMMEDIATE). AnnotationRejected (404 or 403) when there is no such item or
     it is not the annotator's.
     """
-    of = ("self",) if connection.features.has_select_for_update_of else ()
-    assignment = (
-        Assignment.objects.select_for_update(of=of)
-        .select_related("item", "pool")
-        .annotate(pool_has_training=Exists(PoolItem.objects.filter(pool=OuterRef("pool"), kind=TRAINING)))
-        .filter(annotator=user, item__public_id=public_id)
-        .first()
-    )
-    if assignment is not None:
-        return assignment
+    with connection.cursor() as cursor:
+        cursor.execute(_sql()["lock"], [user.pk, public_id])
+        row = cursor.fetchone()
+    if row is not None:
+        assignment_id, annotated, item_id, kind, continuation, gold_label, gold_extraneous, explanation, *pool = row
+        labels, pass_mark, pool_id, training, distractors = pool
+        return _Locked(  # SQLite gives booleans as 0 and 1
+            assignment_id=assignment_id,
+            annotated=bool(annotated),
+            item_id=item_id,
+            kind=kind,
+            continuation=continuation,
+            gold_label=gold_label,
+            gold_extraneous=None if gold_extraneous is None else bool(gold_extraneous),
+            explanation=explanation,
+            labels=json_column(Pool, "labels", labels),
+            pass_mark=pass_mark,
+            pool_id=pool_id,
+            pool_has_training=bool(training),
+            distractors=bool(distractors),
+        )
     if not PoolItem.objects.filter(public_id=public_id).exists():
         raise AnnotationRejected(f"no item {public_id!r}", field="item", status=404)
     raise AnnotationRejected("this item is not assigned to you", field="item", status=403)
 
 
-def _existing(*, assignment: Assignment, user) -> Annotation | None:
-    """The annotator's annotation of the item, read after the lock (so the latest committed), or None."""
-    return Annotation.objects.filter(item=assignment.item, annotator=user).first()
+def _existing(*, locked: _Locked, user) -> tuple[int, str] | None:
+    """The annotator's annotation of the item (its id and idempotency key), read after the lock (so the latest
+    committed), or None. Only an annotated assignment has one (the save sets both in one transaction)."""
+    if not locked.annotated:
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute(_sql()["existing"], [locked.item_id, user.pk])
+        return cursor.fetchone()
 
 
 def _check_item(
-    *, assignment: Assignment, user, label: str, extraneous: bool, spans: Sequence[Sequence[int]]
+    *, locked: _Locked, user, label: str, extraneous: bool, spans: Sequence[Sequence[int]]
 ) -> list[tuple[int, int]]:
     """The checks against the item and its pool; returns the spans as stored."""
-    item, pool = assignment.item, assignment.pool
-    if item.kind != TRAINING:
-        has_training = assignment.pool_has_training  # type: ignore[attr-defined]  # annotated by _locked_assignment
-        qualification = qualification_status(pool=pool, annotator=user) if has_training else None
-        if qualification and qualification["status"] == FAILED:
-            raise QualificationFailed(qualification)
-    elif assignment.annotated:
+    if locked.kind != TRAINING:
+        if locked.pool_has_training:
+            pool = Pool(pk=locked.pool_id, pass_mark=locked.pass_mark)
+            qualification = qualification_status(pool=pool, annotator=user)
+            if qualification["status"] == FAILED:
+                raise QualificationFailed(qualification)
+    elif locked.annotated:
         # The qualification score is made of first answers: the feedback shows the expected one.
         raise AnnotationRejected(
             "training answers cannot be changed once saved (you have seen the expected answer)",
             field="item",
             status=409,
         )
-    if label not in pool.labels:
+    if label not in locked.labels:
         raise AnnotationRejected(
-            f"label {label!r} is not one of this pool's labels: {', '.join(pool.labels)}", field="label"
+            f"label {label!r} is not one of this pool's labels: {', '.join(locked.labels)}", field="label"
         )
-    checked = _check_spans(spans, len(item.continuation))
+    checked = _check_spans(spans, len(locked.continuation))
     if checked and not extraneous:
         raise AnnotationRejected("extraneous words are marked but extraneous is false", field="extraneous")
     return checked
 
 
+def _referents(*, locked: _Locked, referents: Sequence) -> list[tuple[int, int, str, str]]:
+    """The referents as stored: checked against the item's pronoun tokens on distractor items (docs/domain.md, 'RUFF
+    with distractors'); none elsewhere, where sending any is an error (the same check, without loading the item when
+    there is nothing to check)."""
+    if not locked.distractors and not referents:
+        return []
+    item = PoolItem.objects.select_related("generation__instance").get(pk=locked.item_id)
+    try:
+        return referents_check(item=item, referents=referents)
+    except ReferentsRejected as exc:
+        raise AnnotationRejected(str(exc), field="referents") from None
+
+
+@cache
+def _prep(name: str):
+    """The model field's conversion of a Python value into what the database driver takes (JSON, datetimes)."""
+    field = Annotation._meta.get_field(name)
+    assert isinstance(field, Field)  # a concrete column, not a relation's reverse side
+    return lambda value: field.get_db_prep_save(value, connection)
+
+
 def _annotation_write(
     *,
-    assignment: Assignment,
-    existing: Annotation | None,
+    locked: _Locked,
     user,
     fields: dict,
     seconds: float,
     spans: list[tuple[int, int]],
+    referents: list[tuple[int, int, str, str]],
 ) -> tuple[Annotation, bool]:
-    """Create the annotation, or update the annotator's earlier one (time summed over visits); then its spans and the
-    `annotated` mark. True if created.
+    """Create the annotation, or update the annotator's earlier one; then its spans, its referents and the `annotated`
+    mark. True if created.
 
     The assignment's lock covers the annotation too: every save of it takes that lock first. This path is the mark's
-    only writer besides `assign` (the admin is read-only), in the same transaction as the annotation. One statement
-    per write rather than `update_or_create`, whose savepoints and second locking read doubled a first save's round
-    trips (benchmarks/README.md, "Annotator API").
+    only writer besides `assign` (the admin is read-only), in the same transaction as the annotation. Spans and
+    referents are deleted only from an earlier annotation (a new one has none) and inserted only when there are
+    some; the mark is written only when it changes.
     """
-    if existing is None:
-        annotation = Annotation.objects.create(item=assignment.item, annotator=user, seconds=seconds, **fields)
-    else:
-        now = timezone.now()
-        Annotation.objects.filter(pk=existing.pk).update(seconds=F("seconds") + seconds, updated_at=now, **fields)
-        annotation = existing
-        for name, value in {**fields, "seconds": existing.seconds + seconds, "updated_at": now}.items():
-            setattr(annotation, name, value)
-        annotation.spans.all().delete()
-    ExtraneousSpan.objects.bulk_create(ExtraneousSpan(annotation=annotation, start=s, end=e) for s, e in spans)
-    if not assignment.annotated:
-        Assignment.objects.filter(pk=assignment.pk).update(annotated=True)
-    return annotation, existing is None
+    sql = _sql()
+    now = timezone.now()
+    stamp = _prep("created_at")(now)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            sql["upsert"],
+            [
+                locked.item_id,
+                user.pk,
+                fields["label"],
+                fields["extraneous"],
+                fields["notes"],
+                _prep("tags")(fields["tags"]),
+                fields["idempotency_key"],
+                seconds,
+                stamp,
+                stamp,
+            ],
+        )
+        annotation_id, total_seconds, created = cursor.fetchone()
+        if not created:
+            cursor.execute(sql["unspan"], [annotation_id])
+        if spans:
+            rows = ", ".join(["(%s, %s, %s)"] * len(spans))
+            cursor.execute(sql["span"] + rows, [value for span in spans for value in (annotation_id, *span)])
+        if not locked.annotated:
+            cursor.execute(sql["mark"], [True, locked.assignment_id])
+    if locked.distractors:
+        # Distractor items: one referent per pronoun token, replaced whole.
+        if not created:
+            Referent.objects.filter(annotation_id=annotation_id).delete()
+        Referent.objects.bulk_create(
+            Referent(annotation_id=annotation_id, start=start, end=end, word=word, referent=referent)
+            for start, end, word, referent in referents
+        )
+    annotation = Annotation(
+        id=annotation_id,
+        item_id=locked.item_id,
+        annotator_id=user.pk,
+        seconds=total_seconds,
+        updated_at=now,
+        **fields,
+    )
+    return annotation, bool(created)  # SQLite gives booleans as 0 and 1
 
 
-def _feedback(*, item: PoolItem, label: str) -> dict | None:
-    if item.kind != TRAINING:
+def _feedback(*, locked: _Locked, label: str) -> dict | None:
+    if locked.kind != TRAINING:
         return None
     return {
-        "expected_label": item.gold_label,
-        "expected_extraneous": item.gold_extraneous,
-        "explanation": item.explanation,
-        "correct": label == item.gold_label,
+        "expected_label": locked.gold_label,
+        "expected_extraneous": locked.gold_extraneous,
+        "explanation": locked.explanation,
+        "correct": label == locked.gold_label,
     }
+
+
+def _replayed(*, annotation_id: int, public_id: str, locked: _Locked) -> Submitted:
+    """What is stored, for a save sent again with the key of the one that last wrote the annotation."""
+    annotation = Annotation.objects.get(pk=annotation_id)
+    stored = [(start, end) for start, end in annotation.spans.values_list("start", "end")]
+    return Submitted(
+        item=public_id,
+        annotation=annotation,
+        spans=stored,
+        created=False,
+        feedback=_feedback(locked=locked, label=annotation.label),
+        replayed=True,
+    )
 
 
 def annotation_submit(
@@ -197,38 +358,19 @@ def annotation_submit(
         "idempotency_key": idempotency_key,
     }
     with transaction.atomic():
-        assignment = _locked_assignment(user=user, public_id=public_id)
-        existing = _existing(assignment=assignment, user=user)
-        replayed = existing if idempotency_key and existing and existing.idempotency_key == idempotency_key else None
-        if replayed is not None:
-            stored = [(start, end) for start, end in replayed.spans.values_list("start", "end")]
-            return Submitted(
-                item=public_id,
-                annotation=replayed,
-                spans=stored,
-                created=False,
-                feedback=_feedback(item=assignment.item, label=replayed.label),
-                replayed=True,
-            )
-        checked = _check_item(assignment=assignment, user=user, label=label, extraneous=extraneous, spans=spans)
-        try:
-            resolved = referents_check(item=assignment.item, referents=referents)
-        except ReferentsRejected as exc:
-            raise AnnotationRejected(str(exc), field="referents") from None
+        locked = _locked_assignment(user=user, public_id=public_id)
+        existing = _existing(locked=locked, user=user)
+        if idempotency_key and existing is not None and existing[1] == idempotency_key:
+            return _replayed(annotation_id=existing[0], public_id=public_id, locked=locked)
+        checked = _check_item(locked=locked, user=user, label=label, extraneous=extraneous, spans=spans)
+        resolved = _referents(locked=locked, referents=referents)
         annotation, created = _annotation_write(
-            assignment=assignment, existing=existing, user=user, fields=fields, seconds=seconds, spans=checked
-        )
-        # Distractor items (docs/domain.md, 'RUFF with distractors'): one referent per pronoun token, replaced whole.
-        if not created:
-            annotation.referents.all().delete()
-        Referent.objects.bulk_create(
-            Referent(annotation=annotation, start=start, end=end, word=word, referent=referent)
-            for start, end, word, referent in resolved
+            locked=locked, user=user, fields=fields, seconds=seconds, spans=checked, referents=resolved
         )
     return Submitted(
         item=public_id,
         annotation=annotation,
         spans=checked,
         created=created,
-        feedback=_feedback(item=assignment.item, label=label),
+        feedback=_feedback(locked=locked, label=label),
     )
