@@ -8,10 +8,39 @@ the same seed give the same text.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from generation.loading import LoadedModel
+
+# How often a running `generate` call asks whether it should stop (a database read, for a job's cancel).
+STOP_POLL_SECONDS = 1.0
+
+
+class Interrupted(Exception):
+    """The sampling call stopped before its last token because `stop()` said so: its text is discarded."""
+
+
+class StopWhen:
+    """A transformers stopping criterion that ends the whole `generate` call once `stop()` is True, asking at most
+    once per `interval` seconds (the first time after one decoding step). `fired` says whether it ended the call."""
+
+    def __init__(self, stop: Callable[[], bool], interval: float = STOP_POLL_SECONDS):
+        self.stop, self.interval = stop, interval
+        self.fired = False
+        self.asked = 0  # times `stop` was called
+        self._next = time.monotonic() + interval
+
+    def __call__(self, input_ids, scores, **kwargs):
+        import torch
+
+        now = time.monotonic()
+        if not self.fired and now >= self._next:
+            self._next = now + self.interval
+            self.asked += 1
+            self.fired = bool(self.stop())
+        return torch.full((input_ids.shape[0],), self.fired, dtype=torch.bool, device=input_ids.device)
 
 
 @dataclass(frozen=True)
@@ -68,15 +97,29 @@ def _generate_kwargs(loaded: LoadedModel, decoding: Decoding) -> dict:
 
 
 def sample_continuations(
-    *, loaded: LoadedModel, contexts: Sequence[str], decoding: Decoding, seed: int, batch_size: int | None = None
+    *,
+    loaded: LoadedModel,
+    contexts: Sequence[str],
+    decoding: Decoding,
+    seed: int,
+    batch_size: int | None = None,
+    stop: Callable[[], bool] | None = None,
+    stop_interval: float = STOP_POLL_SECONDS,
 ) -> list[list[str]]:
-    """`decoding.samples` continuations per context (outer list in the order of `contexts`)."""
+    """`decoding.samples` continuations per context (outer list in the order of `contexts`).
+
+    With `stop`, a call in progress asks it between decoding steps (at most once per `stop_interval` seconds) and
+    raises Interrupted once it is True: a cancelled job stops within about a second, not after the last token.
+    """
     import torch
-    from transformers import set_seed
+    from transformers import StoppingCriteriaList, set_seed
 
     tokenizer, model = loaded.tokenizer, loaded.model
     batch_size = batch_size or loaded.batch_size
     kwargs = _generate_kwargs(loaded, decoding)
+    criterion = StopWhen(stop, stop_interval) if stop is not None else None
+    if criterion is not None:
+        kwargs["stopping_criteria"] = StoppingCriteriaList([criterion])
     results: list[list[str]] = []
     set_seed(seed)
     previous_side = tokenizer.padding_side
@@ -95,6 +138,8 @@ def sample_continuations(
                     attention_mask = attention_mask.repeat_interleave(decoding.samples, dim=0)
                     extra = {}
                 output = model.generate(input_ids=input_ids, attention_mask=attention_mask, **kwargs, **extra)
+                if criterion is not None and criterion.fired:
+                    raise Interrupted(f"stopped after {output.shape[1] - input_ids.shape[1]} new tokens")
                 texts = tokenizer.batch_decode(output[:, input_ids.shape[1] :], skip_special_tokens=True)
                 for row in range(len(batch)):
                     results.append(texts[row * decoding.samples : (row + 1) * decoding.samples])

@@ -12,7 +12,8 @@ finishes. Safe to run twice: a step whose rows all exist is skipped; a step with
 seed (so it reproduces the same text) and inserted with `ignore_conflicts`, the database's unique constraints keeping
 one row per (job, instance) and per (job, instance, setting, sample index). A worker killed mid-chunk therefore loses
 only the step it was in. A chunk is one batch (its size is at most the batch size), so a cancel stops it between
-batches, and `job_rows_write` writes no step once the job is cancelled.
+batches; with the hf engine a sampling call in progress also asks `stop` about once a second and ends there, writing
+nothing; and `job_rows_write` writes no step once the job is cancelled.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from generation.loading import LoadedModel, model_load
 from generation.models import DatasetKind, Generation, GenerationJob, Instance, JobChunk, ProbResult
 from generation.parameters import JobParameters
 from generation.pronouns import Codebook
-from generation.sampling import Decoding, sample_continuations
+from generation.sampling import Decoding, Interrupted, sample_continuations
 from generation.scoring import ScoreItem, score_instances
 from generation.selectors import dataset_codebook
 from generation.services.kinds import JobKind, job_kind_handler
@@ -108,10 +109,12 @@ def _sample(
     instances: list[Instance],
     setting: str,
     codebook: Codebook,
-) -> None:
+    stop: Callable[[], bool],
+) -> bool:
+    """Sample and write one setting of the chunk; False, with nothing written, when `stop` interrupted the call."""
     existing = Generation.objects.filter(job=job, instance__in=instances, setting=setting).count()
     if existing == len(instances) * job.samples:
-        return
+        return True
     contexts = [
         build_context(instance.text, instance.template.mask, instance.correct_form, setting) for instance in instances
     ]
@@ -126,9 +129,12 @@ def _sample(
     seed = chunk_seed(job_seed=job.seed, chunk_index=chunk.index, setting=setting)
     engine = engine_name((job.options or {}).get("engine"))  # the job's, else this worker's (generation/engines/)
     if engine == HF:
-        continuations = sample_continuations(
-            loaded=loaded, contexts=contexts, decoding=decoding, seed=seed, batch_size=len(contexts)
-        )
+        try:
+            continuations = sample_continuations(
+                loaded=loaded, contexts=contexts, decoding=decoding, seed=seed, batch_size=len(contexts), stop=stop
+            )
+        except Interrupted:
+            return False  # a cancel (or a lost lease) inside the call: the step is redone, or never, from its seed
     else:
         continuations = engine_sample(
             engine=engine, language_model=job.model, loaded=loaded, contexts=contexts, decoding=decoding, seed=seed
@@ -154,6 +160,7 @@ def _sample(
         for (instance, context, index, text), verdict in zip(pairs, verdicts, strict=True)
     ]
     job_rows_write(job_id=job.pk, write=lambda: Generation.objects.bulk_create(rows, ignore_conflicts=True))
+    return True
 
 
 def chunk_run(*, chunk_id: int, progress: Progress | None = None) -> GenerationJob:
@@ -283,7 +290,8 @@ class GenerationKind(JobKind):
         for setting in job.settings:
             if stop():
                 return False
-            _sample(job, chunk, loaded, instances, setting, codebook)
+            if not _sample(job, chunk, loaded, instances, setting, codebook, stop):
+                return False
             step_done()
         if stop():
             return False

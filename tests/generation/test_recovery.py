@@ -40,7 +40,7 @@ class FakeModel:
     def score(self, *, loaded, items):
         return [ScoreResult(losses={base: 1.0 for base in BASES}, prediction="they", correct=False) for _ in items]
 
-    def sample(self, *, loaded, contexts, decoding, seed, batch_size=None):
+    def sample(self, *, loaded, contexts, decoding, seed, batch_size=None, stop=None):
         self.sample_calls += 1
         if self.fail:
             raise self.fail.pop(0)
@@ -366,6 +366,27 @@ class TestCancelIsFinal:
         assert job.status == JobStatus.CANCELLED
         assert Generation.objects.filter(job=job).count() == 0  # the step ran, but its rows were not written
         assert ProbResult.objects.filter(job=job).count() == 1  # the scoring step before the cancel stays
+        assert JobChunk.objects.filter(job=job, finished_at__isnull=False).count() == 0
+
+    def test_a_cancel_reaches_a_sampling_call_in_progress_which_ends_writing_nothing(self, tiny_job, fake_model):
+        from generation.sampling import Interrupted
+        from generation.services.jobs import job_cancel
+
+        seen = []
+
+        def cancelled_mid_call(*, stop, **kwargs):  # what StopWhen does between decoding steps
+            seen.append(stop())
+            job_cancel(job=GenerationJob.objects.get(pk=tiny_job.pk))
+            seen.append(stop())
+            if seen[-1]:
+                raise Interrupted("stopped after 2 new tokens")
+            return fake_model.sample(**kwargs)
+
+        chunk_services.sample_continuations = cancelled_mid_call  # undone by the fixture's monkeypatch
+        job = job_run(job_id=tiny_job.pk)
+        assert seen == [False, True]  # the chunk's own stop, asked inside the call, sees the cancel
+        assert job.status == JobStatus.CANCELLED
+        assert Generation.objects.filter(job=job).count() == 0
         assert JobChunk.objects.filter(job=job, finished_at__isnull=False).count() == 0
 
 
