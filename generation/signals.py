@@ -12,3 +12,9 @@ chunk_finished = Signal()  # kwargs: job_id: int, instance_ids: list[int]
 
 # A job ended with every row written (status "done").
 job_finished = Signal()  # kwargs: job_id: int
+
+# The embedded default (no broker) is resuming what a stopped web process left unfinished, in its resume thread,
+# before the generation jobs; other apps restart their own background work (annotation: imports). Sent with
+# `sender=None` and `started_before`, the time this server started: anything of theirs created earlier was left by an
+# earlier process.
+resuming_on_start = Signal()  # kwargs: started_before: datetime

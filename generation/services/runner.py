@@ -33,6 +33,7 @@ from generation.services.leases import (
     heartbeat_seconds,
 )
 from generation.services.progress import ACTIVE, job_fail, job_progress_refresh, job_requeue
+from generation.signals import resuming_on_start
 
 logger = logging.getLogger(__name__)
 
@@ -274,7 +275,12 @@ def jobs_resume_on_start() -> None:
 
 
 def _resume_thread_start() -> None:
+    started = timezone.now()
+
     def resume_all() -> None:
+        for receiver, response in resuming_on_start.send_robust(sender=None, started_before=started):
+            if isinstance(response, Exception):
+                logger.error("resuming at start-up: %r failed: %r", receiver, response)
         try:
             for job_id in jobs_unfinished(include_failed=False):
                 if GenerationJob.objects.filter(pk=job_id, started_at__isnull=False).exists():

@@ -414,3 +414,80 @@ class TestImportJobs:
         assert job.status == "failed"
         assert job.errors == [f"bad.csv:5: not UTF-8 (byte 0xff at offset {offset}); save the file as UTF-8"]
         assert not PoolItem.objects.exists()
+
+
+def join_import_threads():
+    import threading
+
+    for thread in threading.enumerate():
+        if thread.name.startswith("concord-job-import-"):
+            thread.join(timeout=60)
+
+
+@pytest.mark.django_db(transaction=True)  # the restarted job runs in a thread of its own, as at start-up
+class TestImportsLeftByAStoppedProcess:
+    """docs/domain.md, 'Crash recovery': a process killed mid-import leaves the job reading or writing, nothing of
+    it written (one transaction) and its files stored; the next start of the embedded default runs it again."""
+
+    @pytest.fixture
+    def left_writing(self, researcher, monkeypatch, tmp_path, pre_file):
+        from datetime import timedelta
+
+        from django.core.files.uploadedfile import SimpleUploadedFile
+        from django.utils import timezone
+
+        from annotation.models import ImportJob
+        from annotation.services.imports import jobs
+        from tests.factories import PoolFactory
+
+        monkeypatch.setattr(jobs, "import_job_dispatch", lambda **kwargs: None)  # the process dies before it runs
+        upload = SimpleUploadedFile("gens.csv", pre_file.read_bytes(), content_type="text/csv")
+        job = jobs.import_job_create(pool=PoolFactory(name="killed"), kind="study", files=[upload])
+        monkeypatch.undo()
+        earlier = timezone.now() - timedelta(minutes=5)
+        ImportJob.objects.filter(pk=job.pk).update(
+            status="writing", rows_read=3, started_at=earlier, created_at=earlier
+        )
+        return job
+
+    def test_the_next_start_runs_it_again_to_exact_counts(self, left_writing, pre_file):
+        from django.utils import timezone
+
+        from annotation.models import ImportFileChunk, ImportJob
+        from annotation.services.imports.jobs import imports_resume_on_start
+
+        assert imports_resume_on_start(started_before=timezone.now()) == [left_writing.pk]
+        join_import_threads()
+
+        job = ImportJob.objects.get(pk=left_writing.pk)
+        expected = generations_import(paths=[pre_file], pool_name="expected").items
+        assert (job.status, job.items_created) == ("done", expected)
+        assert PoolItem.objects.filter(pool__name="killed").count() == expected
+        assert not ImportFileChunk.objects.filter(job=job).exists()
+        assert imports_resume_on_start(started_before=timezone.now()) == []  # done: nothing to restart
+
+    def test_a_first_delivery_leaves_a_job_another_runner_is_writing(self, left_writing):
+        from annotation.models import ImportJob
+        from annotation.services.imports.jobs import import_job_run
+
+        assert import_job_run(job_id=left_writing.pk) is None
+        assert ImportJob.objects.get(pk=left_writing.pk).status == "writing"
+
+    def test_an_import_of_this_server_is_not_restarted(self, left_writing):
+        from annotation.models import ImportJob
+        from annotation.services.imports.jobs import imports_resume_on_start
+
+        created = ImportJob.objects.get(pk=left_writing.pk).created_at
+        assert imports_resume_on_start(started_before=created) == []  # created when this server had started
+
+    def test_the_embedded_start_up_sends_it_to_the_imports(self, left_writing, monkeypatch):
+        from annotation.models import ImportJob
+        from generation.services import runner
+
+        monkeypatch.setattr(runner, "jobs_unfinished", lambda **kwargs: [])
+        monkeypatch.setattr(runner, "_job_thread_start", lambda target, *, name, **kwargs: target(**kwargs))
+        monkeypatch.setattr(runner.connections, "close_all", lambda: None)
+        runner._resume_thread_start()
+        join_import_threads()
+
+        assert ImportJob.objects.get(pk=left_writing.pk).status == "done"

@@ -13,6 +13,7 @@ import io
 import logging
 import threading
 from collections.abc import Iterable
+from datetime import datetime
 from functools import partial
 from typing import BinaryIO, Protocol
 
@@ -80,13 +81,14 @@ def _pieces(chunks: Iterable[bytes]) -> Iterable[bytes]:
         yield bytes(buffer)
 
 
-def import_job_dispatch(*, job_id: int) -> None:
-    """Hand a committed import job to whoever runs it: a Celery worker, or a thread here without a broker."""
+def import_job_dispatch(*, job_id: int, restart: bool = False) -> None:
+    """Hand a committed import job to whoever runs it: a Celery worker, or a thread here without a broker. `restart`
+    runs it again from its stored files when a stopped process left it reading or writing."""
     if settings.CELERY_TASK_ALWAYS_EAGER:
 
         def run() -> None:
             try:
-                import_job_run(job_id=job_id)
+                import_job_run(job_id=job_id, restart=restart)
             finally:
                 connections.close_all()
 
@@ -132,11 +134,18 @@ def _stored(job_id: int, file_index: int) -> BinaryIO:
     return io.BufferedReader(_StoredFile(job_id, file_index), buffer_size=CHUNK_BYTES)
 
 
-def import_job_run(*, job_id: int) -> ImportJob | None:
+UNFINISHED = (ImportJob.QUEUED, ImportJob.READING, ImportJob.WRITING)
+
+
+def import_job_run(*, job_id: int, restart: bool = False) -> ImportJob | None:
     """Run a queued import job here. A job that is already running or has ended is left alone (a task delivered
-    twice); the job's row says how far it got, then how it ended."""
-    claimed = ImportJob.objects.filter(pk=job_id, status=ImportJob.QUEUED).update(
-        status=ImportJob.READING, started_at=timezone.now()
+    twice); the job's row says how far it got, then how it ended.
+
+    `restart` also takes a job left reading or writing by a process that stopped (killed, or its worker lost): the
+    import is one transaction, so nothing of it was written, and its files are kept until it ends; it starts over.
+    """
+    claimed = ImportJob.objects.filter(pk=job_id, status__in=UNFINISHED if restart else [ImportJob.QUEUED]).update(
+        status=ImportJob.READING, started_at=timezone.now(), rows_read=0, rows_written=0
     )
     if not claimed:
         return None
@@ -172,6 +181,21 @@ def import_job_run(*, job_id: int) -> ImportJob | None:
             heuristic_mismatches=result.heuristic_mismatches,
         )
     return ImportJob.objects.get(pk=job_id)
+
+
+def imports_resume_on_start(*, started_before: datetime) -> list[int]:
+    """On the embedded default, run again the imports an earlier process left queued, reading or writing (each in a
+    thread of its own, as a new import runs); returns their ids. Only jobs created before this server started: no
+    import of this server's own can be among them."""
+    job_ids = list(
+        ImportJob.objects.filter(status__in=UNFINISHED, created_at__lt=started_before)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    for job_id in job_ids:
+        logger.warning("restarting import job %s, left unfinished by an earlier process", job_id)
+        import_job_dispatch(job_id=job_id, restart=True)
+    return job_ids
 
 
 def _finish(job_id: int, *, status: str, errors: list[str] | None = None, **counts: int) -> None:
@@ -225,5 +249,6 @@ __all__ = [
     "import_job_dispatch",
     "import_job_progress",
     "import_job_run",
+    "imports_resume_on_start",
     "max_upload_bytes",
 ]
