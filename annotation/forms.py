@@ -122,6 +122,9 @@ class ImportGenerationsForm(forms.Form):
     )
 
 
+REFERENT_CHOICES = [("", "not adjudicated"), ("target", "target"), ("other", "other person"), ("unclear", "unclear")]
+
+
 class AdjudicationForm(forms.Form):
     item = forms.CharField(widget=forms.HiddenInput)
     label = forms.ChoiceField(choices=[], required=False)
@@ -137,8 +140,17 @@ class AdjudicationForm(forms.Form):
     spans = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple)
     notes = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
 
-    def __init__(self, *args, labels: list[str], words=(), **kwargs):
+    def __init__(self, *args, labels: list[str], words=(), tokens=(), **kwargs):
         super().__init__(*args, **kwargs)
+        # Distractor items: one choice per pronoun token of the text (annotation/referents.py), none chosen at first;
+        # all of them or none are settled (the service names a token left out).
+        self.referent_names = []
+        for token in tokens:
+            name = f"referent_{token['start']}_{token['end']}"
+            self.fields[name] = forms.ChoiceField(
+                choices=REFERENT_CHOICES, required=False, label=f"\u201c{token['word']}\u201d at {token['start']}"
+            )
+            self.referent_names.append(name)
         # Starts empty: a verdict is chosen, never pre-selected.
         cast(forms.ChoiceField, self.fields["label"]).choices = [("", "not adjudicated")] + [
             (label, LABEL_NAMES.get(label, label)) for label in labels
@@ -153,6 +165,15 @@ class AdjudicationForm(forms.Form):
 
     def spans_decided(self) -> list[list[int]] | None:
         return self.cleaned_data["spans"] if self.cleaned_data["decide_spans"] else None
+
+    def referents_decided(self) -> list[dict] | None:
+        """The referents chosen, as an annotator sends them; None when none was chosen (not adjudicated)."""
+        chosen = []
+        for name in self.referent_names:
+            if value := self.cleaned_data.get(name):
+                _, start, end = name.split("_")
+                chosen.append({"start": int(start), "end": int(end), "referent": value})
+        return chosen or None
 
 
 def _span(value: str) -> list[int] | None:

@@ -14,6 +14,7 @@ from annotation import selectors
 from annotation.forms import AdjudicationForm, AssignForm, ImportGenerationsForm, PoolSampleForm
 from annotation.machine import machine_labels
 from annotation.models import Pool, PoolItem
+from annotation.referents import item_people
 from annotation.schema import LABEL_NAMES, TAGS, label_guideline
 from annotation.selectors import research
 from annotation.services import (
@@ -119,11 +120,18 @@ def _holds_nul(form) -> bool:
     )
 
 
+def _pronoun_tokens(item: PoolItem) -> list[dict]:
+    """A distractor item's pronoun tokens, whose referents the adjudicator may settle; none for other items."""
+    people = item_people(item)
+    return people["pronoun_tokens"] if people else []
+
+
 def _adjudication_post(request, pool: Pool):
     form = AdjudicationForm(request.POST, labels=pool.labels)
     if not form.is_valid() and ("item" in form.errors or _holds_nul(form)):  # nothing to look up, or no text
         raise BadRequest(f"Not saved: {form.errors.as_text()}")
     item = get_object_or_404(PoolItem, pool=pool, public_id=form.cleaned_data["item"])
+    form = AdjudicationForm(request.POST, labels=pool.labels, tokens=_pronoun_tokens(item))
     if not form.is_valid():
         messages.error(request, f"Not saved: {form.errors.as_text()}")
         return item
@@ -135,12 +143,26 @@ def _adjudication_post(request, pool: Pool):
             spans=form.spans_decided(),
             notes=form.cleaned_data["notes"],
             adjudicator=request.user,
+            referents=form.referents_decided(),
         )
     except AdjudicationError as exc:
         messages.error(request, f"Not saved: {exc}")
     else:
         messages.success(request, "Adjudication saved.")
     return item
+
+
+def _annotator_referents(row, tokens: list[dict]) -> dict[str, str]:
+    """Per referent field: what each annotator chose for that pronoun ("alice: target, bob: other")."""
+    if not tokens:
+        return {}
+    chosen: dict[str, list[str]] = {}
+    for annotation, _ in row.annotations:
+        for referent in annotation.referents.all():
+            chosen.setdefault(f"referent_{referent.start}_{referent.end}", []).append(
+                f"{annotation.annotator.username}: {referent.referent}"
+            )
+    return {name: ", ".join(choices) for name, choices in chosen.items()}
 
 
 @require_http_methods(["GET", "HEAD", "POST"])
@@ -171,7 +193,12 @@ def pool_adjudicate(request, name: str):
                 spans=[f"{start}-{end}" for start, end in verdict.spans or []],
                 notes=verdict.notes,
             )
-        form = AdjudicationForm(initial=initial, labels=pool.labels, words=row.marked_words)
+            initial.update({f"referent_{start}_{end}": referent for start, end, referent in verdict.referents or []})
+        tokens = _pronoun_tokens(row.item)
+        form = AdjudicationForm(initial=initial, labels=pool.labels, words=row.marked_words, tokens=tokens)
+        chosen = _annotator_referents(row, tokens)
+        # Each pronoun's choice, with what the annotators chose for it beside it.
+        form.referent_rows = [(form[name], chosen.get(name, "")) for name in form.referent_names]
         form.machine_labels = machine.get(row.item.pk, [])  # shown with the form, as badges
         rows.append((row, form))
     context = {

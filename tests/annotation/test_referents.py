@@ -207,3 +207,65 @@ class TestExportAndAdjudication:
         assert verdict.referents == [[s, e, "other"] for s, e, _ in expected_tokens(CONTINUATION)]
         with pytest.raises(AdjudicationError, match="every pronoun needs a referent"):
             adjudication_save(item=scene, referents=referents[:2])
+
+
+@pytest.mark.django_db
+class TestAdjudicationPageReferents:
+    """The adjudication page settles a distractor item's referents, one choice per pronoun, beside what each
+    annotator chose (docs/domain.md, 'RUFF with distractors')."""
+
+    @pytest.fixture
+    def disputed(self, scene, django_user_model):
+        from tests.factories import AnnotationFactory
+
+        tokens = expected_tokens(scene.continuation)
+        for username, label, choice in (("rater-ana", "correct", "target"), ("rater-bo", "misgendering", "other")):
+            annotation = AnnotationFactory(
+                item=scene, annotator=django_user_model.objects.create(username=username), label=label
+            )
+            Referent.objects.bulk_create(
+                Referent(annotation=annotation, start=s, end=e, word=w, referent=choice) for s, e, w in tokens
+            )
+        return scene
+
+    def url(self, item) -> str:
+        return f"/pools/{item.pool.name}/adjudicate/"
+
+    def test_it_offers_one_choice_per_pronoun_with_the_annotators_choices(self, client, researcher, disputed):
+        client.force_login(researcher)
+
+        response = client.get(self.url(disputed))
+
+        (row, form), *_ = response.context["rows"]
+        tokens = expected_tokens(CONTINUATION)
+        assert [field.name for field, _ in form.referent_rows] == [f"referent_{s}_{e}" for s, e, _ in tokens]
+        assert all(annotators == "rater-ana: target, rater-bo: other" for _, annotators in form.referent_rows)
+        html = response.content.decode()
+        assert "Referents: who each pronoun refers to" in html and "\u201cHer\u201d at" in html
+
+    def test_it_saves_every_referent_from_the_page(self, client, researcher, disputed):
+        from annotation.models import Adjudication
+
+        client.force_login(researcher)
+        tokens = expected_tokens(CONTINUATION)
+        body = {"item": disputed.public_id, **{f"referent_{s}_{e}": "other" for s, e, _ in tokens}}
+
+        response = client.post(self.url(disputed), body, follow=True)
+
+        assert "Adjudication saved." in response.content.decode()
+        assert Adjudication.objects.get(item=disputed).referents == [[s, e, "other"] for s, e, _ in tokens]
+        (row, form), *_ = response.context["rows"]
+        assert all(field.value() == "other" for field, _ in form.referent_rows)  # the verdict shown as chosen
+
+    def test_it_names_a_pronoun_left_out_and_saves_nothing(self, client, researcher, disputed):
+        from annotation.models import Adjudication
+
+        client.force_login(researcher)
+        (s, e, _), *_ = expected_tokens(CONTINUATION)
+
+        response = client.post(
+            self.url(disputed), {"item": disputed.public_id, f"referent_{s}_{e}": "target"}, follow=True
+        )
+
+        assert "every pronoun needs a referent" in response.content.decode()
+        assert not Adjudication.objects.exists()
