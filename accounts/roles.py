@@ -24,11 +24,12 @@ _SATISFIES = {
 
 
 def user_roles(user: AbstractBaseUser | AnonymousUser) -> set[str]:
-    if not user.is_authenticated:
+    groups = getattr(user, "groups", None)  # PermissionsMixin's: Django's user model has them
+    if not user.is_authenticated or groups is None:
         return set()
     cached = getattr(user, "_concord_roles", None)
     if cached is None:
-        cached = roles_remember(user, user.groups.filter(name__in=ROLES).values_list("name", flat=True))
+        cached = roles_remember(user, groups.filter(name__in=ROLES).values_list("name", flat=True))
     return cached
 
 
@@ -38,9 +39,9 @@ def roles_remember(user: AbstractBaseUser, group_names: Iterable[str]) -> set[st
     Nothing outlives the request, so a role taken away applies from the next request on.
     """
     roles = {name for name in group_names if name in ROLES}
-    if user.is_superuser:
+    if getattr(user, "is_superuser", False):
         roles.add(ADMIN)
-    user._concord_roles = roles  # type: ignore[union-attr]  # kept for this request only
+    user._concord_roles = roles  # type: ignore[attr-defined]  # kept on this request's user object only
     return roles
 
 

@@ -142,9 +142,13 @@ class AdjudicationForm(forms.Form):
 
     def __init__(self, *args, labels: list[str], words=(), tokens=(), **kwargs):
         super().__init__(*args, **kwargs)
+        # Shown with the form by the adjudication page: machine raters' labels as badges, and each referent choice
+        # with what the annotators chose for it.
+        self.machine_labels: list = []
+        self.referent_rows: list[tuple] = []
         # Distractor items: one choice per pronoun token of the text (annotation/referents.py), none chosen at first;
         # all of them or none are settled (the service names a token left out).
-        self.referent_names = []
+        self.referent_names: list[str] = []
         for token in tokens:
             name = f"referent_{token['start']}_{token['end']}"
             self.fields[name] = forms.ChoiceField(

@@ -237,6 +237,7 @@ def pool_sample_page(request):
         else:
             for cell in result.short:
                 messages.warning(request, f"Short cell: {cell}")
+            assert result.pool is not None  # pool_sample returns the pool it wrote, or raises
             messages.success(request, f"Pool {result.pool.name}: {result.items} items in {len(result.cells)} cells.")
             return redirect("annotation:pool-detail", name=result.pool.name)
     return render(request, "annotation/pool_sample.html", {"form": form})

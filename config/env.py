@@ -6,12 +6,21 @@ import os
 import secrets
 import tempfile
 from pathlib import Path
+from typing import overload
 from urllib.parse import urlparse
 
 from django.core.exceptions import ImproperlyConfigured
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
+
+
+@overload
+def env_str(name: str, default: str) -> str: ...
+
+
+@overload
+def env_str(name: str, default: None = None) -> str | None: ...
 
 
 def env_str(name: str, default: str | None = None) -> str | None:
@@ -70,7 +79,7 @@ def database_from_url(name: str, default: str) -> dict:
         raise ImproperlyConfigured(f"{name}={raw!r} could not be parsed: {exc}") from None
     if scheme != "sqlite" and not config.get("NAME"):
         raise ImproperlyConfigured(f"{name}={raw!r} names no database: append /DBNAME.")
-    return config
+    return dict(config)
 
 
 def broker_from_url(name: str) -> str | None:

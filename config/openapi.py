@@ -12,6 +12,7 @@ Loaded by config/urls.py, before any schema is generated.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any, cast
 
 from drf_spectacular.extensions import OpenApiSerializerFieldExtension, OpenApiViewExtension
 from drf_spectacular.plumbing import build_array_type, build_basic_type
@@ -110,7 +111,7 @@ class SpansFieldSchema(OpenApiSerializerFieldExtension):
         return {**build_array_type(pair), "description": "character spans [start, end) in the generated text"}
 
 
-def _declared(target: str, **methods: Callable[[type], dict]) -> type[OpenApiViewExtension]:
+def _declared(target: str, **methods: Callable[[Any], dict]) -> type[OpenApiViewExtension]:
     """An extension that gives each named method of the view at `target` the `@extend_schema` arguments its callable
     returns (called with the view class when the schema is built, so that a view's inner serializers can be named)."""
 
@@ -125,8 +126,9 @@ def _declared(target: str, **methods: Callable[[type], dict]) -> type[OpenApiVie
 
                 return handler
 
-            handlers = {method: declared(arguments(self.target_class)) for method, arguments in methods.items()}
-            return type(self.target_class.__name__, (self.target_class,), handlers)
+            view = cast(type, self.target_class)  # drf-spectacular has loaded the class named by `target` by now
+            handlers = {method: declared(arguments(view)) for method, arguments in methods.items()}
+            return type(view.__name__, (view,), handlers)
 
     return Declared
 

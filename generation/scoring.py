@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from generation.contexts import fill_mask
 from generation.loading import LoadedModel
@@ -171,7 +172,8 @@ def score_candidates(
             batch = prepared[start : start + batch_size]
             for p, result in zip(batch, _score_batch(loaded, batch), strict=True):
                 losses[p.index] = result
-    return losses
+    assert all(loss is not None for loss in losses)  # every entry was prepared and scored once
+    return cast(list[list[float]], losses)
 
 
 def score_suffixes(

@@ -27,7 +27,7 @@ class JudgeForm(forms.ModelForm):
             self.initial.setdefault("options", [[label, text] for label, text in default_options().items()])
 
     def clean(self):
-        data = super().clean()
+        data = super().clean() or {}
         options = data.get("options")
         if not isinstance(options, list) or not all(isinstance(pair, list) and len(pair) == 2 for pair in options):
             raise forms.ValidationError({"options": "give a list of [label, option text] pairs"})
@@ -67,7 +67,7 @@ class JudgeRunForm(forms.ModelForm):
         fields = ["judge", "pool", "mode", "k", "temperature", "seed"]
 
     def clean(self):
-        data = super().clean()
+        data = super().clean() or {}
         if data.get("judge") and data.get("pool"):
             try:
                 judge_run_parameters_validate(

@@ -4,12 +4,12 @@ valid with distractors), with standard-error bars; one panel per model x setting
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-LINES = (
+LINES: tuple[tuple[str, str, Literal["-", "--"]], ...] = (
     ("human_accuracy", "human", "-"),
     ("probability_accuracy", "probability", "-"),
     ("heuristic_accuracy", "heuristic (not valid with distractors)", "--"),

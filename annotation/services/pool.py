@@ -100,6 +100,7 @@ def _jobs_to_sample(*, job_ids: list[int] | None) -> list[GenerationJob]:
 def _check_one_job_per_model_and_dataset(jobs: list[GenerationJob]) -> None:
     seen: dict[tuple[str, str], int] = {}
     for job in jobs:
+        assert job.dataset is not None  # the pool's jobs are chosen by their dataset
         key = (job.model.name, job.dataset.kind)
         if key in seen:
             raise PoolSampleError(

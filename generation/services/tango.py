@@ -81,7 +81,7 @@ def tango_score(
 
 def tango_templates_fill(*, job: GenerationJob, loaded: LoadedModel, instance_ids: Sequence[int]) -> int:
     """Prob-TANGO for a chunk's generations that have none yet (nothing for other datasets). Returns rows written."""
-    if job.dataset.kind != DatasetKind.TANGO:
+    if job.dataset is None or job.dataset.kind != DatasetKind.TANGO:
         return 0
     todo = list(
         Generation.objects.filter(job=job, instance_id__in=list(instance_ids), tango_template__isnull=True)

@@ -53,4 +53,5 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         for cell in result.short:
             self.stderr.write(f"short cell: {cell}")
+        assert result.pool is not None  # pool_sample returns the pool it wrote, or raises
         self.stdout.write(f"pool {result.pool.name}: {result.items} items in {len(result.cells)} cells")
