@@ -97,6 +97,31 @@ Progress = Callable[[str, int, int], None]
 BATCH_ROWS = 1000
 
 
+def _check_every_row(rows: Iterator[Row], *, errors: list[str], progress: Progress | None) -> int:
+    """The first reading: every row checked (the problems gathered in `errors`), none kept; returns the row count."""
+    total = 0
+    for total, _ in enumerate(rows, start=1):
+        if progress is not None and total % BATCH_ROWS == 0:
+            progress("reading", total, 0)
+    if errors:
+        raise GenerationImportError(errors)
+    if progress is not None:
+        progress("checked", total, total)
+    return total
+
+
+def _new_items(pool: Pool, batch: list[Row], verdicts: dict, *, existing: set[str], kind: str) -> list[PoolItem]:
+    """The batch's rows not yet in the pool, as items; `existing` gains their keys."""
+    items = []
+    for row in batch:
+        if row.key in existing or row.legacy_key in existing:
+            continue
+        # The same row in two files of one import is one item, as it would be in two imports.
+        existing.add(row.key)
+        items.append(_item(pool, row, verdicts[row.key], kind))
+    return items
+
+
 def generations_import(
     *,
     paths: Sequence[str | Path | Source],
@@ -126,14 +151,7 @@ def generations_import(
         for source in sources:
             yield from file_rows(source, kind=kind, labels=labels, errors=errors)
 
-    total = 0
-    for total, _ in enumerate(every_row(), start=1):
-        if progress is not None and total % BATCH_ROWS == 0:
-            progress("reading", total, 0)
-    if errors:
-        raise GenerationImportError(errors)
-    if progress is not None:
-        progress("checked", total, total)
+    total = _check_every_row(every_row(), errors=errors, progress=progress)
 
     mismatches = created = done = 0
     with transaction.atomic():
@@ -144,13 +162,7 @@ def generations_import(
         for batch in _batches(every_row(), BATCH_ROWS):
             verdicts = _verdicts(batch)
             mismatches += sum(verdicts[row.key].correct != row.correct for row in batch)
-            items = []
-            for row in batch:
-                if row.key in existing or row.legacy_key in existing:
-                    continue
-                # The same row in two files of one import is one item, as it would be in two imports.
-                existing.add(row.key)
-                items.append(_item(pool, row, verdicts[row.key], kind))
+            items = _new_items(pool, batch, verdicts, existing=existing, kind=kind)
             PoolItem.objects.bulk_create(items)
             created += len(items)
             done += len(batch)

@@ -119,6 +119,44 @@ def _check_quality_fields(value: dict[str, str], *, kind: str, labels: list[str]
     return gold_label, gold_extraneous, explanation
 
 
+def _field_problems(value: dict[str, str], *, pronoun: str, model: str, masks: list[str]) -> list[str]:
+    """What is wrong with a row's pronoun, model, correct value and template mask, each said once."""
+    problems = []
+    if pronoun not in BASES:
+        problems.append(f"unknown pronoun {value['pronoun']!r} (known: {', '.join(BASES)})")
+    if not model:
+        problems.append("empty model")
+    elif len(model) > MODEL_NAME_MAX_LENGTH:
+        problems.append(f"model name is {len(model)} characters long; at most {MODEL_NAME_MAX_LENGTH} are allowed")
+    if _parse_correct(value["correct"].strip()) is None:
+        problems.append(f"correct must be 1.0 or 0.0, not {value['correct']!r}")
+    if not masks:
+        problems.append(
+            "template has no mask marker ({mask_token}, [MASK], $NOM_PRONOUN, $ACC_PRONOUN or $POSS_PRONOUN)"
+        )
+    elif len(masks) > 1:
+        problems.append(f"template has {len(masks)} masks ({', '.join(masks)}); it needs exactly one")
+    return problems
+
+
+def _context_of(
+    header: Header, template: str, marker: str, *, dataset: str, form: str | None, pronoun: str, text: str
+) -> tuple[str | None, str]:
+    """The context the generated text starts with (pre: the template up to its mask; post: the template filled with
+    a form of the pronoun), or None and what is wrong."""
+    if header.setting == "pre":
+        context = pre_context(template, marker)
+        if not text.startswith(context):
+            return None, f"{header.generation_column} does not start with the pre-[MASK] context {context!r}"
+        return context, ""
+    post = _post_context(template, marker, dataset, form, pronoun, text)
+    if post is None:
+        return None, (
+            f"{header.generation_column} does not start with the template filled with any form of {pronoun!r}"
+        )
+    return post, ""
+
+
 def row_parse(
     record: list[str], header: Header, *, name: str, line: int, kind: str, labels: list[str], errors: list[str]
 ) -> Row | None:
@@ -133,22 +171,8 @@ def row_parse(
     if problems:  # nothing else is worth reading: PostgreSQL cannot store the cell at all
         errors.append(f"{name}:{line}: " + "; ".join(problems))
         return None
-    if pronoun not in BASES:
-        problems.append(f"unknown pronoun {value['pronoun']!r} (known: {', '.join(BASES)})")
-    if not model:
-        problems.append("empty model")
-    elif len(model) > MODEL_NAME_MAX_LENGTH:
-        problems.append(f"model name is {len(model)} characters long; at most {MODEL_NAME_MAX_LENGTH} are allowed")
-    correct = _parse_correct(value["correct"].strip())
-    if correct is None:
-        problems.append(f"correct must be 1.0 or 0.0, not {value['correct']!r}")
     masks = _masks_in(template)
-    if not masks:
-        problems.append(
-            "template has no mask marker ({mask_token}, [MASK], $NOM_PRONOUN, $ACC_PRONOUN or $POSS_PRONOUN)"
-        )
-    elif len(masks) > 1:
-        problems.append(f"template has {len(masks)} masks ({', '.join(masks)}); it needs exactly one")
+    problems += _field_problems(value, pronoun=pronoun, model=model, masks=masks)
     quality = ("", None, "")
     if kind != STUDY:
         quality = _check_quality_fields(value, kind=kind, labels=labels, problems=problems)
@@ -157,22 +181,13 @@ def row_parse(
         return None
     marker = masks[0]
     dataset, form = _mask_of(marker)
-    if header.setting == "pre":
-        context = pre_context(template, marker)
-        if not generation.startswith(context):
-            errors.append(
-                f"{name}:{line}: {header.generation_column} does not start with the pre-[MASK] context {context!r}"
-            )
-            return None
-    else:
-        post = _post_context(template, marker, dataset, form, pronoun, generation)
-        if post is None:
-            errors.append(
-                f"{name}:{line}: {header.generation_column} does not start with the template filled with any form "
-                f"of {pronoun!r}"
-            )
-            return None
-        context = post
+    context, problem = _context_of(
+        header, template, marker, dataset=dataset, form=form, pronoun=pronoun, text=generation
+    )
+    if context is None:
+        errors.append(f"{name}:{line}: {problem}")
+        return None
+    correct = _parse_correct(value["correct"].strip())
     assert correct is not None  # a bad value was reported above
     gold_label, gold_extraneous, explanation = quality
     return Row(
