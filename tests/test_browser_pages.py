@@ -119,7 +119,7 @@ def test_the_annotation_page_opens_at_its_top_with_the_labels_and_save_in_reach(
     if page.width <= 400:  # a phone: the labels and Save stay on screen (a bar at the bottom)
         assert in_view(page, "#annotate-save") and in_view(page, "#annotate-labels input")
         page.mouse.wheel(0, 600)
-        page.wait_for_function("window.scrollY > 0")
+        page.wait_for_function("() => window.scrollY > 0")
         assert in_view(page, "#annotate-save") and in_view(page, "#annotate-labels input")
     page.locator("#annotate-labels input").first.check()
     page.locator("#annotate-save").click()

@@ -166,6 +166,7 @@ def test_the_web_server_names_a_bad_variable_and_does_not_start(name, value, mes
     assert message in result.stderr
 
 
+@pytest.mark.slow  # starts a process; the full suite runs it
 def test_the_web_server_keeps_connections_alive_and_stops_on_sigterm(tmp_path):
     port = free_port()
     env = {
@@ -213,6 +214,7 @@ def test_the_web_server_keeps_connections_alive_and_stops_on_sigterm(tmp_path):
             server.wait()
 
 
+@pytest.mark.slow  # starts a process; the full suite runs it
 def test_the_wsgi_module_loads_every_view_before_the_server_forks_and_freezes_them():
     probe = (
         "import gc, sys; import config.wsgi; "

@@ -86,11 +86,13 @@ def test_it_refuses_to_start_with_a_malformed_variable(env, message):
     assert message in result.stderr
 
 
+@pytest.mark.slow  # starts Django in a process; the full suite runs it
 def test_it_starts_on_the_embedded_default_with_nothing_set(tmp_path):
     result = start({"DATABASE_URL": f"sqlite:///{tmp_path / 'x.sqlite3'}"})
     assert result.returncode == 0, result.stderr
 
 
+@pytest.mark.slow  # starts Django in a process; the full suite runs it
 def test_debug_is_off_unless_set_and_the_embedded_default_keeps_plain_http_cookies(tmp_path):
     names = ("DEBUG", "SESSION_COOKIE_SECURE", "CSRF_COOKIE_SECURE", "SECURE_HSTS_SECONDS", "CSRF_COOKIE_HTTPONLY")
     embedded = settings_under({"DATABASE_URL": f"sqlite:///{tmp_path / 'x.sqlite3'}"}, *names)
@@ -115,6 +117,7 @@ def test_debug_is_off_unless_set_and_the_embedded_default_keeps_plain_http_cooki
     }
 
 
+@pytest.mark.slow  # starts Django in a process; the full suite runs it
 def test_the_deployment_check_is_clean_with_the_documented_production_settings():
     env = {"DATABASE_URL": POSTGRES, "DEBUG": "0", "SECRET_KEY": GOOD_KEY, "SECURE_SSL_REDIRECT": "1"}
     result = start(env, "--deploy", "--fail-level", "WARNING")
@@ -122,6 +125,7 @@ def test_the_deployment_check_is_clean_with_the_documented_production_settings()
     assert "no issues" in result.stdout
 
 
+@pytest.mark.slow  # starts Django in a process; the full suite runs it
 def test_the_token_lifetime_and_the_login_lockout_come_from_the_environment():
     values = settings_under(
         {"API_TOKEN_TTL_DAYS": "7", "LOGIN_FAILURE_LIMIT": "3", "LOGIN_COOLOFF_MINUTES": "30"},

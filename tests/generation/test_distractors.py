@@ -80,10 +80,10 @@ def reference(count: int):
                             yield uid, task["word"], marker, p1, p2, text(sentences), task["occupation"]
 
 
-def reference_sample(count: int, seed: int) -> list[tuple]:
-    """RUFF's sample_templates.py: pandas over the whole frame of that count."""
+def reference_sample(count: int, seed: int, rows: list[tuple] | None = None) -> list[tuple]:
+    """RUFF's sample_templates.py: pandas over the whole frame of that count (`rows`: reference(count), if built)."""
     frame = pd.DataFrame(
-        list(reference(count)),
+        list(reference(count)) if rows is None else rows,
         columns=["uid", "word", "pronoun_type", "pronoun", "confuse_pronoun", "text", "occupation"],
     )
     frame = frame[frame["word"] == frame["occupation"]]
@@ -119,6 +119,7 @@ def stored(count: int, **filters) -> list[tuple]:
 
 
 @pytest.mark.django_db
+@pytest.mark.slow  # each test imports thousands of rows; the full suite runs them
 class TestImport:
     def test_it_builds_counts_0_and_1_exactly_as_the_construction_in_its_order(self):
         summary = run_import("--distractors", "0-1")
@@ -172,9 +173,11 @@ class TestImport:
         run_import("--distractors", "1", "--sample-seed", "17")
 
         assert Dataset.objects.count() == 1
-        assert sorted(stored(1, sample_17=True)) == reference_sample(1, 17)
-        assert sorted(stored(1, sample_13=True)) == reference_sample(1, 13)
-        union = {r[0:5] for r in reference_sample(1, 13)} | {r[0:5] for r in reference_sample(1, 17)}
+        rows = list(reference(1))
+        sample_13, sample_17 = reference_sample(1, 13, rows), reference_sample(1, 17, rows)
+        assert sorted(stored(1, sample_17=True)) == sample_17
+        assert sorted(stored(1, sample_13=True)) == sample_13
+        union = {r[0:5] for r in sample_13} | {r[0:5] for r in sample_17}
         assert Instance.objects.count() == len(union)
 
 
@@ -185,8 +188,10 @@ def test_it_samples_every_count_as_ruff():
 
     assert summary["by_distractors"] == {str(c): 2_160 for c in range(6)}
     for count in range(6):
-        assert sum(1 for _ in reference(count)) == FULL_COUNTS[count]
-        assert sorted(stored(count)) == reference_sample(count, 19)
+        rows = list(reference(count))
+        assert len(rows) == FULL_COUNTS[count]
+        assert sorted(stored(count)) == reference_sample(count, 19, rows)
+        del rows
 
 
 def write(tmp_path: Path, name: str, rows: list[list[str]]) -> Path:
@@ -253,6 +258,7 @@ class TestExport:
         ]
         assert {r["distractors"] for r in rows} == {"0"}
 
+    @pytest.mark.slow  # imports thousands of rows; the full suite runs it
     def test_it_exports_one_row_per_distractor_instance_with_its_slot(self, tmp_path):
         run_import("--distractors", "2", "--sample-seed", "13")
 

@@ -364,6 +364,7 @@ def test_it_imports_a_small_good_ruff_file(tmp_path):
     assert summary == {"dataset": "tiny", "instances": 4, "per_pronoun": dict.fromkeys(BASES, 1)}
 
 
+@pytest.mark.slow  # starts a process; the full suite runs it
 def test_the_command_exits_non_zero_from_the_shell(tmp_path):
     """The contract is an exit status and a message on stderr, not just an exception inside Django."""
     import subprocess

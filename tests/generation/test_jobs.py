@@ -216,6 +216,7 @@ class TestCli:
             call_command("export_generations", "--job=999", f"--out={tmp_path / 'x.csv'}")
 
 
+@pytest.mark.slow  # starts a process; the full suite runs it
 def test_the_generate_command_reads_settings_as_generation_settings_from_the_shell(tmp_path):
     """Django treats a global --settings as its settings module; manage.py hands it to `generate` instead."""
     import os
