@@ -154,7 +154,7 @@ def bench_tango(args, loaded, decoding, timed) -> dict:
     return result
 
 
-def main() -> None:
+def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--templates", type=Path, required=True, help="the RUFF eo_task.tsv or a TANGO .jsonl")
     parser.add_argument("--dataset", choices=["ruff", "tango"], default="ruff", help="the format of --templates")
@@ -171,51 +171,36 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=50)
     parser.add_argument("--skip-baseline", action="store_true", help="time only the project's path")
     parser.add_argument("--repeat", type=int, default=1, help="measure each side this often, keep the best")
-    args = parser.parse_args()
+    return parser.parse_args()
 
-    import django
 
-    django.setup()
+def _timer(loaded):
+    """Seconds a call takes, waiting for the GPU's queued work on both sides of it."""
     import torch
 
+    def timed(fn) -> float:
+        if loaded.device.type == "cuda":
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        fn()
+        if loaded.device.type == "cuda":
+            torch.cuda.synchronize()
+        return time.perf_counter() - start
+
+    return timed
+
+
+def bench_ruff(args, loaded, language_model, timed) -> dict:
     from generation.contexts import build_context
-    from generation.loading import model_load
-    from generation.models import DEFAULT_MODEL_FIELDS, DEFAULT_MODEL_NAME, LanguageModel
+    from generation.engines import engine_get
     from generation.sampling import Decoding, sample_continuations, sample_one_context
     from generation.scoring import score_instances, score_one_at_a_time
 
-    if args.model is None:  # the default model needs no database: its registry row, unsaved
-        language_model = LanguageModel(name=DEFAULT_MODEL_NAME, **DEFAULT_MODEL_FIELDS)
-    else:
-        language_model = LanguageModel.objects.get(name=args.model)
-    if args.device:
-        language_model.device = args.device
-    if args.batch_size:
-        language_model.batch_size = args.batch_size
-    loaded = model_load(language_model=language_model)
-    if args.dataset == "tango":
-        decoding = Decoding(samples=args.samples, max_new_tokens=args.max_new_tokens)
-
-        def timed_tango(fn) -> float:
-            if loaded.device.type == "cuda":
-                torch.cuda.synchronize()
-            start = time.perf_counter()
-            fn()
-            if loaded.device.type == "cuda":
-                torch.cuda.synchronize()
-            return time.perf_counter() - start
-
-        result = bench_tango(args, loaded, decoding, timed_tango)
-        result |= {"device": str(loaded.device), "batch_size": loaded.batch_size, "threads": torch.get_num_threads()}
-        print(json.dumps(result), flush=True)
-        return
     items = read_ruff(args.templates, args.per_pronoun)
     contexts = [build_context(i.text, i.mask, i.correct_form, s) for i in items for s in ("pre", "post")]
     size = loaded.batch_size
-
-    from generation.engines import engine_get
-
     engine = engine_get(args.engine)
+    decoding = Decoding(samples=args.samples, max_new_tokens=args.max_new_tokens)
 
     def project_sampling() -> None:
         # As a job's chunk does it: batch_size instances at a time, one batched call per setting.
@@ -234,16 +219,9 @@ def main() -> None:
                         seed=start,
                     )
 
-    decoding = Decoding(samples=args.samples, max_new_tokens=args.max_new_tokens)
-
-    def timed(fn) -> float:
-        if loaded.device.type == "cuda":
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        fn()
-        if loaded.device.type == "cuda":
-            torch.cuda.synchronize()
-        return time.perf_counter() - start
+    def plain_sampling() -> None:
+        for context in contexts:
+            sample_one_context(loaded=loaded, context=context, decoding=decoding, seed=0)
 
     # Warm-up, so that neither side pays for first-call allocation.
     score_instances(loaded=loaded, items=items[:2])
@@ -258,20 +236,12 @@ def main() -> None:
             base_prob_s = min(base_prob_s, timed(lambda: score_one_at_a_time(loaded=loaded, items=items)))
         gen_s = min(gen_s, timed(project_sampling))
         if not args.skip_baseline:
-            base_gen_s = min(
-                base_gen_s,
-                timed(
-                    lambda: [sample_one_context(loaded=loaded, context=c, decoding=decoding, seed=0) for c in contexts]
-                ),
-            )
+            base_gen_s = min(base_gen_s, timed(plain_sampling))
     result = {
         "engine": args.engine,
         "instances": n,
         "prob_inst_per_s": round(n / prob_s, 3),
         "gen_inst_per_s": round(n / gen_s, 3),
-        "device": str(loaded.device),
-        "batch_size": loaded.batch_size,
-        "torch_threads": torch.get_num_threads(),
     }
     if not args.skip_baseline:
         result |= {
@@ -280,6 +250,37 @@ def main() -> None:
             "prob_speedup": round(base_prob_s / prob_s, 2),
             "gen_speedup": round(base_gen_s / gen_s, 2),
         }
+    return result
+
+
+def main() -> None:
+    args = _arguments()
+
+    import django
+
+    django.setup()
+    import torch
+
+    from generation.loading import model_load
+    from generation.models import DEFAULT_MODEL_FIELDS, DEFAULT_MODEL_NAME, LanguageModel
+    from generation.sampling import Decoding
+
+    if args.model is None:  # the default model needs no database: its registry row, unsaved
+        language_model = LanguageModel(name=DEFAULT_MODEL_NAME, **DEFAULT_MODEL_FIELDS)
+    else:
+        language_model = LanguageModel.objects.get(name=args.model)
+    if args.device:
+        language_model.device = args.device
+    if args.batch_size:
+        language_model.batch_size = args.batch_size
+    loaded = model_load(language_model=language_model)
+    timed = _timer(loaded)
+    if args.dataset == "tango":
+        decoding = Decoding(samples=args.samples, max_new_tokens=args.max_new_tokens)
+        result = bench_tango(args, loaded, decoding, timed)
+    else:
+        result = bench_ruff(args, loaded, language_model, timed)
+    result |= {"device": str(loaded.device), "batch_size": loaded.batch_size, "torch_threads": torch.get_num_threads()}
     print(json.dumps(result), flush=True)
 
 

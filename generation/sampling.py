@@ -23,8 +23,9 @@ class Interrupted(Exception):
 
 
 class StopWhen:
-    """A transformers stopping criterion that ends the whole `generate` call once `stop()` is True, asking at most
-    once per `interval` seconds (the first time after one decoding step). `fired` says whether it ended the call."""
+    """Ends a sampling call once `stop()` is True, asking at most once per `interval` seconds (the first time after
+    one decoding step). Called as a transformers stopping criterion (beam search's `generate`) or through `due()`
+    (Concord's own sampling loop). `fired` says whether it ended the call."""
 
     def __init__(self, stop: Callable[[], bool], interval: float = STOP_POLL_SECONDS):
         self.stop, self.interval = stop, interval
@@ -32,15 +33,19 @@ class StopWhen:
         self.asked = 0  # times `stop` was called
         self._next = time.monotonic() + interval
 
-    def __call__(self, input_ids, scores, **kwargs):
-        import torch
-
+    def due(self) -> bool:
+        """Whether the call should end now (asks `stop` when its interval has passed)."""
         now = time.monotonic()
         if not self.fired and now >= self._next:
             self._next = now + self.interval
             self.asked += 1
             self.fired = bool(self.stop())
-        return torch.full((input_ids.shape[0],), self.fired, dtype=torch.bool, device=input_ids.device)
+        return self.fired
+
+    def __call__(self, input_ids, scores, **kwargs):
+        import torch
+
+        return torch.full((input_ids.shape[0],), self.due(), dtype=torch.bool, device=input_ids.device)
 
 
 @dataclass(frozen=True)
@@ -96,6 +101,119 @@ def _generate_kwargs(loaded: LoadedModel, decoding: Decoding) -> dict:
     return kwargs
 
 
+# Generation-config settings that would add a logits processor of their own, each with its neutral values. Concord's
+# sampling loop applies temperature, top-k, top-p and min_new_tokens (the end-of-sequence ban) only, so a model whose
+# generation config sets any of these is sampled by transformers' `generate` instead.
+_NEUTRAL_SETTINGS: dict[str, tuple] = {
+    "guidance_scale": (None, 1, 1.0),
+    "sequence_bias": (None,),
+    "repetition_penalty": (None, 1.0),
+    "encoder_repetition_penalty": (None, 1.0),
+    "no_repeat_ngram_size": (None, 0),
+    "encoder_no_repeat_ngram_size": (None, 0),
+    "bad_words_ids": (None,),
+    "forced_bos_token_id": (None,),
+    "forced_eos_token_id": (None,),
+    "remove_invalid_values": (None, False),
+    "exponential_decay_length_penalty": (None,),
+    "suppress_tokens": (None,),
+    "begin_suppress_tokens": (None,),
+    "top_h": (None,),
+    "min_p": (None,),
+    "typical_p": (None, 1.0),
+    "epsilon_cutoff": (None, 0.0),
+    "eta_cutoff": (None, 0.0),
+    "watermarking_config": (None,),
+    "renormalize_logits": (None, False),
+}
+
+
+def own_loop_applies(loaded: LoadedModel, decoding: Decoding) -> bool:
+    """Whether Concord's sampling loop gives what `generate` would: sampling (one beam) with top-k, and no other
+    logits processor in the model's generation config."""
+    if decoding.num_beams != 1 or decoding.top_k <= 0:
+        return False
+    config = loaded.model.generation_config
+    return all(getattr(config, name, None) in neutral for name, neutral in _NEUTRAL_SETTINGS.items())
+
+
+def _eos_ids(loaded: LoadedModel) -> list[int]:
+    eos = loaded.model.generation_config.eos_token_id
+    return [] if eos is None else [eos] if isinstance(eos, int) else list(eos)
+
+
+def draw_tokens(logits, *, decoding: Decoding, temperature: float | None = None, banned: Sequence[int] = ()):
+    """One sampled token per row, as transformers' sampling step draws it after its processors: the `banned` ids
+    (end of sequence, before min_new_tokens) removed, temperature, top-k, top-p, then a draw from the renormalised
+    distribution. The draw is over the k best tokens only: on a CPU, softmax and the multinomial draw over the whole
+    vocabulary for every row and step cost about as much as the model's forward pass once many rows are batched.
+    """
+    import torch
+
+    scores = logits.float()
+    if banned:
+        scores = scores.index_fill(-1, torch.tensor(list(banned), device=scores.device), float("-inf"))
+    if temperature is not None:
+        scores = scores / temperature
+    values, indices = torch.topk(scores, min(decoding.top_k, scores.shape[-1]), dim=-1)  # sorted, largest first
+    if decoding.top_p < 1.0:
+        probs = torch.softmax(values, dim=-1)
+        above = torch.cumsum(probs, dim=-1) - probs  # mass of the better-ranked tokens: the best token always stays
+        values = values.masked_fill(above >= decoding.top_p, float("-inf"))
+    choice = torch.multinomial(torch.softmax(values, dim=-1), 1)
+    return indices.gather(-1, choice).squeeze(-1)
+
+
+def _sample_rows(loaded: LoadedModel, input_ids, attention_mask, decoding: Decoding, criterion: StopWhen | None):
+    """`decoding.samples` rows of exactly `max_new_tokens` new tokens per context row (rows in context order).
+
+    Each context is run once (transformers' `generate` would run it once per sample), and its key/value cache and
+    last logits are then repeated for the samples; after that one token per step for every row.
+    """
+    import torch
+    from transformers import DynamicCache
+
+    model = loaded.model
+    temperature = model.generation_config.temperature
+    temperature = None if temperature in (None, 1.0) else float(temperature)
+    banned = _eos_ids(loaded)  # min_new_tokens = max_new_tokens: the end of sequence is never drawn
+    samples, length = decoding.samples, decoding.max_new_tokens
+
+    cache = DynamicCache(config=model.config)
+    positions = (attention_mask.cumsum(-1) - 1).clamp(min=0)  # left padding: each context counts from its first token
+    out = model(
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        position_ids=positions,
+        past_key_values=cache,
+        use_cache=True,
+        logits_to_keep=1,
+    )
+    logits = out.logits[:, -1].repeat_interleave(samples, dim=0)
+    cache.batch_repeat_interleave(samples)
+    mask = attention_mask.repeat_interleave(samples, dim=0)
+    position = positions[:, -1:].repeat_interleave(samples, dim=0)
+    new = torch.empty((logits.shape[0], length), dtype=torch.long, device=input_ids.device)
+    ones = torch.ones((logits.shape[0], 1), dtype=mask.dtype, device=mask.device)
+    for step in range(length):
+        new[:, step] = draw_tokens(logits, decoding=decoding, temperature=temperature, banned=banned)
+        if criterion is not None and criterion.due():
+            raise Interrupted(f"stopped after {step + 1} new tokens")
+        if step + 1 == length:
+            break
+        mask = torch.cat([mask, ones], dim=-1)
+        position = position + 1
+        out = model(
+            input_ids=new[:, step : step + 1],
+            attention_mask=mask,
+            position_ids=position,
+            past_key_values=cache,
+            use_cache=True,
+        )
+        logits = out.logits[:, -1]
+    return new
+
+
 def sample_continuations(
     *,
     loaded: LoadedModel,
@@ -108,6 +226,8 @@ def sample_continuations(
 ) -> list[list[str]]:
     """`decoding.samples` continuations per context (outer list in the order of `contexts`).
 
+    Sampling with top-k runs Concord's own loop (`_sample_rows`), unless the model's generation config asks for
+    another logits processor; beam search and those models go through transformers' `generate`.
     With `stop`, a call in progress asks it between decoding steps (at most once per `stop_interval` seconds) and
     raises Interrupted once it is True: a cancelled job stops within about a second, not after the last token.
     """
@@ -116,9 +236,10 @@ def sample_continuations(
 
     tokenizer, model = loaded.tokenizer, loaded.model
     batch_size = batch_size or loaded.batch_size
-    kwargs = _generate_kwargs(loaded, decoding)
+    own = own_loop_applies(loaded, decoding)
+    kwargs = {} if own else _generate_kwargs(loaded, decoding)
     criterion = StopWhen(stop, stop_interval) if stop is not None else None
-    if criterion is not None:
+    if criterion is not None and not own:
         kwargs["stopping_criteria"] = StoppingCriteriaList([criterion])
     results: list[list[str]] = []
     set_seed(seed)
@@ -130,17 +251,19 @@ def sample_continuations(
                 batch = list(contexts[start : start + batch_size])
                 encoded = tokenizer(batch, return_tensors="pt", padding=True).to(loaded.device)
                 input_ids, attention_mask = encoded.input_ids, encoded.attention_mask
-                if decoding.num_beams == 1:
-                    extra = {"num_return_sequences": decoding.samples}
+                if own:
+                    new_tokens = _sample_rows(loaded, input_ids, attention_mask, decoding, criterion)
                 else:
                     # Beam search returns at most num_beams sequences per row: repeat the rows instead.
-                    input_ids = input_ids.repeat_interleave(decoding.samples, dim=0)
-                    attention_mask = attention_mask.repeat_interleave(decoding.samples, dim=0)
-                    extra = {}
-                output = model.generate(input_ids=input_ids, attention_mask=attention_mask, **kwargs, **extra)
-                if criterion is not None and criterion.fired:
-                    raise Interrupted(f"stopped after {output.shape[1] - input_ids.shape[1]} new tokens")
-                texts = tokenizer.batch_decode(output[:, input_ids.shape[1] :], skip_special_tokens=True)
+                    extra = {"num_return_sequences": decoding.samples} if decoding.num_beams == 1 else {}
+                    if decoding.num_beams != 1:
+                        input_ids = input_ids.repeat_interleave(decoding.samples, dim=0)
+                        attention_mask = attention_mask.repeat_interleave(decoding.samples, dim=0)
+                    output = model.generate(input_ids=input_ids, attention_mask=attention_mask, **kwargs, **extra)
+                    if criterion is not None and criterion.fired:
+                        raise Interrupted(f"stopped after {output.shape[1] - input_ids.shape[1]} new tokens")
+                    new_tokens = output[:, input_ids.shape[1] :]
+                texts = tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
                 for row in range(len(batch)):
                     results.append(texts[row * decoding.samples : (row + 1) * decoding.samples])
     finally:

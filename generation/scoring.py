@@ -7,8 +7,8 @@ it: tokens 1..T-1 are predicted from the ones before them; the first token of th
 The 4 candidate texts differ only from the mask on, so their token sequences share a prefix. We tokenize each full
 text (tokenizing the pieces separately could merge tokens differently across the mask boundary), take the longest
 common token prefix, run it once per instance (many instances per forward pass, left padded), then run the 4
-candidates' remaining tokens from the prefix's key/value cache. The loss of a sequence is the prefix's summed loss
-plus its suffix's summed loss over the number of predicted tokens.
+candidates' remaining tokens from the prefix's key/value cache (all but the last: its output would predict nothing).
+The loss of a sequence is the prefix's summed loss plus its suffix's summed loss over the number of predicted tokens.
 """
 
 from __future__ import annotations
@@ -77,7 +77,9 @@ class _Prepared:
 
 
 def _prepare(loaded: LoadedModel, candidates: Sequence[Sequence[str]]) -> list[_Prepared]:
-    width = len(candidates[0]) if candidates else 0
+    if not candidates:
+        return []  # (the tokenizer fails on an empty batch: no generation of a chunk could be rewritten, say)
+    width = len(candidates[0])
     if any(len(texts) != width for texts in candidates):
         raise ValueError("every entry must have the same number of candidate texts")
     encoded = loaded.tokenizer([text for texts in candidates for text in texts]).input_ids
@@ -94,6 +96,15 @@ def _prepare(loaded: LoadedModel, candidates: Sequence[Sequence[str]]) -> list[_
             raise ValueError(f"cannot score {texts[0]!r}: a candidate tokenizes to a single token")
         prepared.append(_Prepared(index, own[0][:shared], [ids[shared:] for ids in own]))
     return prepared
+
+
+def _nll(logits, targets):
+    """-log p(target) at each position: the log of the softmax's denominator less the target's logit, the value
+    `log_softmax` would give without writing the whole vocabulary's log-probabilities for every position."""
+    import torch
+
+    logits = logits.float()
+    return torch.logsumexp(logits, dim=-1) - logits.gather(-1, targets[..., None]).squeeze(-1)
 
 
 def _score_batch(loaded: LoadedModel, batch: list[_Prepared], *, suffix_only: bool = False) -> list[list[float]]:
@@ -115,41 +126,42 @@ def _score_batch(loaded: LoadedModel, batch: list[_Prepared], *, suffix_only: bo
     prefix_ids, prefix_mask = prefix_ids.to(device), prefix_mask.to(device)
     positions = (prefix_mask.cumsum(-1) - 1).clamp(min=0)
     out = model(input_ids=prefix_ids, attention_mask=prefix_mask, position_ids=positions, use_cache=True)
-    logprobs = torch.log_softmax(out.logits.float(), dim=-1)
     # Token t is predicted by position t-1; both must be real tokens (the first token is never predicted).
-    target_nll = -logprobs[:, :-1].gather(-1, prefix_ids[:, 1:, None]).squeeze(-1)
+    target_nll = _nll(out.logits[:, :-1], prefix_ids[:, 1:])
     valid = (prefix_mask[:, 1:] * prefix_mask[:, :-1]).bool()
     prefix_sum = torch.where(valid, target_nll, torch.zeros_like(target_nll)).sum(-1)  # (size,)
-    last_logprobs = logprobs[:, -1]  # predicts each candidate's first own token
-    out_cache = out.past_key_values
-    del out, logprobs
-
-    # The candidates' own tokens, right padded, run from the prefix cache repeated n times.
     suffixes = [suffix for p in batch for suffix in p.suffixes]
-    length = max(len(s) for s in suffixes)
-    suffix_ids = torch.full((n * size, length), pad_id, dtype=torch.long)
-    suffix_mask = torch.zeros((n * size, length), dtype=torch.long)
     lengths = torch.tensor([len(s) for s in suffixes])
     shared = torch.tensor([len(p.prefix) for p in batch]).repeat_interleave(n)
-    for row, suffix in enumerate(suffixes):
-        suffix_ids[row, : len(suffix)] = torch.tensor(suffix)
-        suffix_mask[row, : len(suffix)] = 1
-    suffix_ids, suffix_mask = suffix_ids.to(device), suffix_mask.to(device)
-    cache = out_cache
-    cache.batch_repeat_interleave(n)
-    suffix_positions = (shared[:, None] + torch.arange(length)[None, :]).to(device)
-    out = model(
-        input_ids=suffix_ids,
-        attention_mask=torch.cat([prefix_mask.repeat_interleave(n, dim=0), suffix_mask], dim=-1),
-        position_ids=suffix_positions,
-        past_key_values=cache,
-        cache_position=torch.arange(width, width + length, device=device),
-        use_cache=True,
-    )
-    first_nll = -last_logprobs.repeat_interleave(n, dim=0).gather(-1, suffix_ids[:, :1]).squeeze(-1)
-    rest_nll = -torch.log_softmax(out.logits[:, :-1].float(), dim=-1).gather(-1, suffix_ids[:, 1:, None]).squeeze(-1)
-    rest_valid = suffix_mask[:, 1:].bool()
-    suffix_sum = first_nll + torch.where(rest_valid, rest_nll, torch.zeros_like(rest_nll)).sum(-1)
+    # The prefix's last position predicts each candidate's first own token.
+    firsts = torch.tensor([suffix[0] for suffix in suffixes], device=device)
+    suffix_sum = _nll(out.logits[:, -1].repeat_interleave(n, dim=0), firsts)
+    cache = out.past_key_values
+    del out
+
+    # The candidates' own tokens but the last (whose output would predict nothing), right padded, run from the
+    # prefix cache repeated n times: position j predicts token j+1.
+    length = max(len(s) for s in suffixes) - 1
+    if length > 0:
+        inputs = torch.full((n * size, length), pad_id, dtype=torch.long)
+        targets = torch.zeros((n * size, length), dtype=torch.long)
+        input_mask = torch.zeros((n * size, length), dtype=torch.long)
+        for row, suffix in enumerate(suffixes):
+            inputs[row, : len(suffix) - 1] = torch.tensor(suffix[:-1], dtype=torch.long)
+            targets[row, : len(suffix) - 1] = torch.tensor(suffix[1:], dtype=torch.long)
+            input_mask[row, : len(suffix) - 1] = 1
+        inputs, targets, input_mask = inputs.to(device), targets.to(device), input_mask.to(device)
+        cache.batch_repeat_interleave(n)
+        out = model(
+            input_ids=inputs,
+            attention_mask=torch.cat([prefix_mask.repeat_interleave(n, dim=0), input_mask], dim=-1),
+            position_ids=(shared[:, None] + torch.arange(length)[None, :]).to(device),
+            past_key_values=cache,
+            cache_position=torch.arange(width, width + length, device=device),
+            use_cache=True,
+        )
+        rest_nll = _nll(out.logits, targets)
+        suffix_sum = suffix_sum + torch.where(input_mask.bool(), rest_nll, torch.zeros_like(rest_nll)).sum(-1)
     if suffix_only:
         return (suffix_sum / lengths.to(suffix_sum.device)).view(size, n).tolist()
     total = prefix_sum.repeat_interleave(n) + suffix_sum

@@ -1,10 +1,22 @@
-"""The fused top-k/top-p filter keeps exactly the tokens transformers' two warpers keep."""
+"""Concord's sampling against transformers': the fused top-k/top-p filter keeps exactly the tokens the two warpers
+keep, the own sampling loop draws from the distribution `generate` draws from, and a stop ends a call early."""
+
+from types import SimpleNamespace
 
 import pytest
 import torch
-from transformers import TopKLogitsWarper, TopPLogitsWarper
+from transformers import GenerationConfig, TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
 
-from generation.sampling import Decoding, Interrupted, StopWhen, TopKTopP, sample_continuations
+from generation.sampling import (
+    Decoding,
+    Interrupted,
+    StopWhen,
+    TopKTopP,
+    _sample_rows,
+    draw_tokens,
+    own_loop_applies,
+    sample_continuations,
+)
 
 
 @pytest.mark.parametrize(("top_k", "top_p"), [(50, 0.95), (50, 1.0), (5, 0.5), (1, 0.9), (200, 0.3)])
@@ -63,3 +75,97 @@ def test_a_stop_that_never_fires_changes_nothing(loaded_model):
         stop_interval=0.0,
     )
     assert polled == plain
+
+
+def warped_distribution(scores, *, top_k, top_p, temperature=None, banned=()):
+    """What transformers' sampling step draws from: min_new_tokens' ban, temperature, top-k, top-p, softmax."""
+    scores = scores.clone()
+    scores[:, list(banned)] = float("-inf")
+    if temperature is not None:
+        scores = TemperatureLogitsWarper(temperature)(None, scores)
+    scores = TopPLogitsWarper(top_p)(None, TopKLogitsWarper(top_k)(None, scores))
+    return torch.softmax(scores, dim=-1)
+
+
+@pytest.mark.parametrize(
+    ("top_k", "top_p", "temperature"), [(50, 0.95, None), (5, 0.7, None), (8, 1.0, 0.6), (30, 0.9, 1.7)]
+)
+def test_each_draw_follows_the_distribution_of_transformers_warpers(top_k, top_p, temperature):
+    torch.manual_seed(3)
+    rows, draws, vocabulary = 3, 40_000, 60
+    logits = torch.randn(rows, vocabulary) * 2
+    banned = (int(logits[0].argmax()),)  # the end of sequence is often a likely token: it must still never come
+    expected = warped_distribution(logits, top_k=top_k, top_p=top_p, temperature=temperature, banned=banned)
+
+    drawn = draw_tokens(
+        logits.repeat_interleave(draws, dim=0),
+        decoding=Decoding(top_k=top_k, top_p=top_p),
+        temperature=temperature,
+        banned=banned,
+    ).view(rows, draws)
+
+    observed = torch.stack([torch.bincount(row, minlength=vocabulary) for row in drawn]).float() / draws
+    # 40,000 draws: a frequency's standard error is at most 0.0025, so 0.015 is six of them.
+    assert (observed - expected).abs().max() < 0.015
+    assert observed[expected == 0].sum() == 0  # nothing outside top-k/top-p, and never a banned token
+
+
+def test_a_banned_token_is_never_drawn_even_as_the_certain_favourite():
+    logits = torch.full((2_000, 40), -5.0)
+    logits[:, 7] = 50.0  # all the mass, before the ban
+    drawn = draw_tokens(logits, decoding=Decoding(top_k=50, top_p=0.95), banned=(7,))
+    assert not (drawn == 7).any()
+    assert drawn.unique().numel() > 20  # the rest of the vocabulary, evenly
+
+
+def _loaded(**settings):
+    return SimpleNamespace(model=SimpleNamespace(generation_config=GenerationConfig(**settings)))
+
+
+def test_the_own_loop_is_used_only_where_it_draws_what_generate_would():
+    assert own_loop_applies(_loaded(), Decoding())
+    assert own_loop_applies(_loaded(temperature=0.7, repetition_penalty=1.0), Decoding())
+    assert not own_loop_applies(_loaded(), Decoding(num_beams=2))
+    assert not own_loop_applies(_loaded(), Decoding(top_k=0))  # top-p over the whole vocabulary: generate's path
+    for setting in [
+        {"repetition_penalty": 1.3},
+        {"no_repeat_ngram_size": 3},
+        {"min_p": 0.05},
+        {"suppress_tokens": [5]},
+        {"typical_p": 0.9},
+    ]:
+        assert not own_loop_applies(_loaded(**setting), Decoding()), setting
+
+
+@pytest.mark.slow
+def test_the_own_loop_decodes_as_generate_does_on_left_padded_contexts(loaded_model):
+    """With top_k=1 both paths are greedy, so they must produce the same tokens (the cached prefill shared by the
+    samples, the positions under left padding, the end-of-sequence ban)."""
+    tokenizer, model = loaded_model.tokenizer, loaded_model.model
+    contexts = ["Alex said that", "After the long meeting about the budget, Sam told everyone that", "Yes,"]
+    length = 12
+    previous, tokenizer.padding_side = tokenizer.padding_side, "left"
+    try:
+        encoded = tokenizer(contexts, return_tensors="pt", padding=True)
+    finally:
+        tokenizer.padding_side = previous
+    assert (encoded.attention_mask == 0).any()  # the contexts differ in length: some rows are padded
+
+    with torch.inference_mode():
+        own = _sample_rows(
+            loaded_model,
+            encoded.input_ids,
+            encoded.attention_mask,
+            Decoding(samples=2, max_new_tokens=length, top_k=1),
+            None,
+        )
+        expected = model.generate(
+            **encoded,
+            do_sample=False,
+            max_new_tokens=length,
+            min_new_tokens=length,
+            pad_token_id=tokenizer.pad_token_id,
+        )[:, encoded.input_ids.shape[1] :]
+
+    assert own.shape == (len(contexts) * 2, length)
+    assert torch.equal(own, expected.repeat_interleave(2, dim=0))

@@ -4,7 +4,14 @@ import pytest
 
 from generation.models import Instance
 from generation.pronouns import BASES, codebook_for
-from generation.scoring import ScoreItem, candidate_texts, score_instances, sequence_loss
+from generation.scoring import (
+    ScoreItem,
+    candidate_texts,
+    score_candidates,
+    score_instances,
+    score_suffixes,
+    sequence_loss,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -60,3 +67,43 @@ class TestBatchedScoring:
         for a, b in zip(forward, backward[::-1], strict=True):
             assert a.prediction == b.prediction
             assert a.losses == pytest.approx(b.losses, abs=1e-3)
+
+
+def test_candidates_that_end_in_one_token_of_their_own_are_scored_exactly(loaded_model):
+    """A candidate whose only own token is its last is scored from the prefix alone (the last token of every
+    candidate is never run, its output predicting nothing); mixed with longer ones in one batch and alone."""
+    candidates = [
+        ["Alex waved at him", "Alex waved at her"],  # differ in the last token only
+        ["We like it a lot.", "We like them a lot."],
+        ["Sam thanked him", "Sam thanked them"],
+    ]
+    for batch in (candidates, [candidates[0], candidates[2]]):
+        scored = score_candidates(loaded=loaded_model, candidates=batch, batch_size=3)
+        plain = [[sequence_loss(loaded=loaded_model, text=text) for text in texts] for texts in batch]
+        assert scored == [pytest.approx(row, abs=1e-4) for row in plain]
+
+
+def test_no_candidates_give_no_losses(loaded_model):
+    assert score_candidates(loaded=loaded_model, candidates=[]) == []
+
+
+def test_suffix_scores_equal_the_plain_mean_loss_of_each_suffix_after_its_prompt(loaded_model):
+    """The judge's case: each option's own tokens scored after its prompt (prompts of different lengths, options of
+    one token and of several, in one batch)."""
+    import torch
+
+    tokenizer = loaded_model.tokenizer
+    prompts = [tokenizer(f"Answer yes or no. Is the sky {word}?").input_ids for word in ("blue", "green", "red")]
+    prompts.append(tokenizer("Something else entirely:").input_ids)
+    options = [tokenizer(" yes").input_ids, tokenizer(" no, not at all").input_ids]
+
+    scored = score_suffixes(loaded=loaded_model, prefixes=prompts, suffixes=[options] * len(prompts), batch_size=8)
+
+    for prompt, row in zip(prompts, scored, strict=True):
+        for option, loss in zip(options, row, strict=True):
+            ids = torch.tensor([prompt + option])
+            with torch.inference_mode():
+                logprobs = torch.log_softmax(loaded_model.model(input_ids=ids).logits[0].float(), dim=-1)
+            own = range(len(prompt), len(prompt) + len(option))
+            expected = -sum(float(logprobs[t - 1, ids[0, t]]) for t in own) / len(option)
+            assert loss == pytest.approx(expected, abs=1e-4)
