@@ -5,14 +5,22 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/services.sh
-# Debian packages the tests drive: Chromium (browser tests) and docker-compose (checks docker-compose.yml; no engine needed).
+# Debian packages the tests drive: Chromium (browser tests), docker-compose (checks docker-compose.yml; no engine
+# needed) and nginx (the compose proxy's configuration, run in front of the production server).
 missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v docker-compose >/dev/null 2>&1 || missing+=(docker-compose)
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "==> installing ${missing[*]} from Debian"
+    # Installed for its program only: no service is started (policy-rc.d answers "not now" while apt runs).
+    policy_added=
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+      printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d && policy_added=1
+    fi
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    [ -z "$policy_added" ] || rm -f /usr/sbin/policy-rc.d
   else
     echo "missing Debian packages: ${missing[*]} (sudo apt-get install ${missing[*]})" >&2
     exit 1

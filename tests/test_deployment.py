@@ -36,7 +36,30 @@ def compose() -> dict:
 
 
 def test_compose_accepts_the_file_and_defines_every_service(compose):
-    assert set(compose["services"]) == {"db", "redis", "web", "worker-generation", "worker-gpu", "worker-default"}
+    assert set(compose["services"]) == {
+        "db",
+        "redis",
+        "proxy",
+        "web",
+        "worker-generation",
+        "worker-gpu",
+        "worker-default",
+    }
+
+
+def test_only_the_proxy_is_published_and_it_forwards_to_the_web_server_that_trusts_it(compose):
+    proxy, web = compose["services"]["proxy"], compose["services"]["web"]
+    assert "ports" not in web
+    assert "8000" in str(proxy["ports"])
+    assert proxy["image"].startswith("nginx:")
+    assert proxy["environment"]["CONCORD_UPSTREAM"] == "web:8000"
+    mounts = [v if isinstance(v, str) else f"{v['source']}:{v['target']}" for v in proxy["volumes"]]
+    assert any(
+        m.split(":")[0].endswith("deploy/nginx/concord.conf.template")
+        and m.split(":")[1] == "/etc/nginx/templates/default.conf.template"
+        for m in mounts
+    ), mounts
+    assert web["environment"]["TRUSTED_PROXY_COUNT"] == "1"  # the lockout counts the address nginx saw
 
 
 def _command(service: dict) -> str:
@@ -166,12 +189,11 @@ def test_the_web_server_names_a_bad_variable_and_does_not_start(name, value, mes
     assert message in result.stderr
 
 
-@pytest.mark.slow  # starts a process; the full suite runs it
-def test_the_web_server_keeps_connections_alive_and_stops_on_sigterm(tmp_path):
-    port = free_port()
+def production_server(directory: Path, port: int) -> subprocess.Popen:
+    """`python -m config.web` as in production (DEBUG off, 2 processes) on its own SQLite file, on 127.0.0.1:port."""
     env = {
         **os.environ,
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'web.sqlite3'}",
+        "DATABASE_URL": f"sqlite:///{directory / 'web.sqlite3'}",
         "DEBUG": "0",
         "SECRET_KEY": PRODUCTION_KEY,
         "ALLOWED_HOSTS": "127.0.0.1",
@@ -179,9 +201,15 @@ def test_the_web_server_keeps_connections_alive_and_stops_on_sigterm(tmp_path):
         "WEB_BIND": f"127.0.0.1:{port}",
         "WEB_CONCURRENCY": "2",
     }
-    server = subprocess.Popen(
+    return subprocess.Popen(
         [sys.executable, "-m", "config.web"], cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
+
+
+@pytest.mark.slow  # starts a process; the full suite runs it
+def test_the_web_server_keeps_connections_alive_and_stops_on_sigterm(tmp_path):
+    port = free_port()
+    server = production_server(tmp_path, port)
     try:
         connection = None
         for _ in range(150):
@@ -271,3 +299,104 @@ def test_the_web_server_refuses_a_short_secret_key_when_it_loads_the_app(tmp_pat
     )
     assert result.returncode != 0
     assert "SECRET_KEY has 9 characters; with DEBUG off it must have at least 50" in result.stderr
+
+
+def _wait_for_port(port: int, process: subprocess.Popen, what: str) -> None:
+    for _ in range(200):
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            if process.poll() is not None:
+                break
+            time.sleep(0.1)
+    process.kill()
+    pytest.fail(f"{what} did not start: " + process.communicate()[1].decode()[-2000:])
+
+
+def nginx_config(directory: Path, *, port: int, upstream: str) -> Path:
+    """deploy/nginx/concord.conf.template filled in as the nginx image does, inside a main configuration that keeps
+    every file nginx writes in `directory`."""
+    server = (REPO / "deploy" / "nginx" / "concord.conf.template").read_text()
+    for name, value in {
+        "NGINX_PORT": f"127.0.0.1:{port}",
+        "CONCORD_UPSTREAM": upstream,
+        "NGINX_MAX_BODY": "110m",
+    }.items():
+        server = server.replace("${" + name + "}", value)
+    assert "${" not in server  # every variable the image fills in, filled in here
+    (directory / "concord.conf").write_text(server)
+    temp = " ".join(
+        f"{kind}_temp_path {directory / kind};" for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+    )
+    main = directory / "nginx.conf"
+    main.write_text(
+        ("user root;\n" if os.geteuid() == 0 else "")
+        + f"daemon off; worker_processes 1; pid {directory / 'nginx.pid'}; error_log {directory / 'error.log'};\n"
+        + f"events {{ worker_connections 64; }}\nhttp {{ access_log off; {temp} include {directory / 'concord.conf'}; }}\n"
+    )
+    return main
+
+
+class _KeptOpen:
+    """A file that a finished response cannot close: the next response reads on from it."""
+
+    def __init__(self, file):
+        self.file = file
+
+    def __getattr__(self, name):
+        return getattr(self.file, name)
+
+    def close(self) -> None:
+        pass
+
+
+def _raw_exchange(port: int, requests: list[tuple[str, bytes]]) -> list[tuple[int, bytes]]:
+    """Send the requests (method, bytes) on one connection, then read their responses in order."""
+    with socket.create_connection(("127.0.0.1", port), timeout=20) as sock:
+        sock.sendall(b"".join(request for _, request in requests))
+        reader = sock.makefile("rb")
+        out = []
+        for method, _ in requests:
+            response = http.client.HTTPResponse(sock, method=method)
+            response.fp = _KeptOpen(reader)  # one buffered stream for all the responses
+            response.begin()
+            out.append((response.status, response.read()))
+        return out
+
+
+@pytest.mark.slow  # starts two processes; the full suite runs it
+def test_the_compose_proxy_answers_over_long_request_lines_and_passes_everything_else(tmp_path):
+    nginx = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
+    if nginx is None:
+        pytest.fail("nginx is not installed (scripts/test.sh installs Debian's nginx)")
+    web_port, proxy_port = free_port(), free_port()
+    web = production_server(tmp_path, web_port)
+    proxy = None
+    try:
+        _wait_for_port(web_port, web, "the web server")
+        config = nginx_config(tmp_path, port=proxy_port, upstream=f"127.0.0.1:{web_port}")
+        proxy = subprocess.Popen(
+            [nginx, "-p", str(tmp_path), "-c", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        _wait_for_port(proxy_port, proxy, "nginx")
+        host = b"Host: 127.0.0.1\r\n"
+
+        [(status, body)] = _raw_exchange(proxy_port, [("GET", b"GET /login/ HTTP/1.1\r\n" + host + b"\r\n")])
+        assert status == 200 and b'name="csrfmiddlewaretoken"' in body  # Django answered, through nginx
+
+        for length in (33 * 1024, 100 * 1024):  # past what uWSGI's router would answer at all
+            request = b"GET /" + b"a" * length + b" HTTP/1.1\r\n" + host + b"Connection: close\r\n\r\n"
+            [(status, _)] = _raw_exchange(proxy_port, [("GET", request)])
+            assert status == 414, length
+
+        # A HEAD response has no body, so the next response on the kept-alive connection is read whole.
+        pair = [(method, method.encode() + b" /login/ HTTP/1.1\r\n" + host + b"\r\n") for method in ("HEAD", "GET")]
+        (head_status, head_body), (get_status, get_body) = _raw_exchange(proxy_port, pair)
+        assert (head_status, head_body) == (200, b"")
+        assert get_status == 200 and get_body.rstrip().endswith(b"</html>")
+    finally:
+        for process in (proxy, web):
+            if process is not None and process.poll() is None:
+                process.kill()
+                process.wait()
