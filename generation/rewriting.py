@@ -297,52 +297,68 @@ def _rewrite_doc(doc, stop: int) -> _Pending | None:
     if pronoun is None:
         return None
     neutral, template = list(words), list(words)
-    lower = pronoun.lower_
-    contraction = None
+    contraction: int | None = None
     options = ("", "")
-    if lower in THEY_FORMS:
+    if pronoun.lower_ in THEY_FORMS:
         they = pronoun.text
-        if lower == "they":
-            for verb in _agreeing_verbs(pronoun, stop):
-                if _plural_verb(verb):
-                    singular = _contraction_singular if verb.text[0] in APOSTROPHES else verb_singular
-                    template[verb.i] = singular(verb.text)
-            if _has_they_contraction(tokens, pronoun.i):
-                following = tokens[pronoun.i + 1].text
-                template[pronoun.i + 1] = _contraction_singular(following)
+        if pronoun.lower_ == "they":
+            _singular_verbs(template, tokens, pronoun, stop)
     else:
-        if lower in TO_THEY:
-            new = TO_THEY[lower]
-        elif lower == "her":
-            if pronoun.dep_ == "poss":
-                new = "their"
-            elif pronoun.dep_ in OBJECT_DEPS:
-                new = "them"
-            else:  # neither: trust the tagger (PRP$ is the possessive)
-                new = "their" if pronoun.tag_ == "PRP$" else "them"
-        elif lower == "his":
-            noun_head = pronoun.dep_ == "poss" and pronoun.head.i > pronoun.i
-            new = "their" if noun_head else "theirs"
-        else:  # pragma: no cover - OMEGA after step 2 holds only he, she and they forms
-            raise ValueError(f"unexpected pronoun {pronoun.text!r}")
+        new = _they_form(pronoun)
         they = like(pronoun.text, new)
         if new == "they":
-            if _is_contraction(tokens, pronoun.i):
-                contraction = pronoun.i + 1
-                following = tokens[contraction].text
-                options = (_contraction(following, "re"), _contraction(following, "ve"))
-            for verb in _agreeing_verbs(pronoun, stop):
-                if verb.i == contraction:
-                    continue
-                if verb.i < pronoun.i and _is_clitic_s(verb):
-                    # "Where's she going?": the 's is the verb of the question, "Where are they going?"
-                    contraction = verb.i
-                    options = (like(verb.text, " are"), like(verb.text, " have"))
-                elif _singular_verb(verb):
-                    neutral[verb.i] = verb_plural(verb.text, verb.lemma_)
+            contraction, options = _plural_verbs(neutral, tokens, pronoun, stop)
     neutral[pronoun.i] = they
     template[pronoun.i] = placeholder(they)
     return _Pending(neutral, template, spaces, contraction, options)
+
+
+def _singular_verbs(template: list[str], tokens, pronoun, stop: int) -> None:
+    """The template of a "they" continuation: its agreeing verbs, and a 're / 've after it, in the singular."""
+    for verb in _agreeing_verbs(pronoun, stop):
+        if _plural_verb(verb):
+            singular = _contraction_singular if verb.text[0] in APOSTROPHES else verb_singular
+            template[verb.i] = singular(verb.text)
+    if _has_they_contraction(tokens, pronoun.i):
+        template[pronoun.i + 1] = _contraction_singular(tokens[pronoun.i + 1].text)
+
+
+def _they_form(pronoun) -> str:
+    """The form of they that takes the place of a he or she form."""
+    lower = pronoun.lower_
+    if lower in TO_THEY:
+        return TO_THEY[lower]
+    if lower == "her":
+        if pronoun.dep_ == "poss":
+            return "their"
+        if pronoun.dep_ in OBJECT_DEPS:
+            return "them"
+        return "their" if pronoun.tag_ == "PRP$" else "them"  # neither: trust the tagger (PRP$ is the possessive)
+    if lower == "his":
+        noun_head = pronoun.dep_ == "poss" and pronoun.head.i > pronoun.i
+        return "their" if noun_head else "theirs"
+    raise ValueError(f"unexpected pronoun {pronoun.text!r}")  # pragma: no cover - OMEGA after step 2: he, she, they
+
+
+def _plural_verbs(neutral: list[str], tokens, pronoun, stop: int) -> tuple[int | None, tuple[str, str]]:
+    """The neutral text of a he/she continuation that becomes "they": its agreeing verbs in the plural. Returns the
+    index of an ambiguous 's contraction (is or has) and its two plural readings, or None."""
+    contraction: int | None = None
+    options = ("", "")
+    if _is_contraction(tokens, pronoun.i):
+        contraction = pronoun.i + 1
+        following = tokens[contraction].text
+        options = (_contraction(following, "re"), _contraction(following, "ve"))
+    for verb in _agreeing_verbs(pronoun, stop):
+        if verb.i == contraction:
+            continue
+        if verb.i < pronoun.i and _is_clitic_s(verb):
+            # "Where's she going?": the 's is the verb of the question, "Where are they going?"
+            contraction = verb.i
+            options = (like(verb.text, " are"), like(verb.text, " have"))
+        elif _singular_verb(verb):
+            neutral[verb.i] = verb_plural(verb.text, verb.lemma_)
+    return contraction, options
 
 
 def _has_they_contraction(tokens, index: int) -> bool:

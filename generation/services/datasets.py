@@ -427,6 +427,31 @@ def tango_context(template: str) -> str:
     return template.capitalize()
 
 
+def _tango_row(line: str) -> tuple[dict, str] | str:
+    """One line of TANGO's file: the row and its pronoun family (lower case), or what is wrong with it."""
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as exc:
+        return f"not a JSON object ({exc.msg} at column {exc.colno})"
+    if not isinstance(row, dict):
+        return f"expected a JSON object with {', '.join(TANGO_FIELDS)}"
+    missing = [name for name in TANGO_FIELDS if name not in row]
+    if missing:
+        return f"missing field(s) {', '.join(missing)}"
+    family, template, ante, index = row["pronoun_family"], row["template"], row["ante"], row["template_idx"]
+    if not isinstance(family, str) or not _FAMILY.match(family.strip().lower()):
+        return f"pronoun_family must be a pronoun such as he, she, they or xe (got {family!r})"
+    if not isinstance(template, str) or not template.strip():
+        return "template must be a non-empty string"
+    if TANGO_MASK in template:
+        return f"template contains {TANGO_MASK}, which Concord reserves for the continuation"
+    if not isinstance(ante, str) or not ante.strip():
+        return "ante must be a non-empty string"
+    if isinstance(index, bool) or not isinstance(index, int | str) or str(index).strip() == "":
+        return f"template_idx must be a number or a string (got {index!r})"
+    return row, family.strip().lower()
+
+
 def _parse_tango(path: Path) -> tuple[list[_ParsedInstance], dict[str, int]]:
     """TANGO's `misgendering.jsonl`: one JSON object a line. Families other than Concord's 4 bases (TANGO also has
     ey, fae, ze, ...) are counted and skipped; they are out of scope."""
@@ -436,45 +461,22 @@ def _parse_tango(path: Path) -> tuple[list[_ParsedInstance], dict[str, int]]:
     skipped: dict[str, int] = {}
     seen: dict[str, int] = {}
     for number, line in enumerate(_read_text(path).splitlines(), start=1):
-        where = f"{path}:{number}"
         if not line.strip():
             continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            errors.append(f"{where}: not a JSON object ({exc.msg} at column {exc.colno})")
+        read = _tango_row(line)
+        if isinstance(read, str):
+            errors.append(f"{path}:{number}: {read}")
             continue
-        if not isinstance(row, dict):
-            errors.append(f"{where}: expected a JSON object with {', '.join(TANGO_FIELDS)}")
-            continue
-        missing = [name for name in TANGO_FIELDS if name not in row]
-        if missing:
-            errors.append(f"{where}: missing field(s) {', '.join(missing)}")
-            continue
-        family, template, ante = row["pronoun_family"], row["template"], row["ante"]
-        index = row["template_idx"]
-        if not isinstance(family, str) or not _FAMILY.match(family.strip().lower()):
-            errors.append(f"{where}: pronoun_family must be a pronoun such as he, she, they or xe (got {family!r})")
-            continue
-        family = family.strip().lower()
-        if not isinstance(template, str) or not template.strip():
-            errors.append(f"{where}: template must be a non-empty string")
-            continue
-        if TANGO_MASK in template:
-            errors.append(f"{where}: template contains {TANGO_MASK}, which Concord reserves for the continuation")
-            continue
-        if not isinstance(ante, str) or not ante.strip():
-            errors.append(f"{where}: ante must be a non-empty string")
-            continue
-        if isinstance(index, bool) or not isinstance(index, int | str) or str(index).strip() == "":
-            errors.append(f"{where}: template_idx must be a number or a string (got {index!r})")
-            continue
+        row, family = read
         if family not in BASES:
             skipped[family] = skipped.get(family, 0) + 1
             continue
+        template, ante, index = row["template"], row["ante"], row["template_idx"]
         source_id = f"{index}/{ante.strip()}/{family}"
         if source_id in seen:
-            errors.append(f"{where}: template_idx {index!r}, ante {ante!r}, {family} already on line {seen[source_id]}")
+            errors.append(
+                f"{path}:{number}: template_idx {index!r}, ante {ante!r}, {family} already on line {seen[source_id]}"
+            )
             continue
         seen[source_id] = number
         meta = {"template_idx": index, "ante": ante, "ante_type": row["ante_type"]}

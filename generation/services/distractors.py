@@ -82,9 +82,7 @@ def _placeholders_ok(text: str, allowed: set[str]) -> list[str]:
     return sorted(set(_PLACEHOLDER.findall(text)) - allowed)
 
 
-def distractor_sources_read(*, task_path: Path, context_path: Path) -> Sources:
-    """Both files, validated whole: every problem is reported with file:line and nothing is returned unless all is good."""
-    errors: list[str] = []
+def _task_rows_read(task_path: Path, errors: list[str]) -> list[TaskRow]:
     tasks: list[TaskRow] = []
     for line, row in _read_rows(task_path, delimiter="\t", required=TASK_COLUMNS):
         where = f"{task_path}:{line}"
@@ -104,6 +102,10 @@ def distractor_sources_read(*, task_path: Path, context_path: Path) -> Sources:
         if empty:
             errors.append(f"{where}: empty {', '.join(empty)}")
         tasks.append(TaskRow(line, values["occupation"], values["participant"], sentence, marker, values["word"]))
+    return tasks
+
+
+def _context_rows_read(context_path: Path, errors: list[str]) -> dict[str, list[ContextRow]]:
     contexts: dict[str, list[ContextRow]] = {marker: [] for marker in RUFF_MASKS}
     for line, row in _read_rows(context_path, delimiter="\t", required=CONTEXT_COLUMNS):
         where = f"{context_path}:{line}"
@@ -123,6 +125,14 @@ def distractor_sources_read(*, task_path: Path, context_path: Path) -> Sources:
             if unknown:
                 errors.append(f"{where}: unknown placeholder(s) {', '.join(unknown)} in {column}_template")
         contexts[marker].append(ContextRow(line, polarity, explicit, implicit))
+    return contexts
+
+
+def distractor_sources_read(*, task_path: Path, context_path: Path) -> Sources:
+    """Both files, validated whole: every problem is reported with file:line and nothing is returned unless all is good."""
+    errors: list[str] = []
+    tasks = _task_rows_read(task_path, errors)
+    contexts = _context_rows_read(context_path, errors)
     for marker in sorted({task.marker for task in tasks}):
         rows = contexts[marker]
         if len(rows) != CONTEXT_ROWS or any(
