@@ -6,6 +6,7 @@ commas, wrapped over comment lines) and, in Markdown, `domain.md#anchor`. A sect
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -31,11 +32,14 @@ def anchor(heading: str) -> str:
 
 
 def sources() -> list[Path]:
+    """The project's text files: the walk never enters a virtual environment (.venv, .venv-vllm), a cache or var/."""
     found = []
-    for path in REPO.rglob("*"):
-        parts = path.relative_to(REPO).parts
-        if path.suffix in SUFFIXES and path.is_file() and not SKIPPED_DIRS.intersection(parts) and path != THIS:
-            found.append(path)
+    for directory, subdirectories, files in os.walk(REPO):
+        subdirectories[:] = [d for d in subdirectories if d not in SKIPPED_DIRS and not d.startswith(".venv")]
+        for name in files:
+            path = Path(directory, name)
+            if path.suffix in SUFFIXES and path != THIS:
+                found.append(path)
     return found
 
 

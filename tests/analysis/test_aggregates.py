@@ -9,11 +9,13 @@ import pytest
 from scipy import stats
 from statsmodels.stats.inter_rater import cohens_kappa as sm_cohens_kappa
 
+from accounts.roles import ANNOTATOR
 from analysis.services import report_build
 from annotation.models import Adjudication, PoolItem
 from tests.analysis.factories import HE_INSTANCES, XE_INSTANCES, study_build
 from tests.analysis.test_tango_report import INSTANCES as TANGO_INSTANCES
 from tests.analysis.test_tango_report import tango_pool  # noqa: F401 - the fixture of the TANGO tests
+from tests.conftest import _person
 from tests.factories import (
     AnnotationFactory,
     GenerationFactory,
@@ -33,8 +35,11 @@ def study(annotator, second_annotator):
 
 
 @pytest.fixture
-def report(study):
-    return report_build(pool=study)
+def report(once):
+    """The study's report, built once for the module (tests/analysis/conftest.py): these tests only read it."""
+    return once(
+        "study", lambda: report_build(pool=study_build(ana=_person("ana", ANNOTATOR), bo=_person("bo", ANNOTATOR)))
+    )
 
 
 def _row(rows: list[dict], **keys) -> dict:
@@ -214,7 +219,8 @@ class TestExamples:
         without_c = report_build(pool=pool)["examples"]
         assert with_c == without_c
 
-    def test_the_study_draws_from_its_one_table(self, report, study):
+    def test_the_study_draws_from_its_one_table(self, study):
+        report = report_build(pool=study)
         rows = [r for r in report["examples"] if r["kind"] == "disagreement"]
         assert [(r["dataset"], r["setting"], r["model"]) for r in rows] == [("misgendered", "pre", "m1")]
         # xe: human binary [1, 0, 0, 1] vs heuristic [1, 1, 0, 1]: item 2 disagrees; he: item 5 (human 1, heuristic 0)

@@ -15,9 +15,11 @@ from matplotlib.container import BarContainer
 from PIL import Image
 from scipy import stats
 
+from accounts.roles import ANNOTATOR
 from analysis import plots
 from analysis.services import report_build
 from tests.analysis.factories import HE_INSTANCES, XE_INSTANCES, study_build
+from tests.conftest import _person
 from tests.factories import AnnotationFactory
 
 PANEL = "MISGENDERED, pre-[MASK]"
@@ -30,7 +32,16 @@ def study(annotator, second_annotator):
 
 
 @pytest.fixture
-def report(study):
+def report(once):
+    """The study's report, built once for the tests that only read it (tests/analysis/conftest.py)."""
+    return once(
+        "study", lambda: report_build(pool=study_build(ana=_person("ana", ANNOTATOR), bo=_person("bo", ANNOTATOR)))
+    )
+
+
+@pytest.fixture
+def fresh_report(study):
+    """The report of this test's own study (for a test that also changes the study)."""
     return report_build(pool=study)
 
 
@@ -202,7 +213,8 @@ class TestPlottedData:
 
 
 class TestCache:
-    def test_a_figure_is_drawn_once_per_report_version(self, report, study, monkeypatch, annotator):
+    def test_a_figure_is_drawn_once_per_report_version(self, fresh_report, study, monkeypatch, annotator):
+        report = fresh_report
         calls = []
         real = plots.plot_render
         monkeypatch.setattr(plots, "plot_render", lambda **kw: calls.append(kw["name"]) or real(**kw))

@@ -68,8 +68,14 @@ def three_rater_pool(*, raters: dict, name: str = "three"):
 
 
 @pytest.fixture
-def report(pool):
-    return report_build(pool=pool)
+def report(once):
+    """The three raters' report, built once for the module (tests/analysis/conftest.py): these tests only read it."""
+
+    def build():
+        raters = {name: _person(name, ANNOTATOR) for name in ("ana", "bo", "cy")}
+        return report_build(pool=three_rater_pool(raters=raters))
+
+    return once("three", build)
 
 
 def _overlap(column: int) -> list[list]:
@@ -201,7 +207,8 @@ class TestAnnotatorQuality:
         warnings = {(w["annotator"], w["kind"]) for w in quality.quality_dashboard(pool=pool)["warnings"]}
         assert warnings == {("bo", "gold_accuracy"), ("bo", "fast")}
 
-    def test_the_kappa_matrix_is_symmetric_with_the_pairwise_kappas(self, pool, report):
+    def test_the_kappa_matrix_is_symmetric_with_the_pairwise_kappas(self, pool):
+        report = report_build(pool=pool)
         matrix = quality.quality_dashboard(pool=pool)["kappa_matrix"]
         assert matrix["annotators"] == ["ana", "bo", "cy"]
         pairs = {

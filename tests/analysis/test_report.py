@@ -9,17 +9,22 @@ from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.inter_rater import cohens_kappa as sm_cohens_kappa
 
+from accounts.roles import ANNOTATOR
 from analysis.services import report_build
 from generation.models import Generation
 from tests.analysis.factories import CONTINUATIONS, XE_INSTANCES, study_build
+from tests.conftest import _person
 
 CELL_XE = {"model": "m1", "dataset": "misgendered", "setting": "pre", "pronoun": "xe"}
 CELL_HE = {**CELL_XE, "pronoun": "he"}
 
 
 @pytest.fixture
-def report(annotator, second_annotator):
-    return report_build(pool=study_build(ana=annotator, bo=second_annotator))
+def report(once):
+    """The study's report, built once for the module (tests/analysis/conftest.py): these tests only read it."""
+    return once(
+        "study", lambda: report_build(pool=study_build(ana=_person("ana", ANNOTATOR), bo=_person("bo", ANNOTATOR)))
+    )
 
 
 def _row(rows: list[dict], cell: dict) -> dict:
@@ -131,7 +136,8 @@ class TestAutomaticSide:
         he = _row(report["beta_disagreement"], CELL_HE)
         assert he["alpha"] is None and he["beta"] is None
 
-    def test_it_averages_repetition_rates_of_the_stored_generations(self, report):
+    def test_it_averages_repetition_rates_of_the_stored_generations(self, annotator, second_annotator):
+        report = report_build(pool=study_build(ana=annotator, bo=second_annotator))  # read beside its generations
         tokenizer = spacy.blank("en").tokenizer
 
         def rr(text: str) -> float | None:

@@ -33,6 +33,17 @@ def read_tsv(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle, delimiter="\t"))
 
 
+def implicit_orders(count: int, implicit: list[int]) -> list[tuple[int, ...]]:
+    """The implicit sentences (row numbers, in order) of an instance with `count` distractors."""
+    if count == 1:
+        return [()]
+    if count == 2:
+        return [(k,) for k in implicit]
+    if count == 3:
+        return list(itertools.permutations(implicit, 2))
+    return [perm[: count - 1] for perm in itertools.permutations(implicit)]
+
+
 def reference(count: int):
     """RUFF's add_context.py as docs/domain.md states it, yielding (uid, word, pronoun, confuse, text, occupation)."""
     tasks, contexts = read_tsv(TASK), read_tsv(CONTEXT)
@@ -64,15 +75,7 @@ def reference(count: int):
                             if k != i and k != j and row_k["polarity"] == row_j["polarity"]
                         ]
                         assert len(implicit) == 4
-                        if count == 1:
-                            orders = [()]
-                        elif count == 2:
-                            orders = [(k,) for k in implicit]
-                        elif count == 3:
-                            orders = list(itertools.permutations(implicit, 2))
-                        else:
-                            orders = [perm[: count - 1] for perm in itertools.permutations(implicit)]
-                        for ks in orders:
+                        for ks in implicit_orders(count, implicit):
                             sentences = [intro1, intro2] + [
                                 rows[k]["implicit_template"].replace(marker, p2) for k in ks
                             ]
