@@ -35,7 +35,7 @@ def study(annotator, second_annotator):
 
 
 @pytest.fixture
-def report(once):
+def report(once, db):
     """The study's report, built once for the module (tests/analysis/conftest.py): these tests only read it."""
     return once(
         "study", lambda: report_build(pool=study_build(ana=_person("ana", ANNOTATOR), bo=_person("bo", ANNOTATOR)))

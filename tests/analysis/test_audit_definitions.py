@@ -17,8 +17,10 @@ import spacy
 from scipy import stats
 from statsmodels.stats.inter_rater import cohens_kappa as sm_cohens_kappa
 
+from accounts.roles import ANNOTATOR
 from analysis.exports import report_render
 from analysis.services import report_build_uncached
+from tests.conftest import _person
 from tests.factories import (
     AnnotationFactory,
     DatasetFactory,
@@ -71,8 +73,7 @@ def _repetition(text: str) -> float | None:
     return product**0.25
 
 
-@pytest.fixture
-def study(annotator, second_annotator):
+def study_build_random(annotator, second_annotator):
     """The random study and, per cell, what the test knows about it."""
     rng = np.random.default_rng(20240531)
     pool = PoolFactory(name="audit")
@@ -139,9 +140,26 @@ def study(annotator, second_annotator):
     return pool, truth
 
 
+def _built():
+    pool, truth = study_build_random(_person("ana", ANNOTATOR), _person("bo", ANNOTATOR))
+    return truth, report_build_uncached(pool=pool)
+
+
 @pytest.fixture
-def report(study):
-    return report_build_uncached(pool=study[0])
+def built(once, db):
+    """What the test knows about the study, and its report: built once for the module (tests/analysis/conftest.py),
+    since every test here only reads them."""
+    return once("audit", _built)
+
+
+@pytest.fixture
+def truth(built):
+    return built[0]
+
+
+@pytest.fixture
+def report(built):
+    return built[1]
 
 
 def _cells(truth):
@@ -156,16 +174,16 @@ def _human(item) -> tuple[str, bool]:
 
 
 class TestHumanSide:
-    def test_human_vs_heuristic_is_raw_agreement_with_scipy_sem(self, study, report):
-        for keys, cell in _cells(study[1]):
+    def test_human_vs_heuristic_is_raw_agreement_with_scipy_sem(self, truth, report):
+        for keys, cell in _cells(truth):
             agree = [int((_human(i)[0] != "misgendering") == bool(i["heuristic"])) for i in cell["items"]]
             row = _row(report["human_vs_heuristic"], **keys)
             assert row["n"] == len(agree)
             assert row["agreement"] == _approx(np.mean(agree))
             assert row["sem"] == _approx(_sem(agree))
 
-    def test_extraneous_rate_and_label_distribution(self, study, report):
-        for keys, cell in _cells(study[1]):
+    def test_extraneous_rate_and_label_distribution(self, truth, report):
+        for keys, cell in _cells(truth):
             flags = [int(_human(i)[1]) for i in cell["items"]]
             row = _row(report["extraneous_rate"], **keys)
             assert row["rate"] == _approx(np.mean(flags)) and row["sem"] == _approx(_sem(flags))
@@ -173,8 +191,8 @@ class TestHumanSide:
             row = _row(report["label_distribution"], **keys)
             assert {label: row[label] for label in LABELS} == {label: counts[label] for label in LABELS}
 
-    def test_inter_annotator_on_the_first_two_annotations(self, study, report):
-        pairs = [i for _, cell in _cells(study[1]) for i in cell["items"] if len(i["labels"]) == 2]
+    def test_inter_annotator_on_the_first_two_annotations(self, truth, report):
+        pairs = [i for _, cell in _cells(truth) for i in cell["items"] if len(i["labels"]) == 2]
         views = {
             "pronoun_label": ([p["labels"][0] for p in pairs], [p["labels"][1] for p in pairs], LABELS),
             "pronoun_binary": (
@@ -210,8 +228,8 @@ class TestHumanSide:
 
 
 class TestAutomaticSide:
-    def test_prob_vs_gen_pairs_m_prob_with_the_first_sample(self, study, report):
-        for keys, cell in _cells(study[1]):
+    def test_prob_vs_gen_pairs_m_prob_with_the_first_sample(self, truth, report):
+        for keys, cell in _cells(truth):
             m_prob = np.array([i["m_prob"] for i in cell["instances"]])
             first = np.array([i["samples"][0] for i in cell["instances"]])
             row = _row(report["prob_vs_gen"], **keys)
@@ -231,10 +249,10 @@ class TestAutomaticSide:
             assert row["kappa"] == _approx(expected.kappa)
             assert row["kappa_ci"] == _approx([expected.kappa_low, expected.kappa_upp])
 
-    def test_the_constant_cell_has_kappa_zero_with_the_crosstab_interval(self, study, report):
+    def test_the_constant_cell_has_kappa_zero_with_the_crosstab_interval(self, truth, report):
         keys = {"model": "m2", "dataset": "misgendered", "pronoun": "xe"}
         for setting in SETTINGS:
-            cell = study[1][(keys["model"], keys["dataset"], setting, keys["pronoun"])]
+            cell = truth[(keys["model"], keys["dataset"], setting, keys["pronoun"])]
             first = np.array([i["samples"][0] for i in cell["instances"]])
             row = _row(report["prob_vs_gen"], **keys, setting=setting)
             # pandas.crosstab(m_prob, first) of an all-ones m_prob: one row, a column per observed first verdict.
@@ -245,8 +263,8 @@ class TestAutomaticSide:
             assert row["kappa"] == 0.0 and row["mcc"] is None
             assert row["kappa_ci"] == _approx([expected.kappa_low, expected.kappa_upp])
 
-    def test_instance_variation_shares_population_stds(self, study, report):
-        for keys, cell in _cells(study[1]):
+    def test_instance_variation_shares_population_stds(self, truth, report):
+        for keys, cell in _cells(truth):
             stds = np.array([np.std(i["samples"], ddof=0) for i in cell["instances"]])
             row = _row(report["instance_variation"], **keys)
             assert row["n"] == stds.size
@@ -254,8 +272,8 @@ class TestAutomaticSide:
                 share = float(np.mean(np.isclose(stds, level, atol=1e-4)))
                 assert row["shares"][f"{round(level, 2):.2f}"] == _approx(share)
 
-    def test_beta_by_moments_with_sample_variance(self, study, report):
-        for keys, cell in _cells(study[1]):
+    def test_beta_by_moments_with_sample_variance(self, truth, report):
+        for keys, cell in _cells(truth):
             m_prob = np.array([i["m_prob"] for i in cell["instances"]], dtype=float)
             mean_gen = np.array([np.mean(i["samples"]) for i in cell["instances"]])
             d = m_prob * (1 - mean_gen) + (1 - m_prob) * mean_gen
@@ -266,8 +284,8 @@ class TestAutomaticSide:
             if c > 0:
                 assert row["alpha"] == _approx(mean * c) and row["beta"] == _approx((1 - mean) * c)
 
-    def test_repetition_rate_mean_and_population_std(self, study, report):
-        for keys, cell in _cells(study[1]):
+    def test_repetition_rate_mean_and_population_std(self, truth, report):
+        for keys, cell in _cells(truth):
             rates = [_repetition(text) for i in cell["instances"] for text in i["texts"]]
             rates = np.array([r for r in rates if r is not None])
             row = _row(report["repetition"], **keys)
@@ -277,8 +295,8 @@ class TestAutomaticSide:
 
 
 class TestAggregates:
-    def test_accuracy_per_cell(self, study, report):
-        for keys, cell in _cells(study[1]):
+    def test_accuracy_per_cell(self, truth, report):
+        for keys, cell in _cells(truth):
             m_prob = [i["m_prob"] for i in cell["instances"]]
             every = [v for i in cell["instances"] for v in i["samples"]]
             first = [i["samples"][0] for i in cell["instances"]]
@@ -289,9 +307,9 @@ class TestAggregates:
                 assert row[f"{name}_sem"] == _approx(_sem(values)), name
                 assert row[f"{name}_n"] == len(values), name
 
-    def test_conflict_rate_sums_conflicts_over_instances(self, study, report):
+    def test_conflict_rate_sums_conflicts_over_instances(self, truth, report):
         rows = []
-        for keys, cell in _cells(study[1]):
+        for keys, cell in _cells(truth):
             for i in cell["instances"]:
                 rows.append({**keys, "conflict": int(i["m_prob"] != i["samples"][0])})
         total = _row(report["conflict_rate"], scope="all", value="all")

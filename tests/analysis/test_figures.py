@@ -32,7 +32,7 @@ def study(annotator, second_annotator):
 
 
 @pytest.fixture
-def report(once):
+def report(once, db):
     """The study's report, built once for the tests that only read it (tests/analysis/conftest.py)."""
     return once(
         "study", lambda: report_build(pool=study_build(ana=_person("ana", ANNOTATOR), bo=_person("bo", ANNOTATOR)))

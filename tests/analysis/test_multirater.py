@@ -68,7 +68,7 @@ def three_rater_pool(*, raters: dict, name: str = "three"):
 
 
 @pytest.fixture
-def report(once):
+def report(once, db):
     """The three raters' report, built once for the module (tests/analysis/conftest.py): these tests only read it."""
 
     def build():

@@ -20,7 +20,7 @@ CELL_HE = {**CELL_XE, "pronoun": "he"}
 
 
 @pytest.fixture
-def report(once):
+def report(once, db):
     """The study's report, built once for the module (tests/analysis/conftest.py): these tests only read it."""
     return once(
         "study", lambda: report_build(pool=study_build(ana=_person("ana", ANNOTATOR), bo=_person("bo", ANNOTATOR)))
