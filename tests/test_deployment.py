@@ -75,6 +75,7 @@ def test_the_gpu_worker_runs_vllm_on_a_reserved_nvidia_gpu_and_takes_the_vllm_qu
     devices = worker["deploy"]["resources"]["reservations"]["devices"]
     assert devices[0]["capabilities"] == ["gpu"] and devices[0]["driver"] == "nvidia"
     assert worker["runtime"] == "nvidia"
+    assert worker["profiles"] == ["gpu"]  # `docker compose up` on a host without the NVIDIA runtime leaves it out
     assert worker["build"]["target"] == "gpu"
     assert worker["environment"]["CONCORD_ENGINE"] == "vllm"
     assert "-Q generation-gpu,generation" in _command(worker)
