@@ -24,6 +24,7 @@ on the connection, which made some clients lose the response.
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import sys
 from pathlib import Path
@@ -55,11 +56,12 @@ def _backend_socket() -> list[str]:
 
     Without one, uWSGI picks a loopback TCP port, and every request then pays for a TCP connection between the router
     and a process. An abstract socket is no file to clean up; like the TCP port, it is reachable from this host (this
-    container) only. The name holds the master's process id, which `exec` keeps, so that two servers do not meet.
+    container) only. The name holds the master's process id (which `exec` keeps) and a random part, so that two
+    servers never meet: not even two started from one process, or one started while a killed one's processes linger.
     """
     if sys.platform != "linux":
         return []
-    return ["--socket", f"@concord-web-{os.getpid()}"]
+    return ["--socket", f"@concord-web-{os.getpid()}-{secrets.token_hex(4)}"]
 
 
 def _listen_queue() -> list[str]:

@@ -3,6 +3,7 @@ and the web server (`python -m config.web`), started for real."""
 
 import http.client
 import os
+import re
 import shutil
 import signal
 import socket
@@ -148,7 +149,8 @@ def test_the_web_server_reads_its_settings_from_the_environment(monkeypatch):
     assert option(defaults, "--module") == "config.wsgi:application"
     if sys.platform == "linux":
         # The router reaches the processes over a Unix socket of this server's own, not a loopback TCP port.
-        assert option(defaults, "--socket") == f"@concord-web-{os.getpid()}"
+        assert re.fullmatch(rf"@concord-web-{os.getpid()}-[0-9a-f]{{8}}", option(defaults, "--socket"))
+        assert option(web_command(monkeypatch), "--socket") != option(defaults, "--socket")  # one per server
 
     command = web_command(
         monkeypatch, WEB_BIND="127.0.0.1:9000", WEB_CONCURRENCY="8", WEB_THREADS="3", WEB_TIMEOUT="30"
@@ -223,7 +225,7 @@ def test_the_web_server_keeps_connections_alive_and_stops_on_sigterm(tmp_path):
         assert connection is not None and connection.sock is not None, "the web server did not start"
         local = connection.sock.getsockname()
         if sys.platform == "linux":
-            assert f"@concord-web-{server.pid}" in Path("/proc/net/unix").read_text()
+            assert f"@concord-web-{server.pid}-" in Path("/proc/net/unix").read_text()
         for _ in range(3):
             connection.request("GET", "/login/")
             response = connection.getresponse()

@@ -32,7 +32,10 @@ def server(monkeypatch):
     monkeypatch.setenv("WEB_CONCURRENCY", "2")
     monkeypatch.setenv("WEB_TIMEOUT", "30")
     command = uwsgi_command(module="tests.slow_wsgi_app:application")
-    process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=os.environ)
+    # A session of its own, so that the teardown ends the router and the Django processes together.
+    process = subprocess.Popen(
+        command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=os.environ, start_new_session=True
+    )
     for _ in range(150):
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=1):
@@ -40,11 +43,13 @@ def server(monkeypatch):
         except OSError:
             time.sleep(0.1)
     else:
-        process.kill()
+        os.killpg(process.pid, signal.SIGKILL)
         pytest.fail("the web server did not start: " + process.communicate()[1].decode()[-2000:])
     yield process, port
-    if process.poll() is None:
-        process.kill()
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
     process.wait()
 
 
