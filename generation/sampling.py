@@ -72,12 +72,21 @@ class TopKTopP:
     def __call__(self, input_ids, scores):
         import torch
 
-        values, indices = torch.topk(scores, min(self.top_k, scores.shape[-1]), dim=-1)  # sorted, largest first
+        values, indices = top_k_top_p(scores, top_k=self.top_k, top_p=self.top_p)
+        return torch.full_like(scores, float("-inf")).scatter(-1, indices, values)
+
+
+def top_k_top_p(scores, *, top_k: int, top_p: float):
+    """The k best scores of each row, largest first, with their token ids; those past the top-p mass set to -inf
+    (a token stays iff the probability of the tokens ranked above it is below top_p, so the best always stays)."""
+    import torch
+
+    values, indices = torch.topk(scores, min(top_k, scores.shape[-1]), dim=-1)
+    if top_p < 1.0:
         probs = torch.softmax(values.float(), dim=-1)
         above = torch.cumsum(probs, dim=-1) - probs  # mass of the better-ranked tokens
-        if self.top_p < 1.0:
-            values = values.masked_fill(above >= self.top_p, float("-inf"))  # the best token always stays
-        return torch.full_like(scores, float("-inf")).scatter(-1, indices, values)
+        values = values.masked_fill(above >= top_p, float("-inf"))
+    return values, indices
 
 
 def _generate_kwargs(loaded: LoadedModel, decoding: Decoding) -> dict:
@@ -155,11 +164,7 @@ def draw_tokens(logits, *, decoding: Decoding, temperature: float | None = None,
         scores = scores.index_fill(-1, torch.tensor(list(banned), device=scores.device), float("-inf"))
     if temperature is not None:
         scores = scores / temperature
-    values, indices = torch.topk(scores, min(decoding.top_k, scores.shape[-1]), dim=-1)  # sorted, largest first
-    if decoding.top_p < 1.0:
-        probs = torch.softmax(values, dim=-1)
-        above = torch.cumsum(probs, dim=-1) - probs  # mass of the better-ranked tokens: the best token always stays
-        values = values.masked_fill(above >= decoding.top_p, float("-inf"))
+    values, indices = top_k_top_p(scores, top_k=decoding.top_k, top_p=decoding.top_p)
     choice = torch.multinomial(torch.softmax(values, dim=-1), 1)
     return indices.gather(-1, choice).squeeze(-1)
 
@@ -254,11 +259,12 @@ def sample_continuations(
                 if own:
                     new_tokens = _sample_rows(loaded, input_ids, attention_mask, decoding, criterion)
                 else:
-                    # Beam search returns at most num_beams sequences per row: repeat the rows instead.
-                    extra = {"num_return_sequences": decoding.samples} if decoding.num_beams == 1 else {}
-                    if decoding.num_beams != 1:
+                    if decoding.num_beams == 1:
+                        extra = {"num_return_sequences": decoding.samples}
+                    else:  # beam search returns at most num_beams sequences per row: repeat the rows instead
                         input_ids = input_ids.repeat_interleave(decoding.samples, dim=0)
                         attention_mask = attention_mask.repeat_interleave(decoding.samples, dim=0)
+                        extra = {}
                     output = model.generate(input_ids=input_ids, attention_mask=attention_mask, **kwargs, **extra)
                     if criterion is not None and criterion.fired:
                         raise Interrupted(f"stopped after {output.shape[1] - input_ids.shape[1]} new tokens")

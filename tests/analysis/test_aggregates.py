@@ -9,13 +9,11 @@ import pytest
 from scipy import stats
 from statsmodels.stats.inter_rater import cohens_kappa as sm_cohens_kappa
 
-from accounts.roles import ANNOTATOR
 from analysis.services import report_build
 from annotation.models import Adjudication, PoolItem
 from tests.analysis.factories import HE_INSTANCES, XE_INSTANCES, study_build
 from tests.analysis.test_tango_report import INSTANCES as TANGO_INSTANCES
 from tests.analysis.test_tango_report import tango_pool  # noqa: F401 - the fixture of the TANGO tests
-from tests.conftest import _person
 from tests.factories import (
     AnnotationFactory,
     GenerationFactory,
@@ -35,11 +33,9 @@ def study(annotator, second_annotator):
 
 
 @pytest.fixture
-def report(once, db):
-    """The study's report, built once for the module (tests/analysis/conftest.py): these tests only read it."""
-    return once(
-        "study", lambda: report_build(pool=study_build(ana=_person("ana", ANNOTATOR), bo=_person("bo", ANNOTATOR)))
-    )
+def report(study_report):
+    """Built once for the module (tests/analysis/conftest.py): these tests only read it."""
+    return study_report
 
 
 def _row(rows: list[dict], **keys) -> dict:

@@ -15,11 +15,9 @@ from matplotlib.container import BarContainer
 from PIL import Image
 from scipy import stats
 
-from accounts.roles import ANNOTATOR
 from analysis import plots
 from analysis.services import report_build
 from tests.analysis.factories import HE_INSTANCES, XE_INSTANCES, study_build
-from tests.conftest import _person
 from tests.factories import AnnotationFactory
 
 PANEL = "MISGENDERED, pre-[MASK]"
@@ -32,11 +30,9 @@ def study(annotator, second_annotator):
 
 
 @pytest.fixture
-def report(once, db):
-    """The study's report, built once for the tests that only read it (tests/analysis/conftest.py)."""
-    return once(
-        "study", lambda: report_build(pool=study_build(ana=_person("ana", ANNOTATOR), bo=_person("bo", ANNOTATOR)))
-    )
+def report(study_report):
+    """Built once for the module (tests/analysis/conftest.py): these tests only read it."""
+    return study_report
 
 
 @pytest.fixture

@@ -9,22 +9,18 @@ from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.inter_rater import cohens_kappa as sm_cohens_kappa
 
-from accounts.roles import ANNOTATOR
 from analysis.services import report_build
 from generation.models import Generation
 from tests.analysis.factories import CONTINUATIONS, XE_INSTANCES, study_build
-from tests.conftest import _person
 
 CELL_XE = {"model": "m1", "dataset": "misgendered", "setting": "pre", "pronoun": "xe"}
 CELL_HE = {**CELL_XE, "pronoun": "he"}
 
 
 @pytest.fixture
-def report(once, db):
-    """The study's report, built once for the module (tests/analysis/conftest.py): these tests only read it."""
-    return once(
-        "study", lambda: report_build(pool=study_build(ana=_person("ana", ANNOTATOR), bo=_person("bo", ANNOTATOR)))
-    )
+def report(study_report):
+    """Built once for the module (tests/analysis/conftest.py): these tests only read it."""
+    return study_report
 
 
 def _row(rows: list[dict], cell: dict) -> dict:
