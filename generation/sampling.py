@@ -137,13 +137,18 @@ _NEUTRAL_SETTINGS: dict[str, tuple] = {
 }
 
 
+def config_is_neutral(loaded: LoadedModel) -> bool:
+    """Whether the model's generation config adds no logits processor of its own (none of `_NEUTRAL_SETTINGS` set)."""
+    config = loaded.model.generation_config
+    return all(getattr(config, name, None) in neutral for name, neutral in _NEUTRAL_SETTINGS.items())
+
+
 def own_loop_applies(loaded: LoadedModel, decoding: Decoding) -> bool:
     """Whether Concord's sampling loop gives what `generate` would: sampling (one beam) with top-k, and no other
     logits processor in the model's generation config."""
     if decoding.num_beams != 1 or decoding.top_k <= 0:
         return False
-    config = loaded.model.generation_config
-    return all(getattr(config, name, None) in neutral for name, neutral in _NEUTRAL_SETTINGS.items())
+    return config_is_neutral(loaded)
 
 
 def _eos_ids(loaded: LoadedModel) -> list[int]:
@@ -164,24 +169,40 @@ def draw_tokens(logits, *, decoding: Decoding, temperature: float | None = None,
         scores = scores.index_fill(-1, torch.tensor(list(banned), device=scores.device), float("-inf"))
     if temperature is not None:
         scores = scores / temperature
+    if decoding.top_k <= 0 and decoding.top_p >= 1.0:  # pure sampling (the judge's): the whole distribution
+        return torch.multinomial(torch.softmax(scores, dim=-1), 1).squeeze(-1)
     values, indices = top_k_top_p(scores, top_k=decoding.top_k, top_p=decoding.top_p)
     choice = torch.multinomial(torch.softmax(values, dim=-1), 1)
     return indices.gather(-1, choice).squeeze(-1)
 
 
-def _sample_rows(loaded: LoadedModel, input_ids, attention_mask, decoding: Decoding, criterion: StopWhen | None):
+def _sample_rows(
+    loaded: LoadedModel,
+    input_ids,
+    attention_mask,
+    decoding: Decoding,
+    criterion: StopWhen | None,
+    *,
+    temperature: float | None = None,
+    may_end: bool = False,
+):
     """`decoding.samples` rows of exactly `max_new_tokens` new tokens per context row (rows in context order).
 
     Each context is run once (transformers' `generate` would run it once per sample), and its key/value cache and
     last logits are then repeated for the samples; after that one token per step for every row.
+    `temperature` stands in for the model's own. With `may_end` (the judge's answers) the end of sequence may be drawn:
+    a row that draws it is done and gets padding after it, as `generate` pads it, and the call ends once every row is
+    done, so its rows may be shorter than `max_new_tokens`.
     """
     import torch
     from transformers import DynamicCache
 
     model = loaded.model
-    temperature = model.generation_config.temperature
+    if temperature is None:
+        temperature = model.generation_config.temperature
     temperature = None if temperature in (None, 1.0) else float(temperature)
-    banned = _eos_ids(loaded)  # min_new_tokens = max_new_tokens: the end of sequence is never drawn
+    eos = _eos_ids(loaded)
+    banned = [] if may_end else eos  # min_new_tokens = max_new_tokens: the end of sequence is never drawn
     samples, length = decoding.samples, decoding.max_new_tokens
 
     cache = DynamicCache(config=model.config)
@@ -200,12 +221,20 @@ def _sample_rows(loaded: LoadedModel, input_ids, attention_mask, decoding: Decod
     position = positions[:, -1:].repeat_interleave(samples, dim=0)
     new = torch.empty((logits.shape[0], length), dtype=torch.long, device=input_ids.device)
     ones = torch.ones((logits.shape[0], 1), dtype=mask.dtype, device=mask.device)
+    done = torch.zeros(logits.shape[0], dtype=torch.bool, device=input_ids.device)
+    ends = torch.tensor(eos, dtype=torch.long, device=input_ids.device)
     for step in range(length):
-        new[:, step] = draw_tokens(logits, decoding=decoding, temperature=temperature, banned=banned)
+        token = draw_tokens(logits, decoding=decoding, temperature=temperature, banned=banned)
+        if may_end:
+            token = token.masked_fill(done, loaded.tokenizer.pad_token_id)
+            done |= torch.isin(token, ends)
+        new[:, step] = token
         if criterion is not None and criterion.due():
             raise Interrupted(f"stopped after {step + 1} new tokens")
         if step + 1 == length:
             break
+        if may_end and bool(done.all()):
+            return new[:, : step + 1]
         mask = torch.cat([mask, ones], dim=-1)
         position = position + 1
         out = model(

@@ -4,15 +4,23 @@ Each instance is scored by putting each of the 4 candidates of its mask's case i
 and taking the causal LM's mean token loss of the whole sequence, exactly as `model(ids, labels=ids).loss` computes
 it: tokens 1..T-1 are predicted from the ones before them; the first token of the sequence is not predicted.
 
-The 4 candidate texts differ only from the mask on, so their token sequences share a prefix. We tokenize each full
-text (tokenizing the pieces separately could merge tokens differently across the mask boundary), take the longest
-common token prefix, run it once per instance (many instances per forward pass, left padded), then run the 4
-candidates' remaining tokens from the prefix's key/value cache (all but the last: its output would predict nothing).
-The loss of a sequence is the prefix's summed loss plus its suffix's summed loss over the number of predicted tokens.
+The 4 candidate texts differ only from the mask on, so their token sequences share a prefix; instances of one template
+share more (RUFF puts the same sentence under all four pronouns). We tokenize each full text (tokenizing the pieces
+separately could merge tokens differently across the mask boundary) and lay the token sequences of a run of
+instances out as a tree (a trie): every distinct token-after-a-given-history is one node, run once. A tree goes through
+the model as one row whose attention mask lets each node see its ancestors only, with its depth as its position, so
+each node's output is the one it would have in its own sequence. A sequence's loss is the sum of its nodes' losses
+over the number of predicted tokens. A leaf's output would predict nothing, so leaves are not run; and the language
+model head runs only on the nodes whose output predicts a token.
+
+Models whose attention takes no such mask (flash attention, say) are scored the earlier way, and every model is checked
+against it once (`_tree_agrees`): the shared prefix runs once, and the candidates' own tokens from its key/value cache.
 """
 
 from __future__ import annotations
 
+import logging
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import cast
@@ -20,6 +28,8 @@ from typing import cast
 from generation.contexts import fill_mask
 from generation.loading import LoadedModel
 from generation.pronouns import BASES, Codebook
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -107,8 +117,9 @@ def _nll(logits, targets):
     return torch.logsumexp(logits, dim=-1) - logits.gather(-1, targets[..., None]).squeeze(-1)
 
 
-def _score_batch(loaded: LoadedModel, batch: list[_Prepared], *, suffix_only: bool = False) -> list[list[float]]:
-    """Mean token loss of each full sequence, or with `suffix_only` of each candidate's own tokens."""
+def _score_batch_cached(loaded: LoadedModel, batch: list[_Prepared], *, suffix_only: bool = False) -> list[list[float]]:
+    """Mean token loss of each full sequence, or with `suffix_only` of each candidate's own tokens: the prefixes in one
+    forward pass, then the candidates' own tokens from the prefixes' key/value cache (models without tree masks)."""
     import torch
 
     model, device = loaded.model, loaded.device
@@ -167,6 +178,177 @@ def _score_batch(loaded: LoadedModel, batch: list[_Prepared], *, suffix_only: bo
     total = prefix_sum.repeat_interleave(n) + suffix_sum
     predicted = (shared + lengths - 1).to(total.device)  # tokens 1..T-1 of each full sequence
     return (total / predicted).view(size, n).tolist()
+
+
+# A row of the tree pass holds the trees of consecutive entries up to about this many nodes (an entry larger than that
+# gets a row of its own): the matrix products grow with the number of nodes, attention with the square of a row.
+ROW_NODES = 256
+# Rows of the language model head computed at once (each row is a vocabulary's worth of logits).
+HEAD_ROWS = 512
+
+
+@dataclass
+class _Tree:
+    """The token sequences of some entries as one trie: node i holds `tokens[i]` after the history of its ancestors."""
+
+    tokens: list[int]
+    parents: list[int]  # -1 for a first token
+    depths: list[int]
+    children: list[dict[int, int]]
+    roots: dict[int, int]
+    paths: list[list[list[int]]]  # per entry, per sequence: its node indices, first token first
+    entries: list[_Prepared]
+
+    @classmethod
+    def empty(cls) -> _Tree:
+        return cls([], [], [], [], {}, [], [])
+
+    def add(self, entry: _Prepared) -> None:
+        paths = []
+        for suffix in entry.suffixes:
+            path, below, parent = [], self.roots, -1
+            for token in [*entry.prefix, *suffix]:
+                node = below.get(token)
+                if node is None:
+                    node = below[token] = len(self.tokens)
+                    self.tokens.append(token)
+                    self.parents.append(parent)
+                    self.depths.append(len(path))
+                    self.children.append({})
+                path.append(node)
+                below, parent = self.children[node], node
+            paths.append(path)
+        self.paths.append(paths)
+        self.entries.append(entry)
+
+
+def _trees(batch: list[_Prepared]) -> list[_Tree]:
+    """The batch's entries, sorted by their tokens so that entries which open alike sit side by side, as trees of about
+    ROW_NODES nodes."""
+    trees: list[_Tree] = []
+    tree = _Tree.empty()
+    for entry in sorted(batch, key=lambda p: p.prefix):
+        size = len(entry.prefix) + sum(len(suffix) for suffix in entry.suffixes)
+        if tree.entries and len(tree.tokens) + size > ROW_NODES:
+            trees.append(tree)
+            tree = _Tree.empty()
+        tree.add(entry)
+    trees.append(tree)
+    return trees
+
+
+def _score_batch_tree(loaded: LoadedModel, batch: list[_Prepared], *, suffix_only: bool = False) -> list[list[float]]:
+    """Mean token loss of each full sequence, or with `suffix_only` of each candidate's own tokens, in one forward pass
+    of the batch's trees (one row each; a node attends to its ancestors and itself, at its depth's position)."""
+    import torch
+
+    model, device = loaded.model, loaded.device
+    trees = _trees(batch)
+    # Only nodes with children are run: a leaf's output would predict nothing.
+    runs = [[node for node in range(len(tree.tokens)) if tree.children[node]] for tree in trees]
+    width = max(len(run) for run in runs)
+    ids = torch.full((len(trees), width), loaded.tokenizer.pad_token_id, dtype=torch.long)
+    positions = torch.zeros((len(trees), width), dtype=torch.long)
+    allowed = torch.eye(width, dtype=torch.bool).repeat(len(trees), 1, 1)  # a padding slot sees itself only
+    slots: list[dict[int, int]] = []  # per tree: node -> its column in the row
+    for row, (tree, run) in enumerate(zip(trees, runs, strict=True)):
+        slot = {node: column for column, node in enumerate(run)}
+        slots.append(slot)
+        ids[row, : len(run)] = torch.tensor([tree.tokens[node] for node in run])
+        positions[row, : len(run)] = torch.tensor([tree.depths[node] for node in run])
+        for column, node in enumerate(run):  # parents come before their children, so a parent's row is complete
+            parent = tree.parents[node]
+            if parent >= 0:
+                allowed[row, column] = allowed[row, slot[parent]]
+                allowed[row, column, column] = True
+    mask = allowed[:, None].to(device)
+    if getattr(model.config, "_attn_implementation", "eager") == "eager":  # eager attention adds a float mask
+        dtype = model.dtype
+        mask = torch.zeros(mask.shape, dtype=dtype, device=device).masked_fill(~mask, torch.finfo(dtype).min)
+    hidden = model.base_model(input_ids=ids.to(device), attention_mask=mask, position_ids=positions.to(device))
+    hidden = hidden.last_hidden_state.reshape(len(trees) * width, -1)
+
+    # Each predicted token: the flat row of its parent's output and the token; one head row per parent.
+    predicted: list[tuple[int, int]] = []  # (row index into `heads`, token)
+    heads: dict[int, int] = {}  # flat hidden row -> head row
+    counted: list[list[list[int]]] = []  # per entry, per sequence: indices into `predicted`
+    seen: dict[tuple[int, int], int] = {}  # (tree, node) -> index into `predicted`
+    for t, (tree, slot) in enumerate(zip(trees, slots, strict=True)):
+        for entry, paths in zip(tree.entries, tree.paths, strict=True):
+            own = len(entry.prefix) if suffix_only else 1
+            counted.append([])
+            for path in paths:
+                indices = []
+                for node in path[own:]:
+                    key = (t, node)
+                    if key not in seen:
+                        flat = t * width + slot[tree.parents[node]]
+                        seen[key] = len(predicted)
+                        predicted.append((heads.setdefault(flat, len(heads)), tree.tokens[node]))
+                    indices.append(seen[key])
+                counted[-1].append(indices)
+    states = hidden[torch.tensor(list(heads), device=device)]
+    rows = torch.tensor([row for row, _ in predicted], device=device)
+    tokens = torch.tensor([token for _, token in predicted], device=device)
+    nll = torch.empty(len(predicted), device=device)
+    head = model.get_output_embeddings()
+    for start in range(0, len(states), HEAD_ROWS):
+        logits = head(states[start : start + HEAD_ROWS]).float()
+        here = ((rows >= start) & (rows < start + HEAD_ROWS)).nonzero().squeeze(-1)
+        local = rows[here] - start
+        nll[here] = torch.logsumexp(logits, dim=-1)[local] - logits[local, tokens[here]]
+    values = nll.tolist()
+
+    entries = [entry for tree in trees for entry in tree.entries]
+    losses = {
+        id(entry): [sum(values[i] for i in indices) / len(indices) for indices in sequences]
+        for entry, sequences in zip(entries, counted, strict=True)
+    }
+    return [losses[id(entry)] for entry in batch]
+
+
+_TREE_CHECKED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> whether its tree pass is right
+_CHECK_TEXTS = [
+    ["Robin said that he would bake.", "Robin said that she would bake.", "Robin said that xe would bake."],
+    ["Robin baked bread for him.", "Robin baked bread for them.", "Robin baked bread for xem."],
+]
+
+
+def _tree_agrees(loaded: LoadedModel) -> bool:
+    """Whether the tree pass gives this model's losses (once per loaded model, against the cached pass): a model whose
+    attention ignores a 4D mask, or whose head does more than a linear map (soft-capped logits, say), does not."""
+    import torch
+
+    if loaded.model in _TREE_CHECKED:
+        return _TREE_CHECKED[loaded.model]
+    if getattr(loaded.model.config, "_attn_implementation", "eager") not in ("eager", "sdpa"):
+        _TREE_CHECKED[loaded.model] = False
+        return False
+    prepared = _prepare(loaded, _CHECK_TEXTS)
+    with torch.inference_mode():
+        try:
+            tree = _score_batch_tree(loaded, prepared)
+        except Exception:  # noqa: BLE001 - any model that cannot take the tree pass is scored the other way
+            logger.info("%s: the tree pass failed; scoring from a prefix cache", loaded.name, exc_info=True)
+            tree = None
+        cached = _score_batch_cached(loaded, prepared)
+    tolerance = 1e-3 if loaded.model.dtype == torch.float32 else 3e-2
+    agrees = tree is not None and all(
+        abs(a - b) <= tolerance
+        for row, other in zip(tree, cached, strict=True)
+        for a, b in zip(row, other, strict=True)
+    )
+    if tree is not None and not agrees:
+        logger.info("%s: the tree pass differs from the cached pass; scoring from a prefix cache", loaded.name)
+    _TREE_CHECKED[loaded.model] = agrees
+    return agrees
+
+
+def _score_batch(loaded: LoadedModel, batch: list[_Prepared], *, suffix_only: bool = False) -> list[list[float]]:
+    """Mean token loss of each full sequence, or with `suffix_only` of each candidate's own tokens."""
+    if _tree_agrees(loaded):
+        return _score_batch_tree(loaded, batch, suffix_only=suffix_only)
+    return _score_batch_cached(loaded, batch, suffix_only=suffix_only)
 
 
 def score_candidates(

@@ -3,13 +3,14 @@
 Likelihood: each option's score is the mean token log-probability of the option's text after the prompt. The prompt
 is tokenized as usual (with whatever special tokens the tokenizer adds), each option on its own without special
 tokens, and the option's ids are appended to the prompt's ids; tokenizing the joined text instead could merge tokens
-across the boundary. The prompt runs once per item and the options from its key/value cache
-(`generation.scoring.score_suffixes`, the prefix-shared scorer). The label is the best-scoring option (ties to the
-first), the confidence its softmax probability over the options.
+across the boundary. The prompts' tokens run once (prompts that open alike share them) and the options as branches
+of their tree (`generation.scoring.score_suffixes`, the prefix-shared scorer). The label is the best-scoring option
+(ties to the first), the confidence its softmax probability over the options.
 
-Sampling: k answers per item at temperature T (pure sampling: no top-k, no top-p), seeded; an answer names the
-option whose text appears first in it; the label is the most named option (ties to the first in option order), the
-confidence its vote share. Answers naming no option count in k but for no option.
+Sampling: k answers per item at temperature T (pure sampling: no top-k, no top-p), seeded, each prompt run once for
+its k answers (Concord's sampling loop, `generation.sampling`); an answer names the option whose text appears first
+in it; the label is the most named option (ties to the first in option order), the confidence its vote share.
+Answers naming no option count in k but for no option.
 """
 
 from __future__ import annotations
@@ -117,8 +118,14 @@ def sampled_answers(
     import torch
     from transformers import set_seed
 
+    from generation.sampling import Decoding, _sample_rows, config_is_neutral
+
     tokenizer, model = loaded.tokenizer, loaded.model
     batch_size = batch_size or loaded.batch_size
+    # Concord's sampling loop runs each prompt once for its k answers; a model whose generation config adds a logits
+    # processor of its own is sampled by `generate`, which applies it.
+    own = config_is_neutral(loaded)
+    decoding = Decoding(samples=k, max_new_tokens=max_new_tokens, top_k=0, top_p=1.0)
     results: list[list[str]] = []
     set_seed(seed)
     previous_side = tokenizer.padding_side
@@ -128,18 +135,30 @@ def sampled_answers(
             for start in range(0, len(prompts), batch_size):
                 batch = list(prompts[start : start + batch_size])
                 encoded = tokenizer(batch, return_tensors="pt", padding=True).to(loaded.device)
-                output = model.generate(
-                    **encoded,
-                    do_sample=True,
-                    temperature=temperature,
-                    top_k=0,
-                    top_p=1.0,
-                    num_beams=1,
-                    max_new_tokens=max_new_tokens,
-                    num_return_sequences=k,
-                    pad_token_id=tokenizer.pad_token_id,
-                )
-                texts = tokenizer.batch_decode(output[:, encoded.input_ids.shape[1] :], skip_special_tokens=True)
+                if own:
+                    new_tokens = _sample_rows(
+                        loaded,
+                        encoded.input_ids,
+                        encoded.attention_mask,
+                        decoding,
+                        None,
+                        temperature=temperature,
+                        may_end=True,
+                    )
+                else:
+                    output = model.generate(
+                        **encoded,
+                        do_sample=True,
+                        temperature=temperature,
+                        top_k=0,
+                        top_p=1.0,
+                        num_beams=1,
+                        max_new_tokens=max_new_tokens,
+                        num_return_sequences=k,
+                        pad_token_id=tokenizer.pad_token_id,
+                    )
+                    new_tokens = output[:, encoded.input_ids.shape[1] :]
+                texts = tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
                 results.extend(texts[row * k : (row + 1) * k] for row in range(len(batch)))
     finally:
         tokenizer.padding_side = previous_side

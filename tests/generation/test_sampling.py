@@ -169,3 +169,54 @@ def test_the_own_loop_decodes_as_generate_does_on_left_padded_contexts(loaded_mo
 
     assert own.shape == (len(contexts) * 2, length)
     assert torch.equal(own, expected.repeat_interleave(2, dim=0))
+
+
+def test_pure_sampling_draws_from_the_whole_tempered_distribution():
+    """The judge's sampling mode: no top-k, no top-p, a temperature."""
+    torch.manual_seed(5)
+    rows, draws, vocabulary, temperature = 2, 40_000, 30, 0.7
+    logits = torch.randn(rows, vocabulary) * 2
+    expected = torch.softmax(logits / temperature, dim=-1)
+
+    drawn = draw_tokens(
+        logits.repeat_interleave(draws, dim=0), decoding=Decoding(top_k=0, top_p=1.0), temperature=temperature
+    ).view(rows, draws)
+
+    observed = torch.stack([torch.bincount(row, minlength=vocabulary) for row in drawn]).float() / draws
+    assert (observed - expected).abs().max() < 0.015
+
+
+@pytest.mark.slow
+def test_rows_that_may_end_stop_at_the_end_of_sequence_as_generate_does(loaded_model, monkeypatch):
+    """The judge's answers: greedy (top_k=1), with a token the first row produces early made the end of sequence, so
+    that row ends there and is padded after it, as in `generate`."""
+    tokenizer, model = loaded_model.tokenizer, loaded_model.model
+    contexts = ["Alex said that", "After the long meeting about the budget, Sam told everyone that"]
+    length = 10
+    previous, tokenizer.padding_side = tokenizer.padding_side, "left"
+    try:
+        encoded = tokenizer(contexts, return_tensors="pt", padding=True)
+    finally:
+        tokenizer.padding_side = previous
+    with torch.inference_mode():
+        free = model.generate(**encoded, do_sample=False, max_new_tokens=length, pad_token_id=tokenizer.pad_token_id)
+    first_row = free[0, encoded.input_ids.shape[1] :].tolist()
+    at = next(i for i in range(1, len(first_row)) if first_row[i] not in first_row[:i])  # a token new in row 0
+    end = first_row[at]
+    monkeypatch.setattr(model.generation_config, "eos_token_id", end)
+
+    with torch.inference_mode():
+        own = _sample_rows(
+            loaded_model,
+            encoded.input_ids,
+            encoded.attention_mask,
+            Decoding(samples=2, max_new_tokens=length, top_k=1),
+            None,
+            may_end=True,
+        )
+        expected = model.generate(
+            **encoded, do_sample=False, max_new_tokens=length, eos_token_id=end, pad_token_id=tokenizer.pad_token_id
+        )[:, encoded.input_ids.shape[1] :]
+
+    assert torch.equal(own, expected.repeat_interleave(2, dim=0))
+    assert own[0, at] == end and (own[0, at + 1 :] == tokenizer.pad_token_id).all()

@@ -107,3 +107,74 @@ def test_suffix_scores_equal_the_plain_mean_loss_of_each_suffix_after_its_prompt
             own = range(len(prompt), len(prompt) + len(option))
             expected = -sum(float(logprobs[t - 1, ids[0, t]]) for t in own) / len(option)
             assert loss == pytest.approx(expected, abs=1e-4)
+
+
+class TestTreePass:
+    """The batch's token sequences as one trie per row: each distinct token-after-a-history is run once."""
+
+    def test_the_default_model_takes_the_tree_pass(self, loaded_model, monkeypatch):
+        import generation.scoring as scoring
+
+        ran = []
+        original = scoring._score_batch_tree
+        monkeypatch.setattr(scoring, "_score_batch_tree", lambda *a, **k: ran.append(1) or original(*a, **k))
+        assert scoring._tree_agrees(loaded_model)
+        score_candidates(loaded=loaded_model, candidates=[["Sam said he left.", "Sam said she left."]])
+        assert ran
+
+    def test_entries_that_open_alike_share_nodes_and_score_as_the_plain_loop(self, loaded_model):
+        """RUFF's layout (one sentence under several pronouns), a sequence that is a prefix of another, an entry
+        twice, and two candidates that are the same text."""
+        from generation.scoring import _prepare, _trees
+
+        candidates = [
+            ["The nurse thought that he was late. He said so.", "The nurse thought that he was late. She said so."],
+            ["The nurse thought that she was late. He said so.", "The nurse thought that she was late. She said so."],
+            ["Sam saw it", "Sam saw it again and again"],
+            ["Sam saw it", "Sam saw it again and again"],
+            ["Robin baked for them.", "Robin baked for them."],
+        ]
+        prepared = _prepare(loaded_model, candidates)
+        (tree,) = _trees(prepared)
+        sequences = [p.prefix + suffix for p in prepared for suffix in p.suffixes]
+        histories = {tuple(sequence[: i + 1]) for sequence in sequences for i in range(len(sequence))}
+        assert len(tree.tokens) == len(histories) < sum(map(len, sequences)) - 20  # one node per distinct history
+        scored = score_candidates(loaded=loaded_model, candidates=candidates, batch_size=8)
+        plain = [[sequence_loss(loaded=loaded_model, text=text) for text in texts] for texts in candidates]
+        assert scored == [pytest.approx(row, abs=1e-4) for row in plain]
+
+    def test_rows_split_at_the_node_budget_and_keep_the_order_given(self, loaded_model, monkeypatch):
+        import generation.scoring as scoring
+
+        monkeypatch.setattr(scoring, "ROW_NODES", 12)
+        candidates = [[f"{name} said that {p} would come." for p in ("he", "she", "xe")] for name in "ABCDE"]
+        assert len(scoring._trees(scoring._prepare(loaded_model, candidates))) == 5
+        scored = score_candidates(loaded=loaded_model, candidates=candidates, batch_size=5)
+        plain = [[sequence_loss(loaded=loaded_model, text=text) for text in texts] for texts in candidates]
+        assert scored == [pytest.approx(row, abs=1e-4) for row in plain]
+
+    def test_a_model_whose_attention_takes_no_tree_mask_is_not_given_one(self, loaded_model, monkeypatch):
+        import weakref
+
+        import generation.scoring as scoring
+
+        monkeypatch.setattr(scoring, "_TREE_CHECKED", weakref.WeakKeyDictionary())
+        monkeypatch.setattr(scoring, "_score_batch_tree", lambda *a, **k: pytest.fail("the tree pass ran"))
+        monkeypatch.setattr(loaded_model.model.config, "_attn_implementation", "flash_attention_2")
+        assert not scoring._tree_agrees(loaded_model)
+
+    def test_a_tree_pass_that_disagrees_with_the_cached_pass_is_not_used(self, loaded_model, monkeypatch):
+        """What a model whose head does more than a linear map (soft-capped logits) would give."""
+        import weakref
+
+        import generation.scoring as scoring
+
+        monkeypatch.setattr(scoring, "_TREE_CHECKED", weakref.WeakKeyDictionary())
+        original = scoring._score_batch_tree
+        off = lambda *a, **k: [[loss + 0.05 for loss in row] for row in original(*a, **k)]  # noqa: E731
+        monkeypatch.setattr(scoring, "_score_batch_tree", off)
+        assert not scoring._tree_agrees(loaded_model)
+        # scored from the prefix cache instead, which the offset does not reach
+        candidates = [["Sam said he left.", "Sam said she left."]]
+        plain = [[sequence_loss(loaded=loaded_model, text=text) for text in texts] for texts in candidates]
+        assert score_candidates(loaded=loaded_model, candidates=candidates) == [pytest.approx(plain[0], abs=1e-4)]
