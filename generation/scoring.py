@@ -206,7 +206,8 @@ class _Tree:
     def add(self, entry: _Prepared) -> None:
         paths = []
         for suffix in entry.suffixes:
-            path, below, parent = [], self.roots, -1
+            path: list[int] = []
+            below, parent = self.roots, -1
             for token in [*entry.prefix, *suffix]:
                 node = below.get(token)
                 if node is None:
