@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import warnings
+from collections import OrderedDict
 
+import numpy as np
 import pandas as pd
 from django.core.cache import cache
 
@@ -36,6 +38,8 @@ MACE_SEED = 0
 # progressed or an item was adjudicated, or asked for with another `--human`, reuses them (benchmarks/README.md,
 # 'Multi-rater statistics': they are the costliest part of a computed report).
 AGGREGATE_CACHE_SECONDS = 24 * 3600
+AGGREGATE_MEMO_SIZE = 8
+_memo: OrderedDict[str, pd.DataFrame] = OrderedDict()
 
 
 class AggregationError(ValueError):
@@ -101,15 +105,36 @@ def pool_ratings(*, pool: Pool) -> pd.DataFrame:
 
 
 def ratings_aggregate_cached(*, ratings: pd.DataFrame) -> pd.DataFrame:
-    """`ratings_aggregate`, kept in the cache under a fingerprint of the (task, worker, label) rows."""
+    """`ratings_aggregate`, kept under a fingerprint of the (task, worker, label) rows: in this process (the last
+    `AGGREGATE_MEMO_SIZE` fingerprints) and in Django's cache.
+
+    The aggregates depend on which ratings share a task and on the tasks' order, not on the ids themselves, so the
+    ids are replaced by their ranks for the fingerprint and the computation, and put back after: the same ratings
+    under other ids (a pool rebuilt, a test's fresh rows) are computed once.
+    """
     data = _checked(ratings)
-    fingerprint = hashlib.sha256(pd.util.hash_pandas_object(data, index=False).to_numpy().tobytes()).hexdigest()
-    key = f"concord:aggregates:{DAWID_SKENE_ITERATIONS}:{MACE_RESTARTS}:{MACE_SEED}:{fingerprint[:32]}"
-    aggregated = cache.get(key)
+    tasks = np.sort(pd.unique(data["task"]))
+    ranked = data.assign(task=np.searchsorted(tasks, data["task"].to_numpy()))
+    fingerprint = hashlib.sha256(pd.util.hash_pandas_object(ranked, index=False).to_numpy().tobytes()).hexdigest()
+    key = f"concord:aggregates:ranked:{DAWID_SKENE_ITERATIONS}:{MACE_RESTARTS}:{MACE_SEED}:{fingerprint[:32]}"
+    aggregated = _memo.get(key)
     if aggregated is None:
-        aggregated = ratings_aggregate(ratings=data)
+        aggregated = cache.get(key)
+    if aggregated is None:
+        aggregated = ratings_aggregate(ratings=ranked)
         cache.set(key, aggregated, timeout=AGGREGATE_CACHE_SECONDS)
-    return aggregated
+    _memo[key] = aggregated
+    _memo.move_to_end(key)
+    while len(_memo) > AGGREGATE_MEMO_SIZE:
+        _memo.popitem(last=False)
+    named = aggregated.copy()
+    named.index = pd.Index(tasks[aggregated.index.to_numpy()], name="task")
+    return named
+
+
+def aggregates_memo_clear() -> None:
+    """Forget the aggregates this process keeps (Django's cache keeps its own)."""
+    _memo.clear()
 
 
 def pool_aggregates(*, pool: Pool) -> list[dict]:

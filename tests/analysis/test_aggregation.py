@@ -128,6 +128,7 @@ class TestAggregation:
         assert isinstance(rows[0]["dawid_skene_posterior"], float)
 
     def test_the_same_ratings_are_aggregated_once(self, pool, raters):
+        aggregate.aggregates_memo_clear()  # an earlier test in this process may have aggregated these very ratings
         with mock.patch.object(aggregate, "ratings_aggregate", wraps=aggregate.ratings_aggregate) as computed:
             first = aggregate.pool_aggregates(pool=pool)
             assert aggregate.pool_aggregates(pool=pool) == first
@@ -135,6 +136,19 @@ class TestAggregation:
             AnnotationFactory(item=PoolItem.objects.get(public_id="it8"), annotator=raters["ana"], label=M)
             aggregate.pool_aggregates(pool=pool)
             assert computed.call_count == 2  # new ratings, new aggregates
+
+    def test_the_same_ratings_under_other_ids_are_computed_once_and_named_by_their_own_ids(self, pool):
+        aggregate.aggregates_memo_clear()
+        data = pool_ratings(pool=pool)
+        shifted = data.assign(task=data["task"] * 7 + 1000)  # other ids, in the same order
+        with mock.patch.object(aggregate, "ratings_aggregate", wraps=aggregate.ratings_aggregate) as computed:
+            first = aggregate.ratings_aggregate_cached(ratings=data)
+            second = aggregate.ratings_aggregate_cached(ratings=shifted)
+        assert computed.call_count == 1
+        assert list(second.index) == [task * 7 + 1000 for task in first.index]
+        pd.testing.assert_frame_equal(second.reset_index(drop=True), first.reset_index(drop=True))
+        # computed on the ranks, named by the ids: what crowd-kit gives on the ids themselves
+        pd.testing.assert_frame_equal(first, ratings_aggregate(ratings=data))
 
     def test_a_pool_without_overlap_is_refused_and_nothing_is_written(self, lonely_pool, tmp_path):
         out = tmp_path / "agg.csv"
