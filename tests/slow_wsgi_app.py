@@ -3,6 +3,7 @@ without reading its body. Served by the same uWSGI command line as Concord (conf
 config/wsgi.py wraps Concord."""
 
 import importlib.util
+import os
 import time
 from pathlib import Path
 
@@ -20,6 +21,9 @@ SLOW_SECONDS = 2.0
 
 def _application(environ, start_response):
     if environ["PATH_INFO"] == "/slow":
+        started = os.environ.get("CONCORD_TEST_SLOW_STARTED")
+        if started:  # tells the test that a process holds the request (a file, as the process is another one)
+            Path(started).touch()
         time.sleep(SLOW_SECONDS)
         body = b"slow and whole"
     elif environ["PATH_INFO"] == "/refuse":  # like a 403 that never reads the POST body

@@ -9,6 +9,7 @@ import socket
 import subprocess
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -24,10 +25,11 @@ def free_port() -> int:
 
 
 @pytest.fixture
-def server(monkeypatch):
+def server(monkeypatch, tmp_path):
     from config.web import uwsgi_command
 
     port = free_port()
+    monkeypatch.setenv("CONCORD_TEST_SLOW_STARTED", str(tmp_path / "slow-started"))
     monkeypatch.setenv("WEB_BIND", f"127.0.0.1:{port}")
     monkeypatch.setenv("WEB_CONCURRENCY", "2")
     monkeypatch.setenv("WEB_TIMEOUT", "30")
@@ -67,7 +69,11 @@ def test_a_stop_lets_the_requests_in_flight_finish(server):
     client = threading.Thread(target=slow_request)
     client.start()
     assert sent.wait(30)
-    time.sleep(0.5)  # the router hands it to a process; the page takes 2 s more
+    started = Path(os.environ["CONCORD_TEST_SLOW_STARTED"])
+    deadline = time.monotonic() + 30
+    while not started.exists() and time.monotonic() < deadline:  # until a process holds it; the page takes 2 s more
+        time.sleep(0.05)
+    assert started.exists(), "no process took the request"
     process.send_signal(signal.SIGTERM)
     client.join(60)
     assert answers.get("slow") == (200, b"slow and whole")

@@ -44,22 +44,20 @@ def implicit_orders(count: int, implicit: list[int]) -> list[tuple[int, ...]]:
     return [perm[: count - 1] for perm in itertools.permutations(implicit)]
 
 
-def reference(count: int):
-    """RUFF's add_context.py as docs/domain.md states it, yielding (uid, word, pronoun, confuse, text, occupation)."""
+def reference(count: int, *, texts: bool = True):
+    """RUFF's add_context.py as docs/domain.md states it, yielding (uid, word, pronoun, confuse, text, occupation).
+    With `texts=False` the text's place holds what it is made from (`reference_text` makes it): RUFF's sample never
+    looks at the text, and building millions of them is most of this construction's time."""
     tasks, contexts = read_tsv(TASK), read_tsv(CONTEXT)
     for task in tasks:
         marker = task["pronoun_type"]
         rows = [row for row in contexts if row["pronoun_type"] == marker]
         for i, row_i in enumerate(rows):
             for p1 in FORMS[marker]:
-                intro1 = row_i["explicit_template"].replace("$OCCUPATION/PARTICIPANT", task["occupation"])
-                intro1 = intro1.replace(marker, p1)
-
-                def text(sentences, tail=task["sentence"]):
-                    return " ".join(s.capitalize() for s in sentences) + " " + tail
-
                 if count == 0:
-                    yield f"eo{i}", task["word"], marker, p1, "", text([intro1]), task["occupation"]
+                    made = (task, rows, i, p1, None, None, ())
+                    text = reference_text(made) if texts else made
+                    yield f"eo{i}", task["word"], marker, p1, "", text, task["occupation"]
                     continue
                 for j, row_j in enumerate(rows):
                     if j % 5 == i % 5 or row_j["polarity"] == row_i["polarity"]:
@@ -67,8 +65,6 @@ def reference(count: int):
                     for p2 in FORMS[marker]:
                         if p2 == p1:
                             continue
-                        intro2 = row_j["explicit_template"].replace("$OCCUPATION/PARTICIPANT", task["participant"])
-                        intro2 = intro2.replace(marker, p2)
                         implicit = [
                             k
                             for k, row_k in enumerate(rows)
@@ -76,17 +72,29 @@ def reference(count: int):
                         ]
                         assert len(implicit) == 4
                         for ks in implicit_orders(count, implicit):
-                            sentences = [intro1, intro2] + [
-                                rows[k]["implicit_template"].replace(marker, p2) for k in ks
-                            ]
                             uid = f"eo{i}_ep{j}" + "".join(f"_ip{k}" for k in ks)
-                            yield uid, task["word"], marker, p1, p2, text(sentences), task["occupation"]
+                            made = (task, rows, i, p1, j, p2, ks)
+                            text = reference_text(made) if texts else made
+                            yield uid, task["word"], marker, p1, p2, text, task["occupation"]
+
+
+def reference_text(made: tuple) -> str:
+    """The text of one instance of `reference`: the target's explicit sentence, then (with distractors) the other
+    person's explicit sentence and the implicit ones, each capitalised, then the task sentence."""
+    task, rows, i, p1, j, p2, ks = made
+    marker = task["pronoun_type"]
+    intro1 = rows[i]["explicit_template"].replace("$OCCUPATION/PARTICIPANT", task["occupation"]).replace(marker, p1)
+    sentences = [intro1]
+    if j is not None:
+        intro2 = rows[j]["explicit_template"].replace("$OCCUPATION/PARTICIPANT", task["participant"])
+        sentences += [intro2.replace(marker, p2)] + [rows[k]["implicit_template"].replace(marker, p2) for k in ks]
+    return " ".join(sentence.capitalize() for sentence in sentences) + " " + task["sentence"]
 
 
 def reference_sample(count: int, seed: int, rows: list[tuple] | None = None) -> list[tuple]:
     """RUFF's sample_templates.py: pandas over the whole frame of that count (`rows`: reference(count), if built)."""
     frame = pd.DataFrame(
-        list(reference(count)) if rows is None else rows,
+        list(reference(count, texts=False)) if rows is None else rows,
         columns=["uid", "word", "pronoun_type", "pronoun", "confuse_pronoun", "text", "occupation"],
     )
     frame = frame[frame["word"] == frame["occupation"]]
@@ -94,7 +102,11 @@ def reference_sample(count: int, seed: int, rows: list[tuple] | None = None) -> 
         picked = frame.groupby(["word", "pronoun_type", "pronoun"]).sample(3, random_state=seed)
     else:
         picked = frame.groupby(["word", "pronoun_type", "pronoun", "confuse_pronoun"]).sample(1, random_state=seed)
-    return sorted(picked[["uid", "word", "pronoun_type", "pronoun", "confuse_pronoun", "text"]].itertuples(index=False))
+    picked = picked[["uid", "word", "pronoun_type", "pronoun", "confuse_pronoun", "text"]]
+    return sorted(
+        row if isinstance(row[-1], str) else (*row[:-1], reference_text(row[-1]))
+        for row in picked.itertuples(index=False, name=None)
+    )
 
 
 def run_import(*args: str) -> dict:
@@ -191,7 +203,7 @@ def test_it_samples_every_count_as_ruff():
 
     assert summary["by_distractors"] == {str(c): 2_160 for c in range(6)}
     for count in range(6):
-        rows = list(reference(count))
+        rows = list(reference(count, texts=False))
         assert len(rows) == FULL_COUNTS[count]
         assert sorted(stored(count)) == reference_sample(count, 19, rows)
         del rows
