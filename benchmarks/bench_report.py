@@ -107,10 +107,6 @@ def _copy(table: str, columns: list[str], rows) -> None:
 def _build(seed: int) -> dict:
     from django.contrib.auth import get_user_model
     from django.db import connection, transaction
-    from django.utils import timezone
-
-    from annotation.models import Adjudication, Annotation, Pool, PoolItem
-    from generation.models import Dataset, GenerationJob, Instance, JobStatus, LanguageModel, Template
 
     rng = np.random.default_rng(seed)
     with connection.cursor() as cursor:
@@ -119,152 +115,13 @@ def _build(seed: int) -> dict:
             "generation_probresult, generation_generationjob, generation_instance, generation_template, "
             "generation_dataset, generation_languagemodel RESTART IDENTITY CASCADE"
         )
-    user_model = get_user_model()
-    user_model.objects.filter(username__startswith="bench-").delete()
-    now = timezone.now()
+    get_user_model().objects.filter(username__startswith="bench-").delete()
     started = time.perf_counter()
     with transaction.atomic():
-        models = LanguageModel.objects.bulk_create(
-            [LanguageModel(name=m, source_kind="hub", source=f"bench/{m}") for m in MODELS]
-        )
-        instances: dict[str, list[Instance]] = {}
-        datasets = {}
-        for kind, size in SIZES.items():
-            dataset = Dataset.objects.create(name=f"bench-{kind}", kind=kind, source="bench", import_signature="bench")
-            datasets[kind] = dataset
-            n_templates = size // len(PRONOUNS) if kind == "ruff" else 50
-            draws = size // (n_templates * len(PRONOUNS))
-            templates = Template.objects.bulk_create(
-                [
-                    Template(
-                        dataset=dataset,
-                        source_id=f"t{i}",
-                        line=i + 2,
-                        text="{name} baked. [MASK] sold it.",
-                        mask="[MASK]",
-                        form="nom",
-                    )
-                    for i in range(n_templates)
-                ]
-            )
-            rows = []
-            for t in templates:
-                for pronoun in PRONOUNS:
-                    for draw in range(draws):
-                        rows.append(
-                            Instance(
-                                dataset=dataset,
-                                template=t,
-                                pronoun=pronoun,
-                                draw=draw,
-                                name="Robin",
-                                text="Robin baked. [MASK] sold it.",
-                                correct_form=pronoun,
-                                ordinal=len(rows),
-                            )
-                        )
-            instances[kind] = Instance.objects.bulk_create(rows, batch_size=5000)
-        jobs = []
-        for model in models:
-            for kind in SIZES:
-                jobs.append(
-                    GenerationJob.objects.create(
-                        model=model, dataset=datasets[kind], pronouns=PRONOUNS, settings=SETTINGS, status=JobStatus.DONE
-                    )
-                )
-
-        # Probability results and generations, with per model x pronoun accuracy rates.
-        prob_rows, gen_rows = [], []
-        gen_meta = []  # (id, job index, pronoun, setting, sample index)
-        words = np.array(VOCAB)
-        gen_id = 0
-        prob_id = 0
-        for j, job in enumerate(jobs):
-            kind = job.dataset.kind if False else list(SIZES)[j % 2]
-            for instance in instances[kind]:
-                p_correct = 0.55 if instance.pronoun == "xe" else 0.9
-                prob_id += 1
-                m_prob = bool(rng.random() < p_correct)
-                prob_rows.append((prob_id, job.id, instance.id, json.dumps({"he": 3.0}), instance.pronoun, m_prob))
-                for setting in SETTINGS:
-                    g_correct = p_correct - (0.2 if setting == "pre" else 0.05)
-                    verdicts = rng.random(SAMPLES) < g_correct
-                    lengths = rng.integers(30, 55, SAMPLES)
-                    for s in range(SAMPLES):
-                        gen_id += 1
-                        text = " " + " ".join(words[rng.integers(0, len(words), lengths[s])]) + "."
-                        gen_rows.append(
-                            (
-                                gen_id,
-                                job.id,
-                                instance.id,
-                                setting,
-                                s,
-                                "Robin baked. ",
-                                text,
-                                bool(verdicts[s]),
-                                "",
-                                None,
-                                now,
-                            )
-                        )
-                        gen_meta.append((gen_id, j, instance.pronoun, setting, s))
-        _copy("generation_probresult", ["id", "job_id", "instance_id", "losses", "prediction", "correct"], prob_rows)
-        _copy(
-            "generation_generation",
-            [
-                "id", "job_id", "instance_id", "setting", "sample_index", "context", "continuation",
-                "heuristic_correct", "first_pronoun", "first_pronoun_offset", "created_at",
-            ],
-            gen_rows,
-        )  # fmt: skip
-        gen_text = {row[0]: row for row in gen_rows}
-
-        # The 2,400 pool: per model x dataset x setting x pronoun, 5 instances from each of the 5 sample indices.
-        pool = Pool.objects.create(name="bench", per_cell=PER_CELL, seed=seed)
-        pool.jobs.set(jobs)
-        meta = np.array([(m[0], m[1], PRONOUNS.index(m[2]), SETTINGS.index(m[3]), m[4]) for m in gen_meta])
-        chosen = []
-        for j in range(len(jobs)):
-            for p in range(len(PRONOUNS)):
-                for s in range(len(SETTINGS)):
-                    for sample in range(SAMPLES):
-                        mask = (meta[:, 1] == j) & (meta[:, 2] == p) & (meta[:, 3] == s) & (meta[:, 4] == sample)
-                        chosen += rng.choice(meta[mask, 0], PER_CELL // SAMPLES, replace=False).tolist()
-        items = PoolItem.objects.bulk_create(
-            [
-                PoolItem(
-                    pool=pool,
-                    generation_id=g,
-                    model_name=jobs[gen_meta[g - 1][1]].model.name,
-                    dataset=list(SIZES)[gen_meta[g - 1][1] % 2],
-                    setting=gen_text[g][3],
-                    pronoun=gen_meta[g - 1][2],
-                    sample_index=gen_text[g][4],
-                    template="Robin baked. [MASK] sold it.",
-                    context=gen_text[g][5],
-                    continuation=gen_text[g][6],
-                    heuristic_correct=gen_text[g][7],
-                )
-                for g in chosen
-            ],
-            batch_size=1000,
-        )
-        ana = user_model.objects.create_user(username="bench-ana")
-        bo = user_model.objects.create_user(username="bench-bo")
-        labels = np.array(["correct", "misgendering", "no_pronoun"])
-        annotations = []
-        first_labels = rng.choice(labels, len(items), p=[0.7, 0.2, 0.1])
-        extraneous = rng.random(len(items)) < 0.1
-        for item, label, ext in zip(items, first_labels, extraneous, strict=True):
-            annotations.append(Annotation(item=item, annotator=ana, label=label, extraneous=bool(ext)))
-        overlap = rng.choice(len(items), OVERLAP, replace=False)
-        for i in overlap:
-            label = first_labels[i] if rng.random() < 0.96 else rng.choice(labels)
-            ext = extraneous[i] if rng.random() < 0.98 else not extraneous[i]
-            annotations.append(Annotation(item=items[i], annotator=bo, label=label, extraneous=bool(ext)))
-        Annotation.objects.bulk_create(annotations, batch_size=1000)
-        Adjudication.objects.bulk_create([Adjudication(item=items[i], label=first_labels[i]) for i in overlap[:10]])
+        jobs, instances = _build_jobs()
+        prob_rows, gen_rows, gen_meta = _build_outputs(rng, jobs, instances)
+        items = _build_pool(rng, seed, jobs, gen_rows, gen_meta)
+        annotations = _build_annotations(rng, items)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
     return {
@@ -272,8 +129,162 @@ def _build(seed: int) -> dict:
         "generations": len(gen_rows),
         "prob_results": len(prob_rows),
         "pool_items": len(items),
-        "annotations": len(annotations),
+        "annotations": annotations,
     }
+
+
+def _build_jobs() -> tuple[list, dict[str, list]]:
+    """The models, one dataset per kind with its templates and instances, and a finished job per model and dataset."""
+    from generation.models import Dataset, GenerationJob, Instance, JobStatus, LanguageModel, Template
+
+    models = LanguageModel.objects.bulk_create(
+        [LanguageModel(name=m, source_kind="hub", source=f"bench/{m}") for m in MODELS]
+    )
+    instances: dict[str, list] = {}
+    datasets = {}
+    for kind, size in SIZES.items():
+        dataset = Dataset.objects.create(name=f"bench-{kind}", kind=kind, source="bench", import_signature="bench")
+        datasets[kind] = dataset
+        n_templates = size // len(PRONOUNS) if kind == "ruff" else 50
+        draws = size // (n_templates * len(PRONOUNS))
+        templates = Template.objects.bulk_create(
+            [
+                Template(
+                    dataset=dataset,
+                    source_id=f"t{i}",
+                    line=i + 2,
+                    text="{name} baked. [MASK] sold it.",
+                    mask="[MASK]",
+                    form="nom",
+                )
+                for i in range(n_templates)
+            ]
+        )
+        rows = [
+            Instance(
+                dataset=dataset,
+                template=t,
+                pronoun=pronoun,
+                draw=draw,
+                name="Robin",
+                text="Robin baked. [MASK] sold it.",
+                correct_form=pronoun,
+            )
+            for t in templates
+            for pronoun in PRONOUNS
+            for draw in range(draws)
+        ]
+        for ordinal, row in enumerate(rows):
+            row.ordinal = ordinal
+        instances[kind] = Instance.objects.bulk_create(rows, batch_size=5000)
+    jobs = [
+        GenerationJob.objects.create(
+            model=model, dataset=datasets[kind], pronouns=PRONOUNS, settings=SETTINGS, status=JobStatus.DONE
+        )
+        for model in models
+        for kind in SIZES
+    ]
+    return jobs, instances
+
+
+def _build_outputs(rng, jobs: list, instances: dict[str, list]) -> tuple[list, list, list]:
+    """Probability results and generations, with per model x pronoun accuracy rates, written with COPY."""
+    from django.utils import timezone
+
+    now = timezone.now()
+    prob_rows, gen_rows = [], []
+    gen_meta = []  # (id, job index, pronoun, setting, sample index)
+    words = np.array(VOCAB)
+    for j, job in enumerate(jobs):
+        kind = list(SIZES)[j % 2]
+        for instance in instances[kind]:
+            p_correct = 0.55 if instance.pronoun == "xe" else 0.9
+            m_prob = bool(rng.random() < p_correct)
+            prob_rows.append(
+                (len(prob_rows) + 1, job.id, instance.id, json.dumps({"he": 3.0}), instance.pronoun, m_prob)
+            )
+            for setting in SETTINGS:
+                g_correct = p_correct - (0.2 if setting == "pre" else 0.05)
+                verdicts = rng.random(SAMPLES) < g_correct
+                lengths = rng.integers(30, 55, SAMPLES)
+                for s in range(SAMPLES):
+                    gen_id = len(gen_rows) + 1
+                    text = " " + " ".join(words[rng.integers(0, len(words), lengths[s])]) + "."
+                    row = (gen_id, job.id, instance.id, setting, s, "Robin baked. ", text, bool(verdicts[s]), "")
+                    gen_rows.append((*row, None, now))
+                    gen_meta.append((gen_id, j, instance.pronoun, setting, s))
+    _copy("generation_probresult", ["id", "job_id", "instance_id", "losses", "prediction", "correct"], prob_rows)
+    _copy(
+        "generation_generation",
+        [
+            "id", "job_id", "instance_id", "setting", "sample_index", "context", "continuation",
+            "heuristic_correct", "first_pronoun", "first_pronoun_offset", "created_at",
+        ],
+        gen_rows,
+    )  # fmt: skip
+    return prob_rows, gen_rows, gen_meta
+
+
+def _build_pool(rng, seed: int, jobs: list, gen_rows: list, gen_meta: list) -> list:
+    """The 2,400 pool: per model x dataset x setting x pronoun, 5 instances from each of the 5 sample indices."""
+    import itertools
+
+    from annotation.models import Pool, PoolItem
+
+    gen_text = {row[0]: row for row in gen_rows}
+    pool = Pool.objects.create(name="bench", per_cell=PER_CELL, seed=seed)
+    pool.jobs.set(jobs)
+    meta = np.array([(m[0], m[1], PRONOUNS.index(m[2]), SETTINGS.index(m[3]), m[4]) for m in gen_meta])
+    chosen = []
+    cells = itertools.product(range(len(jobs)), range(len(PRONOUNS)), range(len(SETTINGS)), range(SAMPLES))
+    for j, p, s, sample in cells:
+        mask = (meta[:, 1] == j) & (meta[:, 2] == p) & (meta[:, 3] == s) & (meta[:, 4] == sample)
+        chosen += rng.choice(meta[mask, 0], PER_CELL // SAMPLES, replace=False).tolist()
+    return PoolItem.objects.bulk_create(
+        [
+            PoolItem(
+                pool=pool,
+                generation_id=g,
+                model_name=jobs[gen_meta[g - 1][1]].model.name,
+                dataset=list(SIZES)[gen_meta[g - 1][1] % 2],
+                setting=gen_text[g][3],
+                pronoun=gen_meta[g - 1][2],
+                sample_index=gen_text[g][4],
+                template="Robin baked. [MASK] sold it.",
+                context=gen_text[g][5],
+                continuation=gen_text[g][6],
+                heuristic_correct=gen_text[g][7],
+            )
+            for g in chosen
+        ],
+        batch_size=1000,
+    )
+
+
+def _build_annotations(rng, items: list) -> int:
+    """Every item annotated once, OVERLAP of them twice (96% agreement on the label, 98% on the extraneous flag), ten
+    of those adjudicated. Returns the number of annotations."""
+    from django.contrib.auth import get_user_model
+
+    from annotation.models import Adjudication, Annotation
+
+    user_model = get_user_model()
+    ana = user_model.objects.create_user(username="bench-ana")
+    bo = user_model.objects.create_user(username="bench-bo")
+    labels = np.array(["correct", "misgendering", "no_pronoun"])
+    annotations = []
+    first_labels = rng.choice(labels, len(items), p=[0.7, 0.2, 0.1])
+    extraneous = rng.random(len(items)) < 0.1
+    for item, label, ext in zip(items, first_labels, extraneous, strict=True):
+        annotations.append(Annotation(item=item, annotator=ana, label=label, extraneous=bool(ext)))
+    overlap = rng.choice(len(items), OVERLAP, replace=False)
+    for i in overlap:
+        label = first_labels[i] if rng.random() < 0.96 else rng.choice(labels)
+        ext = extraneous[i] if rng.random() < 0.98 else not extraneous[i]
+        annotations.append(Annotation(item=items[i], annotator=bo, label=label, extraneous=bool(ext)))
+    Annotation.objects.bulk_create(annotations, batch_size=1000)
+    Adjudication.objects.bulk_create([Adjudication(item=items[i], label=first_labels[i]) for i in overlap[:10]])
+    return len(annotations)
 
 
 def _time_report(*, cold: bool = True) -> float:
