@@ -137,6 +137,15 @@ def test_the_own_loop_is_used_only_where_it_draws_what_generate_would():
         assert not own_loop_applies(_loaded(**setting), Decoding()), setting
 
 
+def _left_padded(tokenizer, contexts: list[str]):
+    """The contexts as one batch, left padded as the sampling paths pad them."""
+    previous, tokenizer.padding_side = tokenizer.padding_side, "left"
+    try:
+        return tokenizer(contexts, return_tensors="pt", padding=True)
+    finally:
+        tokenizer.padding_side = previous
+
+
 @pytest.mark.slow
 def test_the_own_loop_decodes_as_generate_does_on_left_padded_contexts(loaded_model):
     """With top_k=1 both paths are greedy, so they must produce the same tokens (the cached prefill shared by the
@@ -144,11 +153,7 @@ def test_the_own_loop_decodes_as_generate_does_on_left_padded_contexts(loaded_mo
     tokenizer, model = loaded_model.tokenizer, loaded_model.model
     contexts = ["Alex said that", "After the long meeting about the budget, Sam told everyone that", "Yes,"]
     length = 12
-    previous, tokenizer.padding_side = tokenizer.padding_side, "left"
-    try:
-        encoded = tokenizer(contexts, return_tensors="pt", padding=True)
-    finally:
-        tokenizer.padding_side = previous
+    encoded = _left_padded(tokenizer, contexts)
     assert (encoded.attention_mask == 0).any()  # the contexts differ in length: some rows are padded
 
     with torch.inference_mode():
@@ -193,11 +198,7 @@ def test_rows_that_may_end_stop_at_the_end_of_sequence_as_generate_does(loaded_m
     tokenizer, model = loaded_model.tokenizer, loaded_model.model
     contexts = ["Alex said that", "After the long meeting about the budget, Sam told everyone that"]
     length = 10
-    previous, tokenizer.padding_side = tokenizer.padding_side, "left"
-    try:
-        encoded = tokenizer(contexts, return_tensors="pt", padding=True)
-    finally:
-        tokenizer.padding_side = previous
+    encoded = _left_padded(tokenizer, contexts)
     with torch.inference_mode():
         free = model.generate(**encoded, do_sample=False, max_new_tokens=length, pad_token_id=tokenizer.pad_token_id)
     first_row = free[0, encoded.input_ids.shape[1] :].tolist()
