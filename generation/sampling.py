@@ -89,17 +89,23 @@ def top_k_top_p(scores, *, top_k: int, top_p: float):
     return values, indices
 
 
-def _generate_kwargs(loaded: LoadedModel, decoding: Decoding) -> dict:
+def _generate_kwargs(
+    loaded: LoadedModel, decoding: Decoding, *, temperature: float | None = None, may_end: bool = False
+) -> dict:
     kwargs = {
         "do_sample": True,
         "max_new_tokens": decoding.max_new_tokens,
-        "min_new_tokens": decoding.max_new_tokens,
         "top_k": decoding.top_k,
         "top_p": decoding.top_p,
         "num_beams": decoding.num_beams,
         "pad_token_id": loaded.tokenizer.pad_token_id,
     }
-    temperature = getattr(loaded.model.generation_config, "temperature", None)
+    if not may_end:
+        kwargs["min_new_tokens"] = decoding.max_new_tokens
+    if temperature is not None:
+        kwargs["temperature"] = temperature
+    else:
+        temperature = getattr(loaded.model.generation_config, "temperature", None)
     # Our processor runs before transformers' warpers, so it stands in for them only when no temperature would apply
     # first; beam search keeps transformers' own path.
     if decoding.top_k > 0 and decoding.num_beams == 1 and temperature in (None, 1.0):
@@ -137,18 +143,13 @@ _NEUTRAL_SETTINGS: dict[str, tuple] = {
 }
 
 
-def config_is_neutral(loaded: LoadedModel) -> bool:
-    """Whether the model's generation config adds no logits processor of its own (none of `_NEUTRAL_SETTINGS` set)."""
+def own_loop_applies(loaded: LoadedModel, decoding: Decoding) -> bool:
+    """Whether Concord's sampling loop gives what `generate` would: sampling (one beam) with top-k, or pure sampling
+    (no top-k, no top-p), and no other logits processor in the model's generation config."""
+    if decoding.num_beams != 1 or (decoding.top_k <= 0 and decoding.top_p < 1.0):
+        return False
     config = loaded.model.generation_config
     return all(getattr(config, name, None) in neutral for name, neutral in _NEUTRAL_SETTINGS.items())
-
-
-def own_loop_applies(loaded: LoadedModel, decoding: Decoding) -> bool:
-    """Whether Concord's sampling loop gives what `generate` would: sampling (one beam) with top-k, and no other
-    logits processor in the model's generation config."""
-    if decoding.num_beams != 1 or decoding.top_k <= 0:
-        return False
-    return config_is_neutral(loaded)
 
 
 def _eos_ids(loaded: LoadedModel) -> list[int]:
@@ -257,13 +258,17 @@ def sample_continuations(
     batch_size: int | None = None,
     stop: Callable[[], bool] | None = None,
     stop_interval: float = STOP_POLL_SECONDS,
+    temperature: float | None = None,
+    may_end: bool = False,
 ) -> list[list[str]]:
     """`decoding.samples` continuations per context (outer list in the order of `contexts`).
 
-    Sampling with top-k runs Concord's own loop (`_sample_rows`), unless the model's generation config asks for
-    another logits processor; beam search and those models go through transformers' `generate`.
+    Sampling with top-k (or pure sampling) runs Concord's own loop (`_sample_rows`), unless the model's generation
+    config asks for another logits processor; beam search and those models go through transformers' `generate`.
     With `stop`, a call in progress asks it between decoding steps (at most once per `stop_interval` seconds) and
     raises Interrupted once it is True: a cancelled job stops within about a second, not after the last token.
+    `temperature` replaces the model's own; with `may_end` (the judge's answers) a continuation may end at the end of
+    sequence, before `max_new_tokens`.
     """
     import torch
     from transformers import StoppingCriteriaList, set_seed
@@ -271,7 +276,7 @@ def sample_continuations(
     tokenizer, model = loaded.tokenizer, loaded.model
     batch_size = batch_size or loaded.batch_size
     own = own_loop_applies(loaded, decoding)
-    kwargs = {} if own else _generate_kwargs(loaded, decoding)
+    kwargs = {} if own else _generate_kwargs(loaded, decoding, temperature=temperature, may_end=may_end)
     criterion = StopWhen(stop, stop_interval) if stop is not None else None
     if criterion is not None and not own:
         kwargs["stopping_criteria"] = StoppingCriteriaList([criterion])
@@ -286,7 +291,9 @@ def sample_continuations(
                 encoded = tokenizer(batch, return_tensors="pt", padding=True).to(loaded.device)
                 input_ids, attention_mask = encoded.input_ids, encoded.attention_mask
                 if own:
-                    new_tokens = _sample_rows(loaded, input_ids, attention_mask, decoding, criterion)
+                    new_tokens = _sample_rows(
+                        loaded, input_ids, attention_mask, decoding, criterion, temperature=temperature, may_end=may_end
+                    )
                 else:
                     if decoding.num_beams == 1:
                         extra = {"num_return_sequences": decoding.samples}

@@ -238,6 +238,30 @@ def _trees(batch: list[_Prepared]) -> list[_Tree]:
     return trees
 
 
+def _tree_inputs(loaded: LoadedModel, trees: list[_Tree]):
+    """The model's input for the trees, one row each: the ids and depths of the nodes that are run (those with
+    children: a leaf's output would predict nothing), the mask (a node sees its ancestors and itself, a padding slot
+    itself only), and per tree each run node's column."""
+    import torch
+
+    runs = [[node for node in range(len(tree.tokens)) if tree.children[node]] for tree in trees]
+    width = max(len(run) for run in runs)
+    ids = torch.full((len(trees), width), loaded.tokenizer.pad_token_id, dtype=torch.long)
+    positions = torch.zeros((len(trees), width), dtype=torch.long)
+    allowed = torch.eye(width, dtype=torch.bool).repeat(len(trees), 1, 1)
+    columns = []
+    for row, (tree, run) in enumerate(zip(trees, runs, strict=True)):
+        column_of = {node: column for column, node in enumerate(run)}
+        columns.append(column_of)
+        ids[row, : len(run)] = torch.tensor([tree.tokens[node] for node in run])
+        positions[row, : len(run)] = torch.tensor([tree.depths[node] for node in run])
+        for column, node in enumerate(run):  # parents come before their children, so a parent's row is complete
+            if tree.parents[node] >= 0:
+                allowed[row, column] = allowed[row, column_of[tree.parents[node]]]
+                allowed[row, column, column] = True
+    return ids, positions, allowed[:, None], columns
+
+
 def _score_batch_tree(loaded: LoadedModel, batch: list[_Prepared], *, suffix_only: bool = False) -> list[list[float]]:
     """Mean token loss of each full sequence, or with `suffix_only` of each candidate's own tokens, in one forward pass
     of the batch's trees (one row each; a node attends to its ancestors and itself, at its depth's position)."""
@@ -245,66 +269,51 @@ def _score_batch_tree(loaded: LoadedModel, batch: list[_Prepared], *, suffix_onl
 
     model, device = loaded.model, loaded.device
     trees = _trees(batch)
-    # Only nodes with children are run: a leaf's output would predict nothing.
-    runs = [[node for node in range(len(tree.tokens)) if tree.children[node]] for tree in trees]
-    width = max(len(run) for run in runs)
-    ids = torch.full((len(trees), width), loaded.tokenizer.pad_token_id, dtype=torch.long)
-    positions = torch.zeros((len(trees), width), dtype=torch.long)
-    allowed = torch.eye(width, dtype=torch.bool).repeat(len(trees), 1, 1)  # a padding slot sees itself only
-    slots: list[dict[int, int]] = []  # per tree: node -> its column in the row
-    for row, (tree, run) in enumerate(zip(trees, runs, strict=True)):
-        slot = {node: column for column, node in enumerate(run)}
-        slots.append(slot)
-        ids[row, : len(run)] = torch.tensor([tree.tokens[node] for node in run])
-        positions[row, : len(run)] = torch.tensor([tree.depths[node] for node in run])
-        for column, node in enumerate(run):  # parents come before their children, so a parent's row is complete
-            parent = tree.parents[node]
-            if parent >= 0:
-                allowed[row, column] = allowed[row, slot[parent]]
-                allowed[row, column, column] = True
-    mask = allowed[:, None].to(device)
+    ids, positions, mask, columns = _tree_inputs(loaded, trees)
+    mask = mask.to(device)
     if getattr(model.config, "_attn_implementation", "eager") == "eager":  # eager attention adds a float mask
-        dtype = model.dtype
-        mask = torch.zeros(mask.shape, dtype=dtype, device=device).masked_fill(~mask, torch.finfo(dtype).min)
+        mask = torch.zeros(mask.shape, dtype=model.dtype, device=device).masked_fill(
+            ~mask, torch.finfo(model.dtype).min
+        )
     hidden = model.base_model(input_ids=ids.to(device), attention_mask=mask, position_ids=positions.to(device))
+    width = ids.shape[1]
     hidden = hidden.last_hidden_state.reshape(len(trees) * width, -1)
 
-    # Each predicted token: the flat row of its parent's output and the token; one head row per parent.
-    predicted: list[tuple[int, int]] = []  # (row index into `heads`, token)
-    heads: dict[int, int] = {}  # flat hidden row -> head row
-    counted: list[list[list[int]]] = []  # per entry, per sequence: indices into `predicted`
-    seen: dict[tuple[int, int], int] = {}  # (tree, node) -> index into `predicted`
-    for t, (tree, slot) in enumerate(zip(trees, slots, strict=True)):
-        for entry, paths in zip(tree.entries, tree.paths, strict=True):
-            own = len(entry.prefix) if suffix_only else 1
-            counted.append([])
-            for path in paths:
-                indices = []
-                for node in path[own:]:
-                    key = (t, node)
-                    if key not in seen:
-                        flat = t * width + slot[tree.parents[node]]
-                        seen[key] = len(predicted)
-                        predicted.append((heads.setdefault(flat, len(heads)), tree.tokens[node]))
-                    indices.append(seen[key])
-                counted[-1].append(indices)
-    states = hidden[torch.tensor(list(heads), device=device)]
-    rows = torch.tensor([row for row, _ in predicted], device=device)
-    tokens = torch.tensor([token for _, token in predicted], device=device)
-    nll = torch.empty(len(predicted), device=device)
+    def counted(entry: _Prepared, path: list[int]) -> list[int]:
+        """The nodes of a sequence whose token's loss counts: all but the first, or only the candidate's own."""
+        return path[len(entry.prefix) if suffix_only else 1 :]
+
+    # Each counted node once, its loss taken from its parent's output; each parent through the head once.
+    needed = [
+        (t, node)
+        for t, tree in enumerate(trees)
+        for node in sorted(
+            {
+                node
+                for entry, paths in zip(tree.entries, tree.paths, strict=True)
+                for path in paths
+                for node in counted(entry, path)
+            }
+        )
+    ]
+    flat = torch.tensor([t * width + columns[t][trees[t].parents[node]] for t, node in needed], device=device)
+    tokens = torch.tensor([trees[t].tokens[node] for t, node in needed], device=device)
+    parents, rows = torch.unique(flat, return_inverse=True)
+    states = hidden[parents]
+    nll = torch.empty(len(needed), device=device)
     head = model.get_output_embeddings()
     for start in range(0, len(states), HEAD_ROWS):
         logits = head(states[start : start + HEAD_ROWS]).float()
         here = ((rows >= start) & (rows < start + HEAD_ROWS)).nonzero().squeeze(-1)
         local = rows[here] - start
         nll[here] = torch.logsumexp(logits, dim=-1)[local] - logits[local, tokens[here]]
-    values = nll.tolist()
+    node_loss = dict(zip(needed, nll.tolist(), strict=True))
 
-    entries = [entry for tree in trees for entry in tree.entries]
-    losses = {
-        id(entry): [sum(values[i] for i in indices) / len(indices) for indices in sequences]
-        for entry, sequences in zip(entries, counted, strict=True)
-    }
+    losses = {}
+    for t, tree in enumerate(trees):
+        for entry, paths in zip(tree.entries, tree.paths, strict=True):
+            own = [counted(entry, path) for path in paths]
+            losses[id(entry)] = [sum(node_loss[t, node] for node in nodes) / len(nodes) for nodes in own]
     return [losses[id(entry)] for entry in batch]
 
 

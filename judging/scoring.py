@@ -114,55 +114,19 @@ def sampled_answers(
     max_new_tokens: int,
     batch_size: int | None = None,
 ) -> list[list[str]]:
-    """k answers per prompt, in prompt order. The same prompts, batch size and seed give the same answers."""
-    import torch
-    from transformers import set_seed
+    """k answers per prompt, in prompt order (pure sampling: no top-k, no top-p; an answer may end early). The same
+    prompts, batch size and seed give the same answers."""
+    from generation.sampling import Decoding, sample_continuations
 
-    from generation.sampling import Decoding, _sample_rows, config_is_neutral
-
-    tokenizer, model = loaded.tokenizer, loaded.model
-    batch_size = batch_size or loaded.batch_size
-    # Concord's sampling loop runs each prompt once for its k answers; a model whose generation config adds a logits
-    # processor of its own is sampled by `generate`, which applies it.
-    own = config_is_neutral(loaded)
-    decoding = Decoding(samples=k, max_new_tokens=max_new_tokens, top_k=0, top_p=1.0)
-    results: list[list[str]] = []
-    set_seed(seed)
-    previous_side = tokenizer.padding_side
-    tokenizer.padding_side = "left"  # the answer must follow every prompt directly
-    try:
-        with torch.inference_mode():
-            for start in range(0, len(prompts), batch_size):
-                batch = list(prompts[start : start + batch_size])
-                encoded = tokenizer(batch, return_tensors="pt", padding=True).to(loaded.device)
-                if own:
-                    new_tokens = _sample_rows(
-                        loaded,
-                        encoded.input_ids,
-                        encoded.attention_mask,
-                        decoding,
-                        None,
-                        temperature=temperature,
-                        may_end=True,
-                    )
-                else:
-                    output = model.generate(
-                        **encoded,
-                        do_sample=True,
-                        temperature=temperature,
-                        top_k=0,
-                        top_p=1.0,
-                        num_beams=1,
-                        max_new_tokens=max_new_tokens,
-                        num_return_sequences=k,
-                        pad_token_id=tokenizer.pad_token_id,
-                    )
-                    new_tokens = output[:, encoded.input_ids.shape[1] :]
-                texts = tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
-                results.extend(texts[row * k : (row + 1) * k] for row in range(len(batch)))
-    finally:
-        tokenizer.padding_side = previous_side
-    return results
+    return sample_continuations(
+        loaded=loaded,
+        contexts=prompts,
+        decoding=Decoding(samples=k, max_new_tokens=max_new_tokens, top_k=0, top_p=1.0),
+        seed=seed,
+        batch_size=batch_size,
+        temperature=temperature,
+        may_end=True,
+    )
 
 
 def sampling_judge(
