@@ -50,4 +50,6 @@ drop_test_databases() {
 }
 trap drop_test_databases EXIT
 # One pytest worker per core (pytest-xdist); TEST_WORKERS=0 (or -n 0 after the command) runs in this one process.
-.venv/bin/python -m pytest -n "${TEST_WORKERS:-auto}" "$@"
+# Work stealing: a worker that runs out takes tests queued for the other, so that the minute-long tests at the end of
+# one worker's share do not leave the other core idle.
+.venv/bin/python -m pytest -n "${TEST_WORKERS:-auto}" --dist worksteal "$@"

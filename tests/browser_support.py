@@ -5,6 +5,7 @@ The `browser` and `page` fixtures are registered in tests/conftest.py.
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import pytest
@@ -18,18 +19,36 @@ browser_marks = [
 ]
 
 
-@pytest.fixture
-def browser(monkeypatch):
-    # Playwright's sync API runs an event loop in this thread; the test's own ORM calls happen outside its calls.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+@pytest.fixture(scope="module")
+def _chromium():
+    """One Chromium per test module (launching Playwright's driver and the browser costs about 0.6 s; each test
+    still gets a fresh context: its own cookies, storage and cache)."""
+    # Playwright's sync API marks this thread's event loop as running while it is started, which Django's ORM takes
+    # for async code: the tests' own ORM calls happen outside Playwright's calls, so they are allowed while it runs.
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(
-            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-        )
-        yield chromium
-        chromium.close()
+    try:
+        with sync_playwright() as playwright:
+            chromium = playwright.chromium.launch(
+                executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+            )
+            yield chromium
+            chromium.close()
+    finally:
+        if previous is None:
+            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
+
+
+@pytest.fixture
+def browser(_chromium):
+    """The module's Chromium; every context a test opens is closed when the test ends, whatever it left open."""
+    yield _chromium
+    for context in _chromium.contexts:
+        context.close()
 
 
 @pytest.fixture

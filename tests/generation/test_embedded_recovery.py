@@ -16,11 +16,20 @@ from tests.conftest import DEMO, REPO
 pytestmark = [pytest.mark.slow, pytest.mark.embedded]
 
 INSTANCES, SAMPLES = 4, 2  # the first instance per pronoun, one chunk each; 2 settings x 2 samples each
-QUEUE_JOB = (
+# One process migrates the new database, imports the demo templates and queues the job (three `manage.py` runs
+# would start Django three times).
+PREPARE = (
+    "from django.core.management import call_command; "
     "from generation.services.jobs import job_create; "
+    "call_command('migrate', verbosity=0); "
+    f"call_command('import_dataset', 'ruff', {'--templates=' + str(DEMO / 'ruff_templates.tsv')!r}, '--name=demo-ruff'); "
     f"job = job_create(model='smollm2-135m', dataset='demo-ruff', per_pronoun=1, samples={SAMPLES}, "
     "max_new_tokens=12, seed=5, queue=False); print(job.pk)"
 )
+
+
+def _interrupt_default() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def free_port() -> int:
@@ -35,6 +44,7 @@ class Embedded:
         self.log = tmp_path / "server.log"
         self.env = {**os.environ, "DATABASE_URL": f"sqlite:///{self.db}", "HF_HUB_OFFLINE": "1", "DEBUG": "1"}
         self.env["OMP_NUM_THREADS"] = "1"  # one torch thread: faster than several fighting for a busy machine
+        self.env["PYTHONFAULTHANDLER"] = "1"  # a server that hangs is sent SIGABRT: its threads' stacks go to the log
         self.env.pop("CELERY_BROKER_URL", None)
         self.server: subprocess.Popen | None = None
 
@@ -53,6 +63,9 @@ class Embedded:
                 env=self.env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
+                # Ctrl-C as a terminal delivers it, even when the tests run as a background job of a shell without
+                # job control: such a shell starts them with SIGINT ignored, which the server would inherit.
+                preexec_fn=_interrupt_default,
             )
 
     def stop(self, sig: signal.Signals) -> None:
@@ -60,9 +73,13 @@ class Embedded:
         try:
             self.server.wait(timeout=60)
         except subprocess.TimeoutExpired:
-            self.server.kill()
-            self.server.wait()
-            pytest.fail(f"the server did not exit within 60 s of {sig.name}:\n{self.log.read_text()[-3000:]}")
+            self.server.send_signal(signal.SIGABRT)
+            try:
+                self.server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.server.kill()
+                self.server.wait()
+            pytest.fail(f"the server did not exit within 60 s of {sig.name}:\n{self.log.read_text()[-6000:]}")
 
     def job(self, job_id: int) -> dict:
         with sqlite3.connect(self.db, timeout=30) as db:
@@ -98,9 +115,7 @@ def embedded(tmp_path):
 
 
 def test_a_job_left_by_a_stopped_server_is_resumed_when_it_starts_again(embedded):
-    embedded.manage("migrate", "-v0")
-    embedded.manage("import_dataset", "ruff", f"--templates={DEMO / 'ruff_templates.tsv'}", "--name=demo-ruff")
-    job_id = int(embedded.manage("shell", "-c", QUEUE_JOB).strip().splitlines()[-1])
+    job_id = int(embedded.manage("shell", "-c", PREPARE).strip().splitlines()[-1])
     total = INSTANCES * 2 * SAMPLES
 
     embedded.start()  # a queued job, never started: the server's start picks it up
