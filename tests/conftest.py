@@ -133,19 +133,32 @@ def django_db_setup(django_db_setup, django_db_blocker):
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _transactional_tests_empty_the_tables_with_delete():
-    """A transactional test (live server, worker processes) ends with its tables emptied. Django's `flush` does it
-    with one TRUNCATE of every table and then re-creates the content types and permissions (post_migrate): 0.2 s per
-    test on PostgreSQL, TRUNCATE making new files for each table. A DELETE per table takes 0.01 s on the few rows a
-    test leaves, and keeping the content types and permissions (what post_migrate would create again, under new ids)
-    leaves the database as the migrations made it, less their data rows, exactly as `flush` did. The foreign keys
-    Django creates are deferred, so the order of the DELETEs does not matter inside one transaction."""
+def _transactional_tests_leave_the_database_as_migrated(django_db_setup, django_db_blocker):
+    """A transactional test (live server, worker processes) ends with the database as the migrations left it: its
+    tables emptied with a DELETE each, then the rows the data migrations wrote (the roles, the default model) put back.
+
+    Django's `flush` empties them with one TRUNCATE of every table and re-creates the content types and permissions
+    (post_migrate): 0.2 s a test on PostgreSQL, where TRUNCATE makes new files for each table, against 0.01 s for the
+    DELETEs on the few rows a test leaves. It also loses the migrations' rows, so a test that needs them passed only
+    when it ran before every transactional test of its pytest worker. Content types and permissions are kept (post_migrate
+    would make them again, under new ids). Django's foreign keys are deferred: the order of the statements inside the
+    one transaction does not matter."""
+    from django.apps import apps
     from django.contrib.auth.models import Permission
     from django.contrib.contenttypes.models import ContentType
+    from django.core import serializers
     from django.db import connections, transaction
     from django.test import TransactionTestCase
 
     kept = {ContentType._meta.db_table, Permission._meta.db_table}
+    models = [model for model in apps.get_models() if model._meta.db_table not in kept and model._meta.managed]
+    with django_db_blocker.unblock():
+        migrated = {
+            alias: serializers.serialize(
+                "json", [row for model in models for row in model._default_manager.using(alias)]
+            )
+            for alias in connections
+        }
     flush = TransactionTestCase._fixture_teardown
 
     def empty_tables(self) -> None:
@@ -155,9 +168,12 @@ def _transactional_tests_empty_the_tables_with_delete():
         for alias in self._databases_names(include_mirrors=False):
             connection = connections[alias]
             tables = connection.introspection.django_table_names(only_existing=True, include_views=False)
-            with transaction.atomic(using=alias), connection.cursor() as cursor:
-                for table in sorted(set(tables) - kept):
-                    cursor.execute(f"DELETE FROM {connection.ops.quote_name(table)}")
+            with transaction.atomic(using=alias):
+                with connection.cursor() as cursor:
+                    for table in sorted(set(tables) - kept):
+                        cursor.execute(f"DELETE FROM {connection.ops.quote_name(table)}")
+                for row in serializers.deserialize("json", migrated[alias], using=alias):
+                    row.save(using=alias)
 
     TransactionTestCase._fixture_teardown = empty_tables  # type: ignore[method-assign]
     yield
