@@ -133,16 +133,17 @@ def django_db_setup(django_db_setup, django_db_blocker):
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _transactional_tests_leave_the_database_as_migrated(django_db_setup, django_db_blocker):
+def _transactional_tests_leave_the_database_as_migrated():
     """A transactional test (live server, worker processes) ends with the database as the migrations left it: its
-    tables emptied with a DELETE each, then the rows the data migrations wrote (the roles, the default model) put back.
+    tables emptied with a DELETE each, then the rows the data migrations wrote (the roles, the default model) put back,
+    as the first transactional test of the process found them.
 
     Django's `flush` empties them with one TRUNCATE of every table and re-creates the content types and permissions
     (post_migrate): 0.2 s a test on PostgreSQL, where TRUNCATE makes new files for each table, against 0.01 s for the
     DELETEs on the few rows a test leaves. It also loses the migrations' rows, so a test that needs them passed only
-    when it ran before every transactional test of its pytest worker. Content types and permissions are kept (post_migrate
-    would make them again, under new ids). Django's foreign keys are deferred: the order of the statements inside the
-    one transaction does not matter."""
+    when it ran before every transactional test of its pytest worker. Content types and permissions are kept
+    (post_migrate would make them again, under new ids). Django's foreign keys are deferred: the order of the
+    statements inside the one transaction does not matter."""
     from django.apps import apps
     from django.contrib.auth.models import Permission
     from django.contrib.contenttypes.models import ContentType
@@ -152,14 +153,16 @@ def _transactional_tests_leave_the_database_as_migrated(django_db_setup, django_
 
     kept = {ContentType._meta.db_table, Permission._meta.db_table}
     models = [model for model in apps.get_models() if model._meta.db_table not in kept and model._meta.managed]
-    with django_db_blocker.unblock():
-        migrated = {
-            alias: serializers.serialize(
-                "json", [row for model in models for row in model._default_manager.using(alias)]
-            )
-            for alias in connections
-        }
+    migrated: dict[str, str] = {}
+    setup = TransactionTestCase.__dict__["_fixture_setup"]  # a classmethod
     flush = TransactionTestCase._fixture_teardown
+
+    def keep_the_migrated_rows(cls) -> None:
+        for alias in cls._databases_names(include_mirrors=False):
+            if alias not in migrated:  # the first transactional test: the database is as migrated
+                rows = [row for model in models for row in model._default_manager.using(alias)]
+                migrated[alias] = serializers.serialize("json", rows)
+        setup.__func__(cls)
 
     def empty_tables(self) -> None:
         if self.available_apps is not None or self.serialized_rollback:
@@ -175,8 +178,10 @@ def _transactional_tests_leave_the_database_as_migrated(django_db_setup, django_
                 for row in serializers.deserialize("json", migrated[alias], using=alias):
                     row.save(using=alias)
 
+    TransactionTestCase._fixture_setup = classmethod(keep_the_migrated_rows)  # type: ignore[method-assign,assignment]
     TransactionTestCase._fixture_teardown = empty_tables  # type: ignore[method-assign]
     yield
+    TransactionTestCase._fixture_setup = setup  # type: ignore[method-assign]
     TransactionTestCase._fixture_teardown = flush  # type: ignore[method-assign]
 
 
