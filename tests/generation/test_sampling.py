@@ -147,6 +147,12 @@ def _left_padded(tokenizer, contexts: list[str]):
 
 
 @pytest.mark.slow
+def _greedy_pairs(loaded_model, encoded, length: int, *, may_end: bool = False) -> torch.Tensor:
+    """Concord's own loop, greedy (top_k=1), two samples per context: the rows that `generate` must match."""
+    decoding = Decoding(samples=2, max_new_tokens=length, top_k=1)
+    return _sample_rows(loaded_model, encoded.input_ids, encoded.attention_mask, decoding, None, may_end=may_end)
+
+
 def test_the_own_loop_decodes_as_generate_does_on_left_padded_contexts(loaded_model):
     """With top_k=1 both paths are greedy, so they must produce the same tokens (the cached prefill shared by the
     samples, the positions under left padding, the end-of-sequence ban)."""
@@ -157,13 +163,7 @@ def test_the_own_loop_decodes_as_generate_does_on_left_padded_contexts(loaded_mo
     assert (encoded.attention_mask == 0).any()  # the contexts differ in length: some rows are padded
 
     with torch.inference_mode():
-        own = _sample_rows(
-            loaded_model,
-            encoded.input_ids,
-            encoded.attention_mask,
-            Decoding(samples=2, max_new_tokens=length, top_k=1),
-            None,
-        )
+        own = _greedy_pairs(loaded_model, encoded, length)
         expected = model.generate(
             **encoded,
             do_sample=False,
@@ -207,14 +207,7 @@ def test_rows_that_may_end_stop_at_the_end_of_sequence_as_generate_does(loaded_m
     monkeypatch.setattr(model.generation_config, "eos_token_id", end)
 
     with torch.inference_mode():
-        own = _sample_rows(
-            loaded_model,
-            encoded.input_ids,
-            encoded.attention_mask,
-            Decoding(samples=2, max_new_tokens=length, top_k=1),
-            None,
-            may_end=True,
-        )
+        own = _greedy_pairs(loaded_model, encoded, length, may_end=True)
         expected = model.generate(
             **encoded, do_sample=False, max_new_tokens=length, eos_token_id=end, pad_token_id=tokenizer.pad_token_id
         )[:, encoded.input_ids.shape[1] :]

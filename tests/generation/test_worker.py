@@ -162,14 +162,14 @@ def _chunk_mid_run():
     return None
 
 
-RECOVERY_PRONOUNS = 2  # chunks: one mid-run when the trouble comes, one still queued behind it
+RECOVERY_PRONOUNS = ("he", "xe")  # a chunk each: one mid-run when the trouble comes, one still queued behind it
 
 
 def _recovery_job(workers: Workers) -> GenerationJob:
     """Queue (through `generate`, on the test broker) 2 instances, one chunk each, long enough to be caught
     mid-sampling (2 settings x 2 samples x 20 tokens per chunk)."""
     command = [sys.executable, "manage.py", "generate", "--dataset=demo-ruff", "--per-pronoun=1", "--samples=2"]
-    command += ["--pronouns=he,xe", "--max-new-tokens=20", "--seed=11", "--batch-size=1"]
+    command += [f"--pronouns={','.join(RECOVERY_PRONOUNS)}", "--max-new-tokens=20", "--seed=11", "--batch-size=1"]
     result = subprocess.run(command, cwd=REPO, env=_environment(), capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-3000:] + workers.logs()
     return GenerationJob.objects.get(pk=json.loads(result.stdout.strip().splitlines()[-1])["job"])
@@ -177,7 +177,7 @@ def _recovery_job(workers: Workers) -> GenerationJob:
 
 def _assert_exact(job: GenerationJob) -> None:
     job.refresh_from_db()
-    instances = RECOVERY_PRONOUNS
+    instances = len(RECOVERY_PRONOUNS)
     assert (job.status, job.done_instances, job.done_generations) == (JobStatus.DONE, instances, instances * 2 * 2)
     assert Generation.objects.filter(job=job).count() == instances * 2 * 2
     assert ProbResult.objects.filter(job=job).count() == instances
