@@ -146,13 +146,13 @@ def _left_padded(tokenizer, contexts: list[str]):
         tokenizer.padding_side = previous
 
 
-@pytest.mark.slow
 def _greedy_pairs(loaded_model, encoded, length: int, *, may_end: bool = False) -> torch.Tensor:
     """Concord's own loop, greedy (top_k=1), two samples per context: the rows that `generate` must match."""
     decoding = Decoding(samples=2, max_new_tokens=length, top_k=1)
     return _sample_rows(loaded_model, encoded.input_ids, encoded.attention_mask, decoding, None, may_end=may_end)
 
 
+@pytest.mark.slow
 def test_the_own_loop_decodes_as_generate_does_on_left_padded_contexts(loaded_model):
     """With top_k=1 both paths are greedy, so they must produce the same tokens (the cached prefill shared by the
     samples, the positions under left padding, the end-of-sequence ban)."""
