@@ -1,8 +1,8 @@
-"""Celery tasks of the annotation app: thin, they take an id and call a service (annotation/services/imports/jobs.py)."""
+"""Celery tasks of the annotation app: thin, they take an id and call a service (annotation/services/imports/job_run.py)."""
 
 from celery import shared_task
 
-from annotation.services.imports.jobs import import_job_run
+from annotation.services.imports.job_run import import_job_run
 
 
 @shared_task(acks_late=True, bind=True)

@@ -33,6 +33,7 @@ from rest_framework import serializers
 from generation.contexts import ALL_SETTINGS, SETTINGS, settings_for
 from generation.models import DEFAULT_MODEL_NAME, GENERATION_KIND, JOB_DEFAULTS, Dataset, LanguageModel
 from generation.pronouns import BASES
+from generation.services.kinds import job_kind_get, job_kinds
 
 MAX_SEED = 2**32 - 1
 
@@ -278,13 +279,9 @@ class JobParametersSerializer(serializers.Serializer):
     def check_together(self, values: dict[str, Any], errors: dict[str, Any]) -> None:
         """Rules between fields: the kind exists and says whether a dataset is needed; a dataset's kind says which
         settings it has (TANGO: open only). A field that already failed is not judged again."""
-        from generation.services.kinds import job_kind_get  # the registry imports this module
-
         kind = values.get("kind", GENERATION_KIND)
         handler = job_kind_get(kind) if "kind" not in errors else None
         if handler is None and "kind" not in errors:
-            from generation.services.kinds import job_kinds
-
             errors["kind"] = [f"unknown job kind {kind!r}; registered: {', '.join(job_kinds())}"]
         dataset = values.get("dataset")
         if handler is not None and handler.needs_dataset and dataset is None and "dataset" not in errors:

@@ -252,7 +252,7 @@ def _give_up(*, chunk_id: int, owner: str, error: BaseException) -> None:
         connections_reset()
 
 
-class GenerationKind(JobKind):
+class GenerationKind(JobKind[JobParameters]):
     """The generation kind: a job's units are instances of its dataset; each gives settings x samples generations
     and, on the masked datasets, one probability result (TANGO: one Prob-TANGO template per generation)."""
 
