@@ -6,13 +6,14 @@ may import an earlier one, never the reverse, not even inside a function). `conf
 the imports inside functions and those under `if TYPE_CHECKING:`: where two modules would need each other, the part
 both need moves to a third, lower module (the HackSoft way for Celery: a task imports the service that runs its work
 at module level, and the service that queues the task imports it inside the function that queues it; the two are
-different modules).
+different modules). Code and tests cite no issue numbers: they say what they hold.
 """
 
 from __future__ import annotations
 
 import ast
 import itertools
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -174,3 +175,16 @@ def test_the_cycle_finder_finds_a_planted_cycle_closed_inside_a_function(tmp_pat
     assert edges == {"generation.first": {"generation.second"}}  # the import inside the function is not module-level
     assert arrows == {("generation.first", "generation.second", 1), ("generation.second", "generation.first", 2)}
     assert _cycles(arrows) == ["generation.first (line 1) -> generation.second (line 2) -> generation.first"]
+
+
+def test_no_module_or_test_cites_an_issue_number():
+    """Code and tests say what they hold; an issue number says nothing to a reader without the tracker."""
+    cited = re.compile(r"\bissues? #?\d+", re.IGNORECASE)
+    paths = [*_project_modules().values(), *(REPO / "tests").rglob("*.py")]
+    found = [
+        f"{path.relative_to(REPO)}:{number}: {line.strip()}"
+        for path in paths
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if cited.search(line)
+    ]
+    assert not found, "issue numbers in code or tests:\n" + "\n".join(found)

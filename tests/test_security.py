@@ -322,7 +322,7 @@ LONG_NAME = "u" * 300  # past the lockout store's 255 characters and the user mo
 
 @pytest.mark.django_db
 class TestBadInputIsRefusedAndWritesNothing:
-    """Issue 26, items 6 to 10: each input below once gave a 500 or a traceback."""
+    """Each input below once gave a 500 or a traceback; now it is refused with a message and writes nothing."""
 
     def test_a_username_of_300_characters_on_the_login_page_is_an_ordinary_failed_login(self, annotator):
         from axes.models import AccessAttempt
@@ -471,7 +471,7 @@ class TestBadInputIsRefusedAndWritesNothing:
 
 @pytest.mark.django_db
 class TestHostileTextInReports:
-    """Issue 26, items 9 and 10: text from imported files reaches matplotlib and LaTeX as text, never as markup."""
+    """Text from imported files reaches matplotlib and LaTeX as text, never as markup."""
 
     @pytest.fixture
     def dollar_study(self, annotator, second_annotator):

@@ -1,4 +1,4 @@
-"""A save sent again with the same idempotency key changes nothing (issue 26.3: a replayed save after a server kill
+"""A save sent again with the same idempotency key changes nothing (a save replayed after a server was killed once
 counted its time twice); the annotation page retries with the same key (docs/domain.md, "Assignment and the
 annotator's queue")."""
 
