@@ -224,9 +224,10 @@ CELERY_TASK_ROUTES = ["generation.engines.routing.task_route", {"generation.task
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=60)}
 # Crash recovery (generation/services/leases.py): a running chunk holds a lease its heartbeat renews every third of
 # it; a chunk whose runner is gone is queued again within a lease and a sweep. Transient database and broker errors
-# are retried this many times, after 1, 2, 4, ... seconds.
+# are retried this many times, after 1, 2, 4, ... seconds (the first pause, doubled each time up to 60 s).
 CONCORD_CHUNK_LEASE_SECONDS = env_int("CONCORD_CHUNK_LEASE_SECONDS", 30, minimum=3)
 CONCORD_TRANSIENT_RETRIES = env_int("CONCORD_TRANSIENT_RETRIES", 5, minimum=0)
+CONCORD_TRANSIENT_BACKOFF_SECONDS = 1.0
 # A chunk sent to the broker but claimed by no worker within this many seconds is sent again (a broker that lost its
 # queue); generation/services/runner.py's sweeper does it.
 CONCORD_CHUNK_UNCLAIMED_SECONDS = env_int("CONCORD_CHUNK_UNCLAIMED_SECONDS", 120, minimum=5)
@@ -253,16 +254,16 @@ CONCORD_MODEL_CACHE_SIZE = env_int("CONCORD_MODEL_CACHE_SIZE", 1, minimum=1)
 # safetensors, which later loads read instead (figures in benchmarks/README.md, "Test suite"). Empty: no copy.
 CONCORD_CONVERTED_MODELS_DIR = env_str("CONCORD_CONVERTED_MODELS_DIR", str(VAR_DIR / "models")) or ""
 # Prob-TANGO's rewriting needs an English spaCy pipeline with a dependency parser (generation/rewriting.py).
-CONCORD_SPACY_MODEL = env_str("CONCORD_SPACY_MODEL", "en_core_web_sm")
+CONCORD_SPACY_MODEL = (env_str("CONCORD_SPACY_MODEL", "") or "").strip() or "en_core_web_sm"
 # The generation engine of this worker for jobs that name none (generation/engines/): hf or vllm. Job creation
 # checks the engine, the model and the device on this host; "off" leaves that to the workers (a web host that
 # queues work for GPU workers elsewhere). vLLM's LLM(...) takes the extra arguments in CONCORD_VLLM_OPTIONS (JSON).
-CONCORD_ENGINE = (env_str("CONCORD_ENGINE", "hf") or "hf").strip().lower()
+CONCORD_ENGINE = (env_str("CONCORD_ENGINE", "") or "hf").strip().lower()
 if CONCORD_ENGINE not in ("hf", "vllm"):
     raise ImproperlyConfigured(f"CONCORD_ENGINE={CONCORD_ENGINE!r} is not an engine: use hf or vllm.")
 CONCORD_ENGINE_CHECK = "off" if not env_bool("CONCORD_ENGINE_CHECK", True) else "local"
 CONCORD_VLLM_OPTIONS = env_str("CONCORD_VLLM_OPTIONS", "") or ""
-CONCORD_VLLM_QUEUE = env_str("CONCORD_VLLM_QUEUE", "generation-gpu") or "generation-gpu"
+CONCORD_VLLM_QUEUE = env_str("CONCORD_VLLM_QUEUE", "") or "generation-gpu"
 
 LOGGING = {
     "version": 1,

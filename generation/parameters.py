@@ -33,6 +33,7 @@ from rest_framework import serializers
 from generation.contexts import ALL_SETTINGS, SETTINGS, settings_for
 from generation.models import DEFAULT_MODEL_NAME, GENERATION_KIND, JOB_DEFAULTS, Dataset, LanguageModel
 from generation.pronouns import BASES
+from generation.services.distractors import SAMPLE_SEED_CHOICES, SAMPLE_SEEDS
 from generation.services.kinds import job_kind_get, job_kinds
 
 MAX_SEED = 2**32 - 1
@@ -241,12 +242,13 @@ class JobParametersSerializer(serializers.Serializer):
         help_text="RUFF with distractors: only instances with this many distractor sentences (0-5); empty = all",
     )
     sample_seed = serializers.ChoiceField(
-        choices=["13", "17", "19", "none"],
+        choices=SAMPLE_SEED_CHOICES,
         required=False,
         allow_null=True,
         allow_blank=True,
         default=None,
-        help_text="RUFF with distractors: only RUFF's evaluation sample drawn with this seed (13, 17, 19); none = all",
+        help_text="RUFF with distractors: only RUFF's evaluation sample drawn with this seed "
+        f"({', '.join(map(str, SAMPLE_SEEDS))}); none = all",
     )
     options = serializers.DictField(required=False, default=dict, help_text="the job kind's own parameters")
 

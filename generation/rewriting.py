@@ -84,7 +84,7 @@ _lock = threading.Lock()
 
 
 def spacy_pipeline_name() -> str:
-    return (getattr(settings, "CONCORD_SPACY_MODEL", "") or "").strip() or "en_core_web_sm"
+    return settings.CONCORD_SPACY_MODEL
 
 
 def spacy_pipeline(name: str | None = None):

@@ -32,7 +32,7 @@ _process: tuple[int, str] = (0, "")
 
 
 def lease_seconds() -> float:
-    return float(getattr(settings, "CONCORD_CHUNK_LEASE_SECONDS", 30))
+    return float(settings.CONCORD_CHUNK_LEASE_SECONDS)
 
 
 def heartbeat_seconds() -> float:

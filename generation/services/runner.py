@@ -146,7 +146,7 @@ def chunks_requeue_stale() -> list[int]:
 
 
 def unclaimed_seconds() -> float:
-    return float(getattr(django_settings, "CONCORD_CHUNK_UNCLAIMED_SECONDS", 120))
+    return float(django_settings.CONCORD_CHUNK_UNCLAIMED_SECONDS)
 
 
 def chunk_queues() -> list[str]:
@@ -158,9 +158,7 @@ def chunk_queues() -> list[str]:
             queues.update(
                 str(target["queue"]) for target in route.values() if isinstance(target, dict) and "queue" in target
             )
-    extra = getattr(django_settings, "CONCORD_VLLM_QUEUE", None)
-    if extra:
-        queues.add(str(extra))
+    queues.add(django_settings.CONCORD_VLLM_QUEUE)
     return sorted(queues)
 
 
