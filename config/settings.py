@@ -203,7 +203,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Generation jobs, blinded annotation and reports (README). Roles: annotator, researcher, admin.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
-    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    # Researchers and admins only: the schema describes their fields (judge labels, is_gold, the heuristic).
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated", "accounts.roles.IsResearcher"],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
