@@ -37,7 +37,8 @@ def judge_frame(*, pool: Pool, human: pd.DataFrame) -> pd.DataFrame:
                 "id", *_ITEM_CELL, "heuristic_correct"
             )
         )
-        labels = MachineLabel.objects.filter(run=run, item__kind=STUDY).exclude(label="")
+        # In pool order (docs/domain.md, 'Multi-rater statistics': the bootstrap resamples items in it).
+        labels = MachineLabel.objects.filter(run=run, item__kind=STUDY).exclude(label="").order_by("item_id")
         for item_id, label, confidence, scores in labels.values_list("item_id", "label", "confidence", "scores"):
             cell = items[item_id]
             rows.append(
