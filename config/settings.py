@@ -52,6 +52,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "config.errors.MethodNotAllowedPageMiddleware",  # an empty 405 gets the styled page (config/errors.py)
+    "config.retry.RetryReadMiddleware",  # a read whose database connection dropped is run once more (config/retry.py)
     "axes.middleware.AxesMiddleware",  # last: turns a locked-out login into its 429 answer
 ]
 
