@@ -88,8 +88,15 @@ if DATABASES["default"]["ENGINE"].endswith("postgresql") and env_bool("DATABASE_
     # (PgBouncer in transaction mode before 1.21).
     DATABASES["default"].setdefault("OPTIONS", {}).update({"server_side_binding": True, "prepare_threshold": 5})
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
-    # Several writers (web, in-process jobs) share the file: wait for the lock rather than fail.
-    DATABASES["default"]["OPTIONS"] = {"timeout": 30, "transaction_mode": "IMMEDIATE"}
+    # Several writers (web, in-process jobs) share the file: wait for the lock rather than fail (the busy timeout), and
+    # in WAL mode readers never wait for a writer nor a writer for readers. Writers still take turns, so long writers
+    # (imports) commit in short transactions: a save waits for one of them, never a whole import (benchmarks/README.md,
+    # "A save during a large import").
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 30,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL;",
+    }
     DATABASES["default"]["CONN_MAX_AGE"] = 0
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -5,6 +5,11 @@ process (the embedded default, no broker) runs `generations_import` and keeps th
 The files are stored in the database (`ImportFileChunk`, 1 MiB each) rather than on a disk the worker may not
 share, and read back as a stream; they are deleted when the job ends. Running a job twice is safe: rows already in
 the pool are recognised by content and skipped.
+
+A running import holds a lease, as a generation chunk does (generation/services/leases.py): its runner's name and an
+expiry that a heartbeat renews. When its worker dies, the lease expires and any Celery worker's sweeper queues the
+import again (`imports_requeue_stale`, within a lease and a sweep, about a minute), rather than the broker's
+redelivery after its visibility timeout (an hour); `resume_jobs` resumes such imports too (`imports_resume`).
 """
 
 from __future__ import annotations
@@ -13,16 +18,18 @@ import io
 import logging
 import threading
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 from typing import BinaryIO, Protocol
 
 from django.conf import settings
 from django.db import connections, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from annotation.models import ImportFileChunk, ImportJob, Pool
 from annotation.services.imports import KINDS, GenerationImportError, Stored, generations_import
+from generation.services.leases import Heartbeat, chunk_lease_stale, lease_owner_gone, lease_owner_new, lease_seconds
 
 logger = logging.getLogger(__name__)
 
@@ -97,10 +104,11 @@ def import_job_dispatch(*, job_id: int, restart: bool = False) -> None:
     from annotation.tasks import import_job_run_task
 
     try:
-        import_job_run_task.delay(job_id)
+        import_job_run_task.delay(job_id, restart=restart)
     except Exception as exc:  # the broker is down: say so on the job rather than leave it queued for ever
         logger.error("import job %s: publishing failed: %s: %s", job_id, type(exc).__name__, exc)
-        _finish(job_id, status=ImportJob.FAILED, errors=[f"the task queue could not be reached ({exc}); try again"])
+        if not restart:  # a restart keeps its files: the next sweep or `resume_jobs` sends it again
+            _finish(job_id, status=ImportJob.FAILED, errors=[f"the task queue could not be reached ({exc}); try again"])
 
 
 class _StoredFile(io.RawIOBase):
@@ -135,52 +143,143 @@ def _stored(job_id: int, file_index: int) -> BinaryIO:
 
 
 UNFINISHED = (ImportJob.QUEUED, ImportJob.READING, ImportJob.WRITING)
+RUNNING = (ImportJob.READING, ImportJob.WRITING)
+
+
+class _LeaseLost(Exception):
+    """Another runner took the import over (ours had expired): this one stops at its next batch."""
+
+
+def _claim(*, job_id: int, owner: str, restart: bool) -> bool:
+    """Take the job with a lease: a queued one; with `restart`, also one left reading or writing whose lease is free,
+    expired, or held by a process gone from this host. One UPDATE each, so two runners never both win."""
+    now = timezone.now()
+    fields = {
+        "status": ImportJob.READING,
+        "started_at": now,
+        "rows_read": 0,
+        "rows_written": 0,
+        "lease_owner": owner,
+        "lease_expires_at": now + timedelta(seconds=lease_seconds()),
+    }
+    jobs = ImportJob.objects.filter(pk=job_id)
+    if jobs.filter(status=ImportJob.QUEUED).update(**fields):
+        return True
+    if not restart:
+        return False
+    running = jobs.filter(status__in=RUNNING)
+    if running.filter(Q(lease_owner="") | Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now)).update(
+        **fields
+    ):
+        return True
+    holder = running.values_list("lease_owner", flat=True).first()
+    if holder and lease_owner_gone(holder):
+        logger.info("import job %s: its runner %s is gone; taking it over", job_id, holder)
+        return bool(running.filter(lease_owner=holder).update(**fields))
+    return False
 
 
 def import_job_run(*, job_id: int, restart: bool = False) -> ImportJob | None:
-    """Run a queued import job here. A job that is already running or has ended is left alone (a task delivered
-    twice); the job's row says how far it got, then how it ended.
+    """Run a queued import job here, under a lease renewed by a heartbeat. A job that another live runner holds or
+    that has ended is left alone (a task delivered twice); the job's row says how far it got, then how it ended.
 
-    `restart` also takes a job left reading or writing by a process that stopped (killed, or its worker lost): the
-    import is one transaction, so nothing of it was written, and its files are kept until it ends; it starts over.
+    `restart` also takes a job left reading or writing by a runner that is gone (killed, or its worker lost: its lease
+    expired): its files are kept until it ends, and the rows it committed (the import writes in short transactions)
+    are recognised and skipped, so it writes the rest, each once.
     """
-    claimed = ImportJob.objects.filter(pk=job_id, status__in=UNFINISHED if restart else [ImportJob.QUEUED]).update(
-        status=ImportJob.READING, started_at=timezone.now(), rows_read=0, rows_written=0
-    )
-    if not claimed:
+    owner = lease_owner_new()
+    if not _claim(job_id=job_id, owner=owner, restart=restart):
         return None
     job = ImportJob.objects.select_related("pool").get(pk=job_id)
     sources = [Stored(name=name, open=partial(_stored, job_id, index)) for index, name in enumerate(job.file_names)]
+    ours = ImportJob.objects.filter(pk=job_id, lease_owner=owner)
 
-    def progress(phase: str, done: int, total: int) -> None:
-        if phase == "reading":
-            ImportJob.objects.filter(pk=job_id).update(rows_read=done)
-        elif phase == "checked":
-            ImportJob.objects.filter(pk=job_id).update(rows_read=done, status=ImportJob.WRITING)
-        else:  # inside the import's transaction: the job's row would only change at its end, so the cache tells it
-            from django.core.cache import cache
+    with Heartbeat(chunk_id=job_id, owner=owner, model=ImportJob) as beat:
 
-            cache.set(_progress_key(job_id), done, timeout=3600)
+        def progress(phase: str, done: int, total: int) -> None:
+            if beat.lost.is_set():
+                raise _LeaseLost
+            if phase == "reading":
+                ours.update(rows_read=done)
+            elif phase == "checked":
+                ours.update(rows_read=done, status=ImportJob.WRITING)
+            else:  # per batch: kept in the cache rather than a write of the job's row per batch
+                from django.core.cache import cache
 
-    try:
-        result = generations_import(
-            paths=sources, pool_name=job.pool.name, kind=job.kind, created_by=job.created_by, progress=progress
-        )
-    except GenerationImportError as exc:
-        _finish(job_id, status=ImportJob.FAILED, errors=exc.errors)
-    except Exception as exc:
-        logger.exception("import job %s failed", job_id)
-        _finish(job_id, status=ImportJob.FAILED, errors=[f"the import stopped: {type(exc).__name__}: {exc}"])
-    else:
-        _finish(
-            job_id,
-            status=ImportJob.DONE,
-            rows_read=result.rows,
-            rows_written=result.rows,
-            items_created=result.items,
-            heuristic_mismatches=result.heuristic_mismatches,
-        )
+                cache.set(_progress_key(job_id), done, timeout=3600)
+
+        try:
+            result = generations_import(
+                paths=sources, pool_name=job.pool.name, kind=job.kind, created_by=job.created_by, progress=progress
+            )
+        except _LeaseLost:
+            logger.warning("import job %s: another runner took it over; this one stops", job_id)
+        except GenerationImportError as exc:
+            _finish(job_id, owner=owner, status=ImportJob.FAILED, errors=exc.errors)
+        except Exception as exc:
+            logger.exception("import job %s failed", job_id)
+            _finish(
+                job_id,
+                owner=owner,
+                status=ImportJob.FAILED,
+                errors=[f"the import stopped: {type(exc).__name__}: {exc}"],
+            )
+        else:
+            _finish(
+                job_id,
+                owner=owner,
+                status=ImportJob.DONE,
+                rows_read=result.rows,
+                rows_written=result.rows,
+                items_created=result.items,
+                heuristic_mismatches=result.heuristic_mismatches,
+            )
     return ImportJob.objects.get(pk=job_id)
+
+
+def _lease_stale(job: ImportJob, *, now: datetime) -> bool:
+    """A running import whose runner is gone: its lease expired or its owner is a dead process of this host; or sent
+    again by a sweeper (no owner) and still unclaimed when that wait ran out."""
+    if not job.lease_owner:
+        return job.lease_expires_at is None or job.lease_expires_at < now
+    return chunk_lease_stale(job, now=now)  # type: ignore[arg-type]  # the same lease columns as a chunk's
+
+
+def imports_requeue_stale() -> list[int]:
+    """Queue again the imports left reading or writing by a runner that is gone (the workers' sweeper calls this).
+    Each stale lease is freed by one UPDATE, so two sweepers never send the same import twice; the freed lease waits
+    `lease_seconds() * 4` for the new runner's claim before it counts as stale again (the message was lost)."""
+    now = timezone.now()
+    taken = []
+    for job in ImportJob.objects.filter(status__in=RUNNING).only("pk", "status", "lease_owner", "lease_expires_at"):
+        if not _lease_stale(job, now=now):
+            continue
+        freed = ImportJob.objects.filter(
+            pk=job.pk, status=job.status, lease_owner=job.lease_owner, lease_expires_at=job.lease_expires_at
+        ).update(lease_owner="", lease_expires_at=now + timedelta(seconds=lease_seconds() * 4))
+        if freed:
+            taken.append(job.pk)
+    for job_id in taken:
+        logger.warning("import job %s: its runner is gone; queued again", job_id)
+        import_job_dispatch(job_id=job_id, restart=True)
+    return taken
+
+
+def imports_resume(*, foreground: bool) -> list[dict]:
+    """`resume_jobs`: the imports left queued, or reading or writing by a runner that is gone, run again: here, to
+    their end (`foreground`, no broker), or queued for the workers. An import whose runner is alive is left to it."""
+    now = timezone.now()
+    jobs = ImportJob.objects.filter(status__in=UNFINISHED).order_by("created_at", "pk")
+    job_ids = [job.pk for job in jobs if job.status == ImportJob.QUEUED or _lease_stale(job, now=now)]
+    resumed = []
+    for job_id in job_ids:
+        if foreground:
+            import_job_run(job_id=job_id, restart=True)
+        else:
+            import_job_dispatch(job_id=job_id, restart=True)
+        job = ImportJob.objects.get(pk=job_id)
+        resumed.append({"import": job_id, "status": job.status, "rows_written": job.rows_written})
+    return resumed
 
 
 def imports_resume_on_start(*, started_before: datetime) -> list[int]:
@@ -198,17 +297,26 @@ def imports_resume_on_start(*, started_before: datetime) -> list[int]:
     return job_ids
 
 
-def _finish(job_id: int, *, status: str, errors: list[str] | None = None, **counts: int) -> None:
+def _finish(
+    job_id: int, *, status: str, owner: str | None = None, errors: list[str] | None = None, **counts: int
+) -> None:
+    """End the job (and free its lease); with `owner`, only while that runner still holds it."""
     errors = errors or []
     with transaction.atomic():
-        ImportJob.objects.filter(pk=job_id).update(
+        rows = ImportJob.objects.filter(pk=job_id)
+        if owner is not None:
+            rows = rows.filter(lease_owner=owner)
+        ended = rows.update(
             status=status,
             errors=errors[:ERRORS_KEPT],
             error_count=len(errors),
             finished_at=timezone.now(),
+            lease_owner="",
+            lease_expires_at=None,
             **counts,
         )
-        ImportFileChunk.objects.filter(job_id=job_id).delete()
+        if ended:
+            ImportFileChunk.objects.filter(job_id=job_id).delete()
 
 
 def _progress_key(job_id: int) -> str:
@@ -249,6 +357,8 @@ __all__ = [
     "import_job_dispatch",
     "import_job_progress",
     "import_job_run",
+    "imports_requeue_stale",
+    "imports_resume",
     "imports_resume_on_start",
     "max_upload_bytes",
 ]
