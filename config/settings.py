@@ -52,6 +52,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "config.errors.MethodNotAllowedPageMiddleware",  # an empty 405 gets the styled page (config/errors.py)
+    "config.retry.RetryReadMiddleware",  # a read whose database connection dropped is run once more (config/retry.py)
     "axes.middleware.AxesMiddleware",  # last: turns a locked-out login into its 429 answer
 ]
 
@@ -87,8 +88,15 @@ if DATABASES["default"]["ENGINE"].endswith("postgresql") and env_bool("DATABASE_
     # (PgBouncer in transaction mode before 1.21).
     DATABASES["default"].setdefault("OPTIONS", {}).update({"server_side_binding": True, "prepare_threshold": 5})
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
-    # Several writers (web, in-process jobs) share the file: wait for the lock rather than fail.
-    DATABASES["default"]["OPTIONS"] = {"timeout": 30, "transaction_mode": "IMMEDIATE"}
+    # Several writers (web, in-process jobs) share the file: wait for the lock rather than fail (the busy timeout), and
+    # in WAL mode readers never wait for a writer nor a writer for readers. Writers still take turns, so long writers
+    # (imports) commit in short transactions: a save waits for one of them, never a whole import (benchmarks/README.md,
+    # "A save during a large import").
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 30,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL;",
+    }
     DATABASES["default"]["CONN_MAX_AGE"] = 0
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -203,7 +211,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Generation jobs, blinded annotation and reports (README). Roles: annotator, researcher, admin.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
-    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    # Researchers and admins only: the schema describes their fields (judge labels, is_gold, the heuristic).
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated", "accounts.roles.IsResearcher"],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",

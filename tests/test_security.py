@@ -37,8 +37,9 @@ ACCESS: dict[str, dict[str, str]] = {
     "logout/": {"POST": PUBLIC},
     "api/auth/token/": {"POST": PUBLIC, "OPTIONS": PUBLIC},
     "api/auth/logout/": {"POST": USER, "OPTIONS": USER},
-    "api/schema/": {"GET": USER, "OPTIONS": USER},
-    "api/docs/": {"GET": USER},
+    # The schema describes researchers' fields (judge labels, is_gold, the heuristic): not for annotators.
+    "api/schema/": {"GET": RESEARCHER, "OPTIONS": RESEARCHER},
+    "api/docs/": {"GET": RESEARCHER},
     # annotation: annotators
     "api/annotate/next/": {"GET": ANNOTATOR, "OPTIONS": ANNOTATOR},
     "api/annotate/items/<str:public_id>/": {"GET": ANNOTATOR, "OPTIONS": ANNOTATOR},

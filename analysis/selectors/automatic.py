@@ -46,7 +46,8 @@ def instance_frame(*, job_ids: list[int]) -> pd.DataFrame:
             first_present=Count("id", filter=Q(sample_index=0)),
             first_correct=Count("id", filter=Q(sample_index=0, heuristic_correct=True)),
         )
-        .order_by()
+        # A fixed order for the bootstrap's resampling of instances (not whatever order the grouping returns).
+        .order_by("job_id", "instance_id", "setting")
         .values_list(
             "job_id",
             "instance_id",

@@ -47,8 +47,10 @@ ITEM_FIELDS = [
 def pool_item_frame(*, pool: Pool) -> pd.DataFrame:
     """One row per annotated study item: its cell, the heuristic, first and second annotations, every annotation
     (`annotators`, `labels`, `extraneous_flags`: lists in annotation order) and the human verdict."""
+    # Pool order (the order the items were stored in, docs/domain.md, 'The annotation pool'): the examples draw and
+    # the bootstrap resampling read the items in it, so they must not depend on how the database returns rows.
     items = pd.DataFrame.from_records(
-        PoolItem.objects.filter(pool=pool, kind=STUDY).values_list(*ITEM_FIELDS), columns=ITEM_FIELDS
+        PoolItem.objects.filter(pool=pool, kind=STUDY).order_by("pk").values_list(*ITEM_FIELDS), columns=ITEM_FIELDS
     ).rename(columns={"model_name": "model"})
     annotations = pd.DataFrame.from_records(
         Annotation.objects.filter(item__pool=pool, item__kind=STUDY)

@@ -6,8 +6,14 @@ The files are stored in the database (`ImportFileChunk`, 1 MiB each) rather than
 share, and read back as a stream; they are deleted when the job ends. Running a job twice is safe: rows already in
 the pool are recognised by content and skipped.
 
-This module stores and queues a job; annotation/services/imports/job_run.py runs it (the Celery task imports only
-that one, so the task and the module that queues it never import each other).
+A running import holds a lease, as a generation chunk does (generation/services/leases.py): its runner's name and an
+expiry that a heartbeat renews. When its worker dies, the lease expires and any Celery worker's sweeper queues the
+import again (`imports_requeue_stale`, within a lease and a sweep, about a minute), rather than the broker's
+redelivery after its visibility timeout (an hour); `resume_jobs` resumes such imports too (`imports_resume`).
+
+
+This module stores, queues and sweeps a job; annotation/services/imports/job_run.py runs it (the Celery task imports
+only that one, so the task and the module that queues it never import each other).
 """
 
 from __future__ import annotations
@@ -15,21 +21,24 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Protocol
 
 from django.conf import settings
 from django.db import connections, transaction
+from django.utils import timezone
 
 from annotation.models import ImportFileChunk, ImportJob, Pool
 from annotation.services.imports import KINDS
 from annotation.services.imports.job_run import (
     CHUNK_BYTES,
+    RUNNING,
     UNFINISHED,
     import_job_finish,
     import_job_progress,
     import_job_run,
 )
+from generation.services.leases import chunk_lease_stale, lease_seconds
 
 logger = logging.getLogger(__name__)
 
@@ -102,12 +111,60 @@ def import_job_dispatch(*, job_id: int, restart: bool = False) -> None:
     from annotation.tasks import import_job_run_task
 
     try:
-        import_job_run_task.delay(job_id)
+        import_job_run_task.delay(job_id, restart=restart)
     except Exception as exc:  # the broker is down: say so on the job rather than leave it queued for ever
         logger.error("import job %s: publishing failed: %s: %s", job_id, type(exc).__name__, exc)
-        import_job_finish(
-            job_id=job_id, status=ImportJob.FAILED, errors=[f"the task queue could not be reached ({exc}); try again"]
-        )
+        if not restart:  # a restart keeps its files: the next sweep or `resume_jobs` sends it again
+            import_job_finish(
+                job_id=job_id,
+                status=ImportJob.FAILED,
+                errors=[f"the task queue could not be reached ({exc}); try again"],
+            )
+
+
+def _lease_stale(job: ImportJob, *, now: datetime) -> bool:
+    """A running import whose runner is gone: its lease expired or its owner is a dead process of this host; or sent
+    again by a sweeper (no owner) and still unclaimed when that wait ran out."""
+    if not job.lease_owner:
+        return job.lease_expires_at is None or job.lease_expires_at < now
+    return chunk_lease_stale(job, now=now)  # type: ignore[arg-type]  # the same lease columns as a chunk's
+
+
+def imports_requeue_stale() -> list[int]:
+    """Queue again the imports left reading or writing by a runner that is gone (the workers' sweeper calls this).
+    Each stale lease is freed by one UPDATE, so two sweepers never send the same import twice; the freed lease waits
+    `lease_seconds() * 4` for the new runner's claim before it counts as stale again (the message was lost)."""
+    now = timezone.now()
+    taken = []
+    for job in ImportJob.objects.filter(status__in=RUNNING).only("pk", "status", "lease_owner", "lease_expires_at"):
+        if not _lease_stale(job, now=now):
+            continue
+        freed = ImportJob.objects.filter(
+            pk=job.pk, status=job.status, lease_owner=job.lease_owner, lease_expires_at=job.lease_expires_at
+        ).update(lease_owner="", lease_expires_at=now + timedelta(seconds=lease_seconds() * 4))
+        if freed:
+            taken.append(job.pk)
+    for job_id in taken:
+        logger.warning("import job %s: its runner is gone; queued again", job_id)
+        import_job_dispatch(job_id=job_id, restart=True)
+    return taken
+
+
+def imports_resume(*, foreground: bool) -> list[dict]:
+    """`resume_jobs`: the imports left queued, or reading or writing by a runner that is gone, run again: here, to
+    their end (`foreground`, no broker), or queued for the workers. An import whose runner is alive is left to it."""
+    now = timezone.now()
+    jobs = ImportJob.objects.filter(status__in=UNFINISHED).order_by("created_at", "pk")
+    job_ids = [job.pk for job in jobs if job.status == ImportJob.QUEUED or _lease_stale(job, now=now)]
+    resumed = []
+    for job_id in job_ids:
+        if foreground:
+            import_job_run(job_id=job_id, restart=True)
+        else:
+            import_job_dispatch(job_id=job_id, restart=True)
+        job = ImportJob.objects.get(pk=job_id)
+        resumed.append({"import": job_id, "status": job.status, "rows_written": job.rows_written})
+    return resumed
 
 
 def imports_resume_on_start(*, started_before: datetime) -> list[int]:
@@ -131,6 +188,8 @@ __all__ = [
     "import_job_dispatch",
     "import_job_progress",
     "import_job_run",
+    "imports_requeue_stale",
+    "imports_resume",
     "imports_resume_on_start",
     "max_upload_bytes",
 ]
