@@ -1,4 +1,4 @@
-"""How long an annotator's save waits while a large import writes, on the embedded default (SQLite): issue 39.15, where
+"""How long an annotator's save waits while a large import writes, on the embedded default (SQLite), where
 a 60,000-row import held SQLite's lock for its whole transaction and a save failed after 30 s ("database is locked").
 
     python benchmarks/bench_import_saves.py [--rows 60000] [--interval 0.2]

@@ -1,4 +1,4 @@
-"""A read whose database connection dropped mid-request is tried once more (issue 39.16: one GET in about 1,000 met
+"""A read whose database connection dropped mid-request is tried once more (one GET in about 1,000 met
 a PostgreSQL session ended under it, `AdminShutdown`, and answered 500).
 
 `RetryReadMiddleware.process_exception` sees the exception a view raised. When the request is a read (GET, HEAD,

@@ -1,5 +1,5 @@
 """A database connection dropped in the middle of a read (the server restarted, an administrator ended the session):
-a GET is run again once on a new connection instead of answering 500; a write never is (issue 39.16)."""
+a GET is run again once on a new connection instead of answering 500; a write never is."""
 
 from __future__ import annotations
 

@@ -419,7 +419,7 @@ class TestImportJobs:
 @pytest.mark.django_db(transaction=True)  # what other connections see while the import writes
 class TestShortTransactions:
     """An import commits batch by batch, so a save (another connection) waits for one batch at most, never for the
-    whole import (issue 39.15: on SQLite a 60,000-row import held the lock and a save failed after 30 s)."""
+    whole import (on SQLite a 60,000-row import held the lock and a save failed after 30 s)."""
 
     def test_each_batch_is_committed_before_the_next_is_written(self, tmp_path, monkeypatch):
         import threading
@@ -546,7 +546,7 @@ class TestImportsLeftByAStoppedProcess:
         )
 
     def test_a_workers_sweep_takes_over_an_import_whose_lease_expired_and_finishes_it(self, left_writing, pre_file):
-        # issue 39.13: its Celery worker was killed (kill -9) while it was writing; its lease ran out.
+        # its Celery worker was killed (kill -9) while it was writing; its lease ran out.
         from annotation.models import ImportFileChunk, ImportJob
         from generation.services.runner import work_sweep
 
