@@ -204,7 +204,7 @@ def test_the_helpers_name_the_variable_in_errors(monkeypatch):
 
 def test_the_embedded_sqlite_runs_in_wal_mode_with_a_busy_timeout(tmp_path):
     """Readers never wait for a writer, and a writer waits for the lock (never 'database is locked' at once): an
-    import writing next to an annotator's save ."""
+    import writing next to an annotator's save."""
     base = {k: v for k, v in os.environ.items() if k not in OWN}
     probe = (
         "import json, django; django.setup(); from django.db import connection; cursor = connection.cursor(); "

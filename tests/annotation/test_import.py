@@ -546,7 +546,7 @@ class TestImportsLeftByAStoppedProcess:
         )
 
     def test_a_workers_sweep_takes_over_an_import_whose_lease_expired_and_finishes_it(self, left_writing, pre_file):
-        # its Celery worker was killed (kill -9) while it was writing; its lease ran out.
+        # Its Celery worker was killed (kill -9) while it was writing; its lease ran out.
         from annotation.models import ImportFileChunk, ImportJob
         from generation.services.runner import work_sweep
 

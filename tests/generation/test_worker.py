@@ -317,7 +317,7 @@ class TestImportRecovery:
     def test_an_import_of_a_killed_worker_is_taken_over_by_a_new_one_and_ends_with_exact_counts(
         self, researcher, workers, tmp_path
     ):
-        # a browser import whose default-queue worker was killed (kill -9) while it was writing stayed
+        # A browser import whose default-queue worker was killed (kill -9) while it was writing stayed
         # "writing" until the broker's visibility timeout (an hour). Now its lease runs out and a sweeper sends it.
         from django.core.files.uploadedfile import SimpleUploadedFile
 
