@@ -254,12 +254,11 @@ def alt_test(
     for position in _benjamini_yekutieli(p_values, q=q):
         rows[position]["rejected"] = True
     omega = sum(row["rejected"] for row in rows) / len(rows)
-    result.update(
-        omega=omega,
-        rho=float(np.mean([row["rho"] for row in rows])),
-        passed=omega >= 0.5,
-        note="run with 2 annotators; 3 or more are recommended" if len(rows) == 2 else None,
-    )
+    result["omega"] = omega
+    result["rho"] = float(np.mean([row["rho"] for row in rows]))
+    result["passed"] = omega >= 0.5
+    if len(rows) == 2:
+        result["note"] = "run with 2 annotators; 3 or more are recommended"
     return result
 
 
@@ -327,7 +326,11 @@ class SelectiveThreshold(TypedDict):
 
 
 def selective_threshold(
-    *, confidences: Sequence[float], agree: Sequence[bool], alpha: float = 0.1, delta: float = 0.1
+    *,
+    confidences: Sequence[float] | np.ndarray,
+    agree: Sequence[bool] | np.ndarray,
+    alpha: float = 0.1,
+    delta: float = 0.1,
 ) -> SelectiveThreshold:
     """The confidence threshold above which the judge may label alone (Jung, Brahman & Choi, ICLR 2025): over the
     items with a human label, each with the judge's confidence c_i and whether it agreed (z_i), the thresholds
@@ -371,7 +374,7 @@ def selective_threshold(
     }
 
 
-def coverage_at(threshold: float | None, confidences: Sequence[float]) -> float | None:
+def coverage_at(threshold: float | None, confidences: Sequence[float] | np.ndarray) -> float | None:
     """The share of `confidences` at or above `threshold`: the part of a job's judged generations the judge keeps.
     No threshold keeps nothing (0.0); no confidences give None."""
     c = np.asarray(confidences, dtype=float)
@@ -397,7 +400,11 @@ class PpiMean(TypedDict):
 
 
 def ppi_mean(
-    *, y: Sequence[float], yhat: Sequence[float], yhat_unlabelled: Sequence[float], alpha: float = 0.05
+    *,
+    y: Sequence[float] | np.ndarray,
+    yhat: Sequence[float] | np.ndarray,
+    yhat_unlabelled: Sequence[float] | np.ndarray,
+    alpha: float = 0.05,
 ) -> PpiMean:
     """The prediction-powered (PPI++) estimate of a mean and its 1 - alpha interval (Angelopoulos, Duchi & Zrnic 2023),
     as ppi_py 0.2.3's `ppi_mean_pointestimate(y, yhat, yhat_unlabelled, lam=None)` and `ppi_mean_ci(..., alpha,
