@@ -159,6 +159,8 @@ def _gwet_ac1(tables: np.ndarray) -> np.ndarray:
     n = tables.sum(axis=(1, 2))
     p_o = np.trace(tables, axis1=1, axis2=2) / n
     pooled = (tables.sum(axis=2) + tables.sum(axis=1)) / (2 * n[:, None])
+    if q < 2:
+        return np.full(tables.shape[0], np.nan)
     return _chance_corrected(p_o, (pooled * (1 - pooled)).sum(axis=1) / (q - 1))
 
 
@@ -286,7 +288,7 @@ def _alt_test_indicators(
     annotator of such an item appears, with however many items they have."""
     wins: dict[str, list[tuple[int, int]]] = {}
     for item, by_annotator in annotations.items():
-        if len(by_annotator) < 2 or judge.get(item) is None:
+        if len(by_annotator) < 2 or not judge.get(item):  # a blank judge label is no label
             continue
         judged = judge[item]
         for annotator, label in by_annotator.items():

@@ -230,7 +230,9 @@ def _by_annotator(annotations: dict[str, dict[str, str]]) -> dict[str, dict[str,
 
 
 def _assert_as_reference(result: dict, judge: dict, annotations: dict, epsilon: float) -> None:
-    expected = _reference_alt_test(judge, _by_annotator(annotations), epsilon)
+    # A blank judge label (the judge named no option) is no label: the reference is given the labelled items only.
+    judged = {item: label for item, label in judge.items() if label}
+    expected = _reference_alt_test(judged, _by_annotator(annotations), epsilon)
     assert result["omega"] == pytest.approx(expected["winning_rate"])
     assert result["rho"] == pytest.approx(expected["advantage_prob"])
     assert result["passed"] == (expected["winning_rate"] >= 0.5)
@@ -294,6 +296,7 @@ class TestAltTest:
             annotations[item].pop("dev", None)
         annotations["lonely"] = {"ann": C}  # one annotation: not an item of the test
         annotations["unjudged"] = {"ann": C, "bea": C}  # no judge label: not an item either
+        annotations["blank"], judge["blank"] = {"ann": C, "bea": C}, ""  # the judge named no option: nor is this
         result = alt_test(judge=judge, annotations=annotations)
         assert result["skipped"] == ["dev"]
         assert [row["annotator"] for row in result["annotators"]] == ["ann", "bea", "cai"]
