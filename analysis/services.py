@@ -11,6 +11,7 @@ from analysis.models import RepetitionRate
 from analysis.selectors.automatic import pool_job_ids
 from analysis.selectors.examples import EXAMPLES_SEED
 from analysis.selectors.report import report_data, report_data_version
+from analysis.selectors.verdict import VerdictParameters, verdict_parameters
 from annotation.models import Pool
 from generation.heuristic import tokens
 from generation.models import Generation
@@ -58,7 +59,15 @@ def _store(batch: list[RepetitionRate]) -> int:
     return len(batch)
 
 
-def report_build(*, pool: Pool, examples_seed: int = EXAMPLES_SEED, human_verdict: str | None = None) -> dict:
+def report_build(
+    *,
+    pool: Pool,
+    examples_seed: int = EXAMPLES_SEED,
+    human_verdict: str | None = None,
+    epsilon: float | None = None,
+    alpha: float | None = None,
+    delta: float | None = None,
+) -> dict:
     """The report of a pool; the CLI, the API and the pages all come through here. `examples_seed` seeds the draw of
     the qualitative examples (the paper's 131719 by default).
 
@@ -66,26 +75,51 @@ def report_build(*, pool: Pool, examples_seed: int = EXAMPLES_SEED, human_verdic
     while nothing in the pool changes every page, download and figure is served without recomputing; a new
     annotation, adjudication, import or job progress is a new version and the next request builds afresh. Callers
     get their own copy, so changing it does not change the cached report. `human_verdict` picks the human label
-    compared with the heuristic (`analysis.selectors.human.HUMAN_VERDICTS`; None: the default rule)."""
-    key = _report_cache_key(pool=pool, examples_seed=examples_seed, human_verdict=human_verdict)
+    compared with the heuristic (`analysis.selectors.human.HUMAN_VERDICTS`; None: the default rule). `epsilon`,
+    `alpha` and `delta` are the judge's verdict's parameters (None: 0.15, 0.1, 0.1); out of range raises ValueError
+    before anything is built or cached."""
+    parameters = verdict_parameters(epsilon=epsilon, alpha=alpha, delta=delta)
+    key = _report_cache_key(pool=pool, examples_seed=examples_seed, human_verdict=human_verdict, verdict=parameters)
     report = cache.get(key)
     if report is None:
-        report = report_build_uncached(pool=pool, examples_seed=examples_seed, human_verdict=human_verdict)
+        report = report_build_uncached(
+            pool=pool, examples_seed=examples_seed, human_verdict=human_verdict, verdict=parameters
+        )
         cache.set(key, report, timeout=REPORT_CACHE_SECONDS)
     return report
 
 
-def report_is_cached(*, pool: Pool, examples_seed: int = EXAMPLES_SEED, human_verdict: str | None = None) -> bool:
+def report_is_cached(
+    *,
+    pool: Pool,
+    examples_seed: int = EXAMPLES_SEED,
+    human_verdict: str | None = None,
+    epsilon: float | None = None,
+    alpha: float | None = None,
+    delta: float | None = None,
+) -> bool:
     """Whether `report_build` would answer from the cache (the pool's data unchanged since the last build)."""
-    return cache.get(_report_cache_key(pool=pool, examples_seed=examples_seed, human_verdict=human_verdict)) is not None
+    parameters = verdict_parameters(epsilon=epsilon, alpha=alpha, delta=delta)
+    key = _report_cache_key(pool=pool, examples_seed=examples_seed, human_verdict=human_verdict, verdict=parameters)
+    return cache.get(key) is not None
 
 
-def report_build_uncached(*, pool: Pool, examples_seed: int = EXAMPLES_SEED, human_verdict: str | None = None) -> dict:
+def report_build_uncached(
+    *,
+    pool: Pool,
+    examples_seed: int = EXAMPLES_SEED,
+    human_verdict: str | None = None,
+    verdict: VerdictParameters | None = None,
+) -> dict:
     """Fill the repetition rates of the pool's jobs, then compute every section of the report."""
     repetition_rates_fill(job_ids=pool_job_ids(pool=pool))
-    return report_data(pool=pool, examples_seed=examples_seed, human_verdict=human_verdict)
+    return report_data(pool=pool, examples_seed=examples_seed, human_verdict=human_verdict, verdict=verdict)
 
 
-def _report_cache_key(*, pool: Pool, examples_seed: int, human_verdict: str | None = None) -> str:
-    verdict = human_verdict or "default"
-    return f"concord:report-data:{pool.pk}:{examples_seed}:{verdict}:{report_data_version(pool=pool)}"
+def _report_cache_key(
+    *, pool: Pool, examples_seed: int, human_verdict: str | None = None, verdict: VerdictParameters | None = None
+) -> str:
+    human = human_verdict or "default"
+    v = verdict or VerdictParameters()
+    parameters = f"{v.epsilon!r}:{v.alpha!r}:{v.delta!r}"
+    return f"concord:report-data:{pool.pk}:{examples_seed}:{human}:{parameters}:{report_data_version(pool=pool)}"
