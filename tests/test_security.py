@@ -81,6 +81,9 @@ ACCESS: dict[str, dict[str, str]] = {
     # judging (machine raters): researchers only; annotators never see a judge run or label
     "api/pools/<slug:name>/judges/": {"GET": RESEARCHER, "OPTIONS": RESEARCHER},
     "api/pools/<slug:name>/judges/<int:run>/labels/": {"GET": RESEARCHER, "OPTIONS": RESEARCHER},
+    "api/generation-jobs/<int:job_id>/judges/": {"GET": RESEARCHER, "OPTIONS": RESEARCHER},
+    "api/judge-runs/<int:run>/labels/": {"GET": RESEARCHER, "OPTIONS": RESEARCHER},
+    "generation/jobs/<int:job_id>/judge/": {"POST": ADMIN},  # a judge run over the job, from the jobs page
 }
 
 # Where a route's parameters cannot be filled by name alone (see `concrete_path`).
