@@ -20,6 +20,8 @@ from django.template.loader import render_to_string
 from analysis.cells import CELL
 from analysis.plots import PLOTS, plot_render, report_figures_inline
 from analysis.selectors.report import SECTIONS
+from analysis.selectors.verdict import NOTE as VERDICT_NOTE
+from analysis.selectors.verdict import verdict_display
 from annotation.schema import CORRECT, MISGENDERING
 from common.safe_csv import SafeDictWriter
 
@@ -680,6 +682,8 @@ def report_html(*, report: dict) -> str:
             "report": _clean(report),
             "plots": report_figures_inline(report=report),
             "tables": report_tables_for_display(report=report),
+            "verdicts": verdict_display(report=report),
+            "verdict_note": VERDICT_NOTE,
         },
     )
 

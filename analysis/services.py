@@ -3,18 +3,24 @@ itself cached per data version)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from django.core.cache import cache
 from django.db import transaction
 
 from analysis.metrics import repetition_rate
+from analysis.metrics.verdict import selective_threshold
 from analysis.models import RepetitionRate
 from analysis.selectors.automatic import pool_job_ids
 from analysis.selectors.examples import EXAMPLES_SEED
+from analysis.selectors.human import pool_item_frame
 from analysis.selectors.report import report_data, report_data_version
-from analysis.selectors.verdict import VerdictParameters, verdict_parameters
-from annotation.models import Pool
+from analysis.selectors.verdict import DEFAULT_ALPHA, DEFAULT_DELTA, VerdictParameters, human_side, verdict_parameters
+from annotation.models import Pool, PoolItem
 from generation.heuristic import tokens
 from generation.models import Generation
+from judging.models import JudgeRun, MachineLabel
+from judging.selectors import run_pool_labels
 
 FILL_BATCH = 5000
 REPORT_CACHE_SECONDS = 24 * 3600
@@ -123,3 +129,109 @@ def _report_cache_key(
     v = verdict or VerdictParameters()
     parameters = f"{v.epsilon!r}:{v.alpha!r}:{v.delta!r}"
     return f"concord:report-data:{pool.pk}:{examples_seed}:{human}:{parameters}:{report_data_version(pool=pool)}"
+
+
+# --- escalation (docs/domain.md, 'The judge's verdict': selective judging) --------------------------------------------
+
+
+class EscalationError(ValueError):
+    """The escalation cannot be made as asked; nothing was written."""
+
+
+@dataclass
+class Escalation:
+    """What `pool_escalate` did: the threshold calibrated on the pool's human labels, how many generations the judge
+    abstains on (outside the pool), the new pool (None when none was made) and a sentence saying so."""
+
+    threshold: float | None
+    calibrated_on: int
+    abstained: int
+    pool: Pool | None
+    message: str
+
+
+def pool_escalate(
+    *,
+    pool: Pool,
+    run: JudgeRun,
+    name: str,
+    alpha: float = DEFAULT_ALPHA,
+    delta: float = DEFAULT_DELTA,
+    created_by=None,
+) -> Escalation:
+    """Escalate to people what the judge abstains on: calibrate the selective threshold (alpha, delta) on `pool`'s
+    human labels (section 12's: adjudicated, else the majority, ties left out) against the run's labels, then draw
+    a new pool `name` of the run's job's generations whose confidence is below the threshold, leaving out the
+    generations `pool` already holds. The new pool keeps `pool`'s label set and is ready to assign. When no
+    threshold passes, or no generation is below it, no pool is made and the message says so. Raises EscalationError
+    (nothing written) for a run that is not over one of the pool's generation jobs, an unfinished run, bad alpha or
+    delta, or a name that is taken."""
+    from django.utils.text import slugify
+
+    try:
+        parameters = verdict_parameters(alpha=alpha, delta=delta)
+    except ValueError as error:
+        raise EscalationError(str(error)) from None
+    job = run.source_job
+    if job is None:
+        raise EscalationError(
+            f"run {run.pk} judged pool {run.pool}, not a generation job; escalate from a run over a job"
+        )
+    if not pool.jobs.filter(pk=job.pk).exists():
+        raise EscalationError(f"pool {pool.name} was not drawn from job {job.pk}, which run {run.pk} judged")
+    if run.state != "done":
+        raise EscalationError(f"run {run.pk} is {run.state}; escalate once it is done")
+    if not name or slugify(name) != name:
+        raise EscalationError(f"a pool's name is a slug (letters, digits, - and _), got {name!r}")
+    if Pool.objects.filter(name=name).exists():
+        raise EscalationError(f"a pool named {name!r} already exists; choose another name")
+    side = human_side(frame=pool_item_frame(pool=pool))
+    pairs = [
+        (row.confidence, row.label == side.label[row.item_id])
+        for row in run_pool_labels(run=run, pool=pool)
+        if row.label and side.label.get(row.item_id) is not None
+    ]
+    selective = selective_threshold(
+        confidences=[c for c, _ in pairs], agree=[a for _, a in pairs], alpha=parameters.alpha, delta=parameters.delta
+    )
+    threshold = selective["threshold"]
+    if threshold is None:
+        return Escalation(
+            None, len(pairs), 0, None,
+            f"No threshold passed at alpha {parameters.alpha:g}, delta {parameters.delta:g} on {len(pairs)} labelled "
+            f"items of {pool.name}: the judge cannot keep any generation with this guarantee. No pool was made.",
+        )  # fmt: skip
+    held = set(PoolItem.objects.filter(pool=pool, generation__isnull=False).values_list("generation_id", flat=True))
+    below = [
+        generation_id
+        for generation_id in MachineLabel.objects.filter(run=run, confidence__lt=threshold)
+        .order_by("generation_id")
+        .values_list("generation_id", flat=True)
+        if generation_id not in held
+    ]
+    if not below:
+        return Escalation(
+            threshold, len(pairs), 0, None,
+            f"No generation of job {job.pk} outside {pool.name} is below the threshold {threshold:.4f}: the judge "
+            "keeps them all. No pool was made.",
+        )  # fmt: skip
+    generations = Generation.objects.select_related("instance").in_bulk(below)
+    with transaction.atomic():
+        new = Pool.objects.create(name=name, labels=list(pool.labels), created_by=created_by)
+        new.jobs.set([job])
+        PoolItem.objects.bulk_create(
+            PoolItem(
+                pool=new, generation=generation, model_name=job.model.name,
+                dataset=job.dataset.kind if job.dataset is not None else "", setting=generation.setting,
+                pronoun=generation.instance.pronoun, sample_index=generation.sample_index,
+                template=generation.instance.text, context=generation.context, continuation=generation.continuation,
+                heuristic_correct=generation.heuristic_correct, first_pronoun=generation.first_pronoun,
+            )
+            for generation in (generations[pk] for pk in below)
+        )  # fmt: skip
+    return Escalation(
+        threshold, len(pairs), len(below), new,
+        f"Pool {name}: {len(below)} generations of job {job.pk} below the threshold {threshold:.4f} (calibrated on "
+        f"{len(pairs)} labelled items of {pool.name} at alpha {parameters.alpha:g}, delta {parameters.delta:g}), "
+        "ready to assign.",
+    )  # fmt: skip

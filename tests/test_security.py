@@ -77,6 +77,7 @@ ACCESS: dict[str, dict[str, str]] = {
     "reports/<slug:pool>/export/<str:fmt>/": {"GET": RESEARCHER},
     "reports/<slug:pool>/plots/<slug:name>.<str:fmt>": {"GET": RESEARCHER},
     "reports/<slug:pool>/cells/": {"GET": RESEARCHER},
+    "reports/<slug:pool>/escalate/": {"POST": RESEARCHER},  # the verdict section's escalation
     "api/reports/<slug:pool>/": {"GET": RESEARCHER, "OPTIONS": RESEARCHER},
     # judging (machine raters): researchers only; annotators never see a judge run or label
     "api/pools/<slug:name>/judges/": {"GET": RESEARCHER, "OPTIONS": RESEARCHER},

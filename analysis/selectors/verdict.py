@@ -318,7 +318,7 @@ def run_prediction_powered(*, run: JudgeRun, pool: Pool, side: HumanSide) -> lis
 
 def prediction_powered(*, pool: Pool, frame: pd.DataFrame) -> list[dict]:
     """One row per run over one of the pool's generation jobs x model x dataset x pronoun, plus pronoun "all" per
-    model x dataset (docs/domain.md, 'Prediction-powered rates')."""
+    model x dataset (docs/domain.md, 'The judge's verdict': prediction-powered rates)."""
     runs = [run for run in covering_runs(pool=pool) if run.source_job_id is not None]
     if not runs:
         return []
@@ -327,3 +327,70 @@ def prediction_powered(*, pool: Pool, frame: pd.DataFrame) -> list[dict]:
     for run in runs:
         rows += run_prediction_powered(run=run, pool=pool, side=side)
     return rows
+
+
+# --- the page ------------------------------------------------------------------------------------------------------
+
+
+def verdict_sentence(row: dict) -> str:
+    """The verdict in one sentence: "passes the Alternative Annotator Test at epsilon 0.15: omega 0.67 over 3
+    annotators", "fails ...", or why the test could not run."""
+    test = row["alt_test"]
+    epsilon = f"{row['epsilon']:.2f}"
+    if test["passed"] is None:
+        return f"could not take the Alternative Annotator Test at epsilon {epsilon}: {test['note']}."
+    verb = "passes" if test["passed"] else "fails"
+    sentence = (
+        f"{verb} the Alternative Annotator Test at epsilon {epsilon}: omega {test['omega']:.2f} over "
+        f"{test['tested']} annotators"
+    )
+    if not test["passed"]:
+        sentence += " (it needs 0.50)"
+    if test["note"]:
+        sentence += f" ({test['note']})"
+    return sentence + "."
+
+
+def selective_sentence(row: dict) -> str:
+    selective = row["selective"]
+    if selective["n"] == 0:
+        return "No annotated item is judged yet, so no threshold can be calibrated."
+    if selective["threshold"] is None:
+        return (
+            f"No confidence threshold keeps the judge's disagreement with people at most {selective['alpha']:g} with "
+            f"probability {1 - selective['delta']:g} over {selective['n']} labelled items: it must escalate "
+            "everything."
+        )
+    sentence = (
+        f"Above confidence {selective['threshold']:.3f} the judge's disagreement with people is at most "
+        f"{selective['alpha']:g} with probability {1 - selective['delta']:g}: it keeps "
+        f"{selective['coverage']:.0%} of the {selective['n']} labelled items"
+    )
+    if selective["coverage_job"] is not None:
+        sentence += f" and {selective['coverage_job']:.0%} of the job's generations"
+    agreement = selective["agreement_above"]
+    if agreement is not None:
+        sentence += f" (agreement above it {agreement:.3f})"
+    return sentence + "."
+
+
+def verdict_display(*, report: dict) -> list[dict]:
+    """Per judge run of the report's `judge_verdict`: the sentences, the agreement rows (the human ceiling last) and
+    whether the run is over a job (it can escalate)."""
+    job_runs = set(
+        JudgeRun.objects.filter(
+            pk__in=[row["run"] for row in report.get("judge_verdict") or []], source_job__isnull=False
+        ).values_list("pk", flat=True)
+    )
+    return [
+        {
+            "row": row,
+            "sentence": verdict_sentence(row),
+            "selective": selective_sentence(row),
+            "agreement": [a for a in row["agreement"] if a["against"] != "human_ceiling"],
+            "ceiling": next((a for a in row["agreement"] if a["against"] == "human_ceiling"), None),
+            "over_job": row["run"] in job_runs,
+            "rates": [r for r in report.get("prediction_powered") or [] if r["run"] == row["run"]],
+        }
+        for row in report.get("judge_verdict") or []
+    ]
