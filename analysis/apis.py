@@ -17,7 +17,7 @@ from analysis.responses import report_download
 from analysis.selectors.examples import EXAMPLES_SEED, seed_parse
 from analysis.selectors.human import HUMAN_VERDICTS
 from analysis.selectors.quality import quality_dashboard
-from analysis.selectors.verdict import verdict_parameters
+from analysis.selectors.verdict import VerdictQuery, verdict_parameters
 from analysis.services import report_build
 from annotation.models import Pool
 from annotation.selectors.aggregate import AggregationError
@@ -64,7 +64,7 @@ def _human(raw: str | None) -> str | None:
 VERDICT_PARAMETERS = ("epsilon", "alpha", "delta")
 
 
-def verdict_query(params) -> dict[str, float | None]:
+def verdict_query(params) -> VerdictQuery:
     """`?epsilon=E&alpha=A&delta=D` (each optional), checked: a value that is no number, or out of range, is a 400
     naming it, and nothing is built or cached."""
     values: dict[str, float | None] = {}
@@ -87,7 +87,7 @@ def verdict_query(params) -> dict[str, float | None]:
                 errors[name] = [f"{why[0].upper()}{why[1:]}."]
     if errors:
         raise ValidationError(errors)
-    return values
+    return VerdictQuery(epsilon=values["epsilon"], alpha=values["alpha"], delta=values["delta"])
 
 
 class ReportApi(APIView):

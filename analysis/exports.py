@@ -583,8 +583,8 @@ def _latex_judge_verdict(report: dict) -> str:
     body = []
     for row in report.get("judge_verdict") or []:
         test, selective = row["alt_test"], row["selective"]
-        human = next((a for a in row["agreement"] if a["against"] == "human"), {})
-        ceiling = next((a for a in row["agreement"] if a["against"] == "human_ceiling"), {})
+        human: dict = next((a for a in row["agreement"] if a["against"] == "human"), {})
+        ceiling: dict = next((a for a in row["agreement"] if a["against"] == "human_ceiling"), {})
         verdict = "--" if test["passed"] is None else ("passes" if test["passed"] else "fails")
         body.append(
             [

@@ -24,7 +24,7 @@ from analysis.selectors.human import HUMAN_VERDICTS
 from analysis.selectors.quality import quality_dashboard
 from analysis.selectors.report import pool_list_for_reports
 from analysis.selectors.verdict import NOTE as VERDICT_NOTE
-from analysis.selectors.verdict import verdict_display, verdict_parameters
+from analysis.selectors.verdict import VerdictQuery, verdict_display, verdict_parameters
 from analysis.services import EscalationError, pool_escalate, report_build, report_is_cached
 from annotation.models import Pool
 from annotation.selectors.aggregate import AggregationError
@@ -106,15 +106,16 @@ def _human(request: HttpRequest) -> str | None:
     return raw or None
 
 
-def _verdict(request: HttpRequest) -> dict[str, float | None]:
+def _verdict(request: HttpRequest) -> VerdictQuery:
     """`?epsilon=E&alpha=A&delta=D`, the judge's verdict's parameters (each optional); a bad one is a 400."""
-    values: dict[str, float | None] = {}
+    parsed: dict[str, float | None] = {}
     for name in ("epsilon", "alpha", "delta"):
         raw = request.GET.get(name, "")
         try:
-            values[name] = float(raw) if raw else None
+            parsed[name] = float(raw) if raw else None
         except ValueError:
             raise BadRequest(f"{name} must be a number, got {raw!r}.") from None
+    values = VerdictQuery(epsilon=parsed["epsilon"], alpha=parsed["alpha"], delta=parsed["delta"])
     try:
         verdict_parameters(**values)
     except ValueError as error:

@@ -92,10 +92,11 @@ class JudgeKind(JobKind):
 
     def units(self, *, params: JobParameters) -> list[int]:
         if params.options.get("job_id") is not None:
-            rows = Generation.objects.filter(job_id=params.options["job_id"])
-        else:
-            rows = PoolItem.objects.filter(pool_id=params.options["pool_id"])
-        return list(rows.order_by("id").values_list("id", flat=True))
+            generations = Generation.objects.filter(job_id=params.options["job_id"])
+            return list(generations.order_by("id").values_list("id", flat=True))
+        return list(
+            PoolItem.objects.filter(pool_id=params.options["pool_id"]).order_by("id").values_list("id", flat=True)
+        )
 
     def run_chunk(
         self, *, job: GenerationJob, chunk: JobChunk, stop: Callable[[], bool], step_done: Callable[[], None]

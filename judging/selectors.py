@@ -80,7 +80,8 @@ def label_rows(*, run: JudgeRun) -> list[dict]:
     scored), `options` (label -> option text) and `score_<label>` per option."""
     options = run.judge.option_map
     rows = []
-    for label in run_labels(run=run):
+    for label in run_labels(run=run).filter(item__isnull=False):
+        assert label.item is not None  # a pool run's labels are of items
         rows.append(
             {
                 "item": label.item.public_id,
@@ -141,16 +142,18 @@ def run_pool_labels(*, run: JudgeRun, pool: Pool, item_ids=None) -> list[ItemLab
         rows = MachineLabel.objects.filter(run=run, item__isnull=False)
         if item_ids is not None:
             rows = rows.filter(item_id__in=list(item_ids))
-        found = rows.values_list("item_id", "label", "confidence", "scores")
+        found = list(rows.values_list("item_id", "label", "confidence", "scores"))
     else:
         items = PoolItem.objects.filter(pool=pool, generation__machine_labels__run=run)
         if item_ids is not None:
             items = items.filter(pk__in=list(item_ids))
-        found = items.values_list(
-            "id",
-            "generation__machine_labels__label",
-            "generation__machine_labels__confidence",
-            "generation__machine_labels__scores",
+        found = list(
+            items.values_list(
+                "id",
+                "generation__machine_labels__label",
+                "generation__machine_labels__confidence",
+                "generation__machine_labels__scores",
+            )
         )
     return sorted(
         (ItemLabel(item_id, label, confidence, scores, run) for item_id, label, confidence, scores in found),

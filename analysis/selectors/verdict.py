@@ -14,8 +14,10 @@ annotations, a tie having none (unlike the report's other sections, where a tie 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from itertools import combinations
+from typing import TypedDict
 
 import numpy as np
 import pandas as pd
@@ -55,6 +57,14 @@ class VerdictParameters:
     epsilon: float = DEFAULT_EPSILON
     alpha: float = DEFAULT_ALPHA
     delta: float = DEFAULT_DELTA
+
+
+class VerdictQuery(TypedDict):
+    """The parameters as a request gives them (None: not given), to pass on as keyword arguments."""
+
+    epsilon: float | None
+    alpha: float | None
+    delta: float | None
 
 
 def verdict_parameters(
@@ -126,17 +136,14 @@ def human_ceiling(*, side: HumanSide, labels: list[str], min_items: int = MIN_IT
     for item_id, given in side.annotations.items():
         for annotator, label in given.items():
             by_annotator[annotator][item_id] = label
-    pairs = []
+    pairs: list[dict] = []
     for first, second in combinations(sorted(by_annotator), 2):
         shared = sorted(set(by_annotator[first]) & set(by_annotator[second]))
         if len(shared) >= min_items:
-            pairs.append(
-                chance_corrected(
-                    [by_annotator[first][i] for i in shared],
-                    [by_annotator[second][i] for i in shared],
-                    categories=labels,
-                )  # fmt: skip
+            figures = chance_corrected(
+                [by_annotator[first][i] for i in shared], [by_annotator[second][i] for i in shared], categories=labels
             )
+            pairs.append(dict(figures))
     row: dict = {"against": "human_ceiling", "n": len(pairs)}
     for key in CHANCE_KEYS:
         row[key] = _mean([pair[key] for pair in pairs])
@@ -145,7 +152,7 @@ def human_ceiling(*, side: HumanSide, labels: list[str], min_items: int = MIN_IT
         per_class[label] = _mean([pair["per_class_kappa"].get(label) for pair in pairs])
     row["per_class_kappa"] = per_class
     for key in CHANCE_KEYS:
-        bounds = [pair[f"{key}_boot_ci"] for pair in pairs if pair[f"{key}_boot_ci"] is not None]  # type: ignore[literal-required]
+        bounds = [pair[f"{key}_boot_ci"] for pair in pairs if pair[f"{key}_boot_ci"] is not None]
         row[f"{key}_boot_ci"] = (
             [float(np.mean([b[0] for b in bounds])), float(np.mean([b[1] for b in bounds]))] if bounds else None
         )
@@ -176,8 +183,10 @@ def run_verdict(
     judged = _run_labels(run, pool, study)
     judge_labels = {item_id: label for item_id, (label, _) in judged.items()}
     annotations = {item_id: given for item_id, given in side.annotations.items() if item_id in judge_labels}
-    test = alt_test(judge=judge_labels, annotations=annotations, epsilon=parameters.epsilon, q=ALT_TEST_Q)
-    by_epsilon = alt_test_omega_by_epsilon(judge=judge_labels, annotations=annotations, q=ALT_TEST_Q)
+    judge_by_item: dict[Hashable, str] = {item: label for item, label in judge_labels.items()}  # any item keys
+    annotations_by_item: dict[Hashable, Mapping[str, str]] = {item: given for item, given in annotations.items()}
+    test = alt_test(judge=judge_by_item, annotations=annotations_by_item, epsilon=parameters.epsilon, q=ALT_TEST_Q)
+    by_epsilon = alt_test_omega_by_epsilon(judge=judge_by_item, annotations=annotations_by_item, q=ALT_TEST_Q)
 
     labelled = sorted(i for i in judge_labels if side.label.get(i) is not None)
     agreement = [

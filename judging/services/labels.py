@@ -43,21 +43,21 @@ def judge_chunk_label(
     writes nothing once the job is cancelled)."""
     judge = run.judge
     over_job = run.source_job_id is not None
+    likelihood = run.mode == JudgeMode.LIKELIHOOD  # sampling rates the whole chunk again, to draw the same numbers
     unit = "generation_id" if over_job else "item_id"
     done = set(MachineLabel.objects.filter(run=run, **{f"{unit}__in": item_ids}).values_list(unit, flat=True))
     if len(done) == len(set(item_ids)):
         return 0
+    units: list[Generation] | list[PoolItem]
+    prompts: list[str]
     if over_job:
-        by_id = Generation.objects.select_related("instance", "job__dataset").in_bulk(item_ids)
+        generations = Generation.objects.select_related("instance", "job__dataset").in_bulk(item_ids)
+        units = [generations[i] for i in item_ids if i in generations and not (likelihood and i in done)]
+        prompts = [generation_prompt(judge=judge, generation=row) for row in units]
     else:
-        by_id = PoolItem.objects.select_related("generation__instance").in_bulk(item_ids)
-    units = [by_id[unit_id] for unit_id in item_ids if unit_id in by_id]
-    if run.mode == JudgeMode.LIKELIHOOD:
-        units = [row for row in units if row.pk not in done]
-    prompts = [
-        generation_prompt(judge=judge, generation=row) if over_job else item_prompt(judge=judge, item=row)
-        for row in units
-    ]
+        items = PoolItem.objects.select_related("generation__instance").in_bulk(item_ids)
+        units = [items[i] for i in item_ids if i in items and not (likelihood and i in done)]
+        prompts = [item_prompt(judge=judge, item=row) for row in units]
     loaded = loaded or model_load(language_model=judge.model)
     if run.mode == JudgeMode.SAMPLING:
         verdicts = sampling_judge(

@@ -41,6 +41,7 @@ def _is_int(value) -> bool:
 
 def _job_check(job: int | str | GenerationJob, errors: dict[str, str]) -> GenerationJob | None:
     """The finished generation job a run over a job labels (by id or row); a problem goes into `errors`."""
+    chosen: GenerationJob | None
     if isinstance(job, GenerationJob):
         chosen = job
     else:

@@ -51,6 +51,22 @@ def test_a_run_over_a_job_is_a_judge_job_whose_units_are_the_jobs_generations(ju
     assert again.pk == run.pk and not created_again
 
 
+def test_a_cancelled_run_over_a_job_writes_nothing_and_is_not_resumed(judge):
+    from generation.services.jobs import JobStateError, job_cancel, job_resume, job_run
+
+    job = GenerationJobFactory()
+    GenerationFactory(job=job)
+    run, _ = judge_run_create(job=job.pk, judge=judge.name, queue=False)
+    job_cancel(job=run.job)
+    job_run(job_id=run.job_id)
+    assert not MachineLabel.objects.filter(run=run).exists()
+    assert JudgeRun.objects.get(pk=run.pk).state == "cancelled"
+    with pytest.raises(JobStateError):
+        job_resume(job_id=run.job_id, queue=False)
+    again, created = judge_run_create(job=job.pk, judge=judge.name, queue=False)
+    assert created and again.pk != run.pk  # a cancelled run stays cancelled: a new one is made
+
+
 def test_a_run_needs_one_finished_generation_job_or_one_pool(judge, judged_pool):
     pool, _ = judged_pool
     running = GenerationJobFactory(status="running")

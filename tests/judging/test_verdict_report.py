@@ -231,3 +231,49 @@ def test_out_of_range_parameters_are_refused_and_nothing_is_cached(study, client
     assert report_is_cached(pool=study.pool, epsilon=0.2, alpha=0.3, delta=0.2)
     assert not report_is_cached(pool=study.pool)
     assert math.isclose(row["alt_test"]["omega_by_epsilon"]["0.20"] or 0, row["alt_test"]["omega"] or 0)
+
+
+def test_the_verdict_rows_have_exactly_the_keys_their_types_name(study):
+    from typing import get_type_hints
+
+    from analysis.report_types import (
+        AltTestAnnotatorRow,
+        AltTestResult,
+        JudgeVerdictRow,
+        PredictionPoweredRow,
+        SelectiveResult,
+        VerdictAgreementRow,
+    )
+
+    report = report_data(pool=study.pool)
+    (row,) = report["judge_verdict"]
+    assert set(row) == set(get_type_hints(JudgeVerdictRow))
+    assert set(row["alt_test"]) == set(get_type_hints(AltTestResult))
+    assert all(set(a) == set(get_type_hints(AltTestAnnotatorRow)) for a in row["alt_test"]["annotators"])
+    assert all(set(a) == set(get_type_hints(VerdictAgreementRow)) for a in row["agreement"])
+    assert set(row["selective"]) == set(get_type_hints(SelectiveResult))
+    assert all(set(r) == set(get_type_hints(PredictionPoweredRow)) for r in report["prediction_powered"])
+
+
+def test_the_exports_carry_the_verdict_and_the_rates(study):
+    import csv
+    import io
+
+    from analysis.exports import CSV_TABLES, report_csv, report_latex
+
+    report = report_data(pool=study.pool)
+    (row,) = report["judge_verdict"]
+    assert {"judge_verdict", "judge_verdict_agreement", "judge_verdict_annotators", "prediction_powered"} <= set(
+        CSV_TABLES
+    )
+    (summary,) = csv.DictReader(io.StringIO(report_csv(report=report, table="judge_verdict")))
+    assert summary["run"] == str(row["run"]) and summary["skipped"] == FEW
+    assert float(summary["omega_0.15"]) == pytest.approx(row["alt_test"]["omega"])  # three annotators: it ran
+    assert summary["selective_coverage_job"] == str(row["selective"]["coverage_job"])
+    agreement = list(csv.DictReader(io.StringIO(report_csv(report=report, table="judge_verdict_agreement"))))
+    assert [r["against"] for r in agreement] == [a["against"] for a in row["agreement"]]
+    assert "per_class_kappa_misgendering" in agreement[0] and "cohen_kappa_boot_ci_low" in agreement[0]
+    rates = list(csv.DictReader(io.StringIO(report_csv(report=report, table="prediction_powered"))))
+    assert len(rates) == 3 and {"ppi_ci_low", "ppi_ci_high", "n_eff"} <= set(rates[0])
+    latex = report_latex(report=report)
+    assert "The judge's verdict" in latex and "PPI++" in latex
