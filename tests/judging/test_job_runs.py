@@ -206,3 +206,30 @@ def test_judge_job_labels_every_generation_with_the_model(judge, loaded_model):
         label = labels[generation.pk]
         assert label.item_id is None and label.prompt == generation_prompt(judge=judge, generation=generation)
         assert label.label == max(judge.option_map, key=lambda key: label.scores[key])
+
+
+def test_adding_a_run_over_a_job_in_the_admin_queues_it(client, admin_user, judge, judged_pool, monkeypatch):
+    monkeypatch.setattr("generation.services.jobs.job_dispatch", lambda **kwargs: None)
+    job = GenerationJobFactory()
+    GenerationFactory(job=job)
+    client.force_login(admin_user)
+    form = {"judge": judge.pk, "source_job": job.pk, "mode": "likelihood", "k": 1, "temperature": 1.0, "seed": 0}
+    assert client.post("/admin/judging/judgerun/add/", form).status_code == 302
+    run = JudgeRun.objects.get()
+    assert run.source_job == job and run.pool is None and run.job.options["job_id"] == job.pk
+    both = {**form, "pool": judged_pool[0].pk}
+    assert client.post("/admin/judging/judgerun/add/", both).status_code == 200  # not both: the form says so
+    assert JudgeRun.objects.count() == 1
+
+
+def test_a_run_over_the_pools_job_gives_the_report_a_new_version(study):
+    from django.utils import timezone
+
+    from analysis.selectors.report import report_data_version
+
+    before = report_data_version(pool=study.pool)
+    other, _ = judge_run_create(job=study.job.pk, judge=study.run.judge.name, rerun=True, queue=False)
+    assert report_data_version(pool=study.pool) != before
+    during = report_data_version(pool=study.pool)
+    GenerationJob.objects.filter(pk=other.job_id).update(status="done", finished_at=timezone.now())
+    assert report_data_version(pool=study.pool) != during
