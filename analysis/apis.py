@@ -1,4 +1,5 @@
-"""`GET /api/reports/{pool}/?format=json|csv|html|latex[&table=NAME][&seed=N][&human=VERDICT]` for researchers."""
+"""`GET /api/reports/{pool}/?format=json|csv|html|latex[&table=NAME][&seed=N][&human=VERDICT][&epsilon=E][&alpha=A]
+[&delta=D]` for researchers."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from analysis.responses import report_download
 from analysis.selectors.examples import EXAMPLES_SEED, seed_parse
 from analysis.selectors.human import HUMAN_VERDICTS
 from analysis.selectors.quality import quality_dashboard
+from analysis.selectors.verdict import VerdictQuery, verdict_parameters
 from analysis.services import report_build
 from annotation.models import Pool
 from annotation.selectors.aggregate import AggregationError
@@ -59,6 +61,35 @@ def _human(raw: str | None) -> str | None:
     return raw
 
 
+VERDICT_PARAMETERS = ("epsilon", "alpha", "delta")
+
+
+def verdict_query(params) -> VerdictQuery:
+    """`?epsilon=E&alpha=A&delta=D` (each optional), checked: a value that is no number, or out of range, is a 400
+    naming it, and nothing is built or cached."""
+    values: dict[str, float | None] = {}
+    errors: dict[str, list[str]] = {}
+    for name in VERDICT_PARAMETERS:
+        raw = params.get(name)
+        if raw is None or raw == "":
+            values[name] = None
+            continue
+        try:
+            values[name] = float(raw)
+        except ValueError:
+            errors[name] = [f"{raw!r} is not a number."]
+    if not errors:
+        try:
+            verdict_parameters(**values)
+        except ValueError as error:
+            for problem in str(error).split("; "):
+                name, _, why = problem.partition(": ")
+                errors[name] = [f"{why[0].upper()}{why[1:]}."]
+    if errors:
+        raise ValidationError(errors)
+    return VerdictQuery(epsilon=values["epsilon"], alpha=values["alpha"], delta=values["delta"])
+
+
 class ReportApi(APIView):
     permission_classes = [IsAuthenticated, IsResearcher]  # a list keeps the role's message
     renderer_classes = [JSONRenderer, CsvRenderer, LatexRenderer, HtmlRenderer]
@@ -66,11 +97,13 @@ class ReportApi(APIView):
     def get(self, request, pool: str):
         pool_row = get_object_or_404(Pool, name=pool)
         fmt = request.accepted_renderer.format
+        verdict = verdict_query(request.query_params)
         try:
             report = report_build(
                 pool=pool_row,
                 examples_seed=_seed(request.query_params.get("seed")),
                 human_verdict=_human(request.query_params.get("human")),
+                **verdict,
             )
         except AggregationError as error:
             raise ValidationError({"human": [f"{str(error).capitalize()}."]}) from None

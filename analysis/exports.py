@@ -20,6 +20,8 @@ from django.template.loader import render_to_string
 from analysis.cells import CELL
 from analysis.plots import PLOTS, plot_render, report_figures_inline
 from analysis.selectors.report import SECTIONS
+from analysis.selectors.verdict import NOTE as VERDICT_NOTE
+from analysis.selectors.verdict import verdict_display
 from annotation.schema import CORRECT, MISGENDERING
 from common.safe_csv import SafeDictWriter
 
@@ -33,7 +35,17 @@ CONTENT_TYPES = {
 }
 # Tables drawn from `inter_annotator`; every other report section is a table of its own.
 INTER_ANNOTATOR_TABLES = ["inter_annotator", "confusion", "annotator_pairs", "pairwise"]
-CSV_TABLES = [*INTER_ANNOTATOR_TABLES, *(key for key in SECTIONS if key != "inter_annotator")]
+# Tables drawn from `judge_verdict` beside its own (one row per run): the agreement rows and the Alt-Test's annotators.
+JUDGE_VERDICT_TABLES = ["judge_verdict_agreement", "judge_verdict_annotators"]
+CSV_TABLES = [
+    *INTER_ANNOTATOR_TABLES,
+    *(
+        name
+        for key in SECTIONS
+        if key != "inter_annotator"
+        for name in ([key, *JUDGE_VERDICT_TABLES] if key == "judge_verdict" else [key])
+    ),
+]
 MEASURES = ("pronoun_label", "pronoun_binary", "extraneous")
 
 # What each table holds when it has no rows: its CSV header (so that an empty file still says what it would hold) and
@@ -44,6 +56,7 @@ _TWO_PEOPLE = "items annotated by two people"
 _JUDGE_RUN = "a finished LLM judge run over the pool (manage.py judge)"
 _JUDGED_HUMANS = "a finished LLM judge run over annotated items"
 _JUDGE_CELL_COLUMNS = ["judge", "origin", *CELL]
+_JUDGE_VERDICT = "a finished LLM judge run over the pool or its generation job, and annotated items"
 _JOB_PROB = "a generation job in the pool with probability-based results (imported generations have none)"
 EMPTY_TABLES: dict[str, tuple[list[str], str]] = {
     "inter_annotator": (["measure", "n_items", "raw_agreement", "cohen_kappa", "krippendorff_alpha"], _TWO_PEOPLE),
@@ -106,7 +119,33 @@ EMPTY_TABLES: dict[str, tuple[list[str], str]] = {
         _JUDGED_HUMANS,
     ),
     "judge_reliability": (["judge", "low", "high", "n", "confidence", "accuracy"], _JUDGED_HUMANS),
-}
+    "judge_verdict": (
+        [
+            "judge", "version", "run", "epsilon", "q", "omega", "rho", "passed", "tested", "skipped", "note",
+            *(f"omega_{e}" for e in ("0.00", "0.05", "0.10", "0.15", "0.20", "0.25", "0.30")),
+            "selective_alpha", "selective_delta", "selective_threshold", "selective_coverage",
+            "selective_coverage_job", "selective_agreement_above", "selective_n",
+        ],
+        _JUDGE_VERDICT,
+    ),
+    "judge_verdict_agreement": (
+        [
+            "judge", "run", "against", "n", "cohen_kappa", "scott_pi", "gwet_ac1",
+            "per_class_kappa_correct", "per_class_kappa_misgendering", "per_class_kappa_no_pronoun",
+            "cohen_kappa_boot_ci_low", "cohen_kappa_boot_ci_high", "scott_pi_boot_ci_low", "scott_pi_boot_ci_high",
+            "gwet_ac1_boot_ci_low", "gwet_ac1_boot_ci_high",
+        ],
+        _JUDGE_VERDICT,
+    ),
+    "judge_verdict_annotators": (["judge", "run", "annotator", "n", "p_value", "rejected", "rho"], _JUDGE_VERDICT),
+    "prediction_powered": (
+        [
+            "judge", "run", "model", "dataset", "pronoun", "n", "N", "ppi_rate", "ppi_ci_low", "ppi_ci_high",
+            "human_rate", "human_ci_low", "human_ci_high", "judge_rate", "n_eff",
+        ],
+        "a finished LLM judge run over the pool's generation job (manage.py judge --job) and annotated items",
+    ),
+}  # fmt: skip
 # Columns whose values are labels: shown with one spelling everywhere ("no pronoun", never "no_pronoun").
 LABEL_COLUMNS = {"human_label", "majority", "dawid_skene", "mace", "first_annotator", "label", "gold_label"}
 
@@ -177,7 +216,38 @@ def report_table_rows(*, report: dict, table: str) -> list[dict]:
         ]
     if table == "annotator_pairs":
         return inter["annotator_pairs"]
+    if table in ("judge_verdict", *JUDGE_VERDICT_TABLES):
+        return judge_verdict_rows(report=report, table=table)
     return [_flatten(row) for row in report[table]]
+
+
+def judge_verdict_rows(*, report: dict, table: str) -> list[dict]:
+    """The flat tables of `judge_verdict`: one row per run (the Alt-Test's figures, omega per epsilon and the
+    selective threshold; the risk-coverage curve stays in the JSON), its agreement rows, and the Alt-Test's
+    annotators."""
+    rows = []
+    for row in report.get("judge_verdict") or []:
+        run = {"judge": row["judge"], "run": row["run"]}
+        test = row["alt_test"]
+        if table == "judge_verdict_agreement":
+            rows += [{**run, **_flatten(agreement)} for agreement in row["agreement"]]
+        elif table == "judge_verdict_annotators":
+            rows += [{**run, **annotator} for annotator in test["annotators"]]
+        else:
+            rows.append(
+                {
+                    **run,
+                    "version": row["version"],
+                    "epsilon": row["epsilon"],
+                    "q": row["q"],
+                    **{key: test[key] for key in ("omega", "rho", "passed", "tested")},
+                    "skipped": ";".join(test["skipped"]),
+                    "note": test["note"] or "",
+                    **{f"omega_{key}": value for key, value in test["omega_by_epsilon"].items()},
+                    **{f"selective_{key}": value for key, value in row["selective"].items() if key != "curve"},
+                }
+            )
+    return rows
 
 
 def _rounded_times(rows: list[dict]) -> list[dict]:
@@ -533,6 +603,62 @@ def _latex_tango(report: dict) -> str:
     )
 
 
+def _latex_judge_verdict(report: dict) -> str:
+    body = []
+    for row in report.get("judge_verdict") or []:
+        test, selective = row["alt_test"], row["selective"]
+        human: dict = next((a for a in row["agreement"] if a["against"] == "human"), {})
+        ceiling: dict = next((a for a in row["agreement"] if a["against"] == "human_ceiling"), {})
+        verdict = "--" if test["passed"] is None else ("passes" if test["passed"] else "fails")
+        body.append(
+            [
+                f"{row['judge']} v{row['version']} (run {row['run']})",
+                verdict,
+                _fmt(test["omega"], 2),
+                str(test["tested"]),
+                _fmt(test["rho"]),
+                _interval(human.get("cohen_kappa"), human.get("cohen_kappa_boot_ci")),
+                _fmt(ceiling.get("cohen_kappa")),
+                _fmt(selective["threshold"]),
+                _fmt(selective["coverage"]),
+            ]
+        )
+    first = (report.get("judge_verdict") or [{}])[0]
+    epsilon = first.get("epsilon", 0.15)
+    alpha = first.get("selective", {}).get("alpha", 0.1)
+    delta = first.get("selective", {}).get("delta", 0.1)
+    return _latex_table(
+        f"The judge's verdict: the Alternative Annotator Test at epsilon {epsilon:.2f} (q = 0.05; omega the winning "
+        "rate over the tested annotators, rho the advantage probability), Cohen's kappa with the human label "
+        f"[bootstrap 95% CI] beside the human ceiling (mean over annotator pairs), and the selective threshold for a "
+        f"disagreement of at most {alpha:g} with probability {1 - delta:g} and its coverage. A judge is a model: "
+        "its verdict holds for this pool, these annotators and this epsilon.",
+        ["Judge", "Alt-Test", "Omega", "Annotators", "Rho", "Kappa vs human [95% CI]", "Human ceiling", "Threshold",
+         "Coverage"],
+        body,
+        fit=True,
+    )  # fmt: skip
+
+
+def _latex_prediction_powered(report: dict) -> str:
+    return _latex_table(
+        "Misgendering rate per model, dataset and pronoun (unit: a context): prediction-powered (PPI++) with its 95% "
+        "interval, beside people only and the judge only (biased); n labelled and N unlabelled contexts, and n_eff "
+        "the labelled contexts people alone would need for the same width.",
+        ["Judge", "Model", "Dataset", "Pronoun", "n", "N", "PPI [95% CI]", "People only [95% CI]", "Judge only",
+         "n_eff"],
+        [
+            [
+                f"{r['judge']} (run {r['run']})", r["model"], r["dataset"], r["pronoun"], str(r["n"]), str(r["N"]),
+                _interval(r["ppi_rate"], r["ppi_ci"]), _interval(r["human_rate"], r["human_ci"]),
+                _fmt(r["judge_rate"]), _fmt(r["n_eff"], 1),
+            ]
+            for r in report.get("prediction_powered") or []
+        ],
+        fit=True,
+    )  # fmt: skip
+
+
 # The LaTeX tables by name, in the order of the full export; `--table NAME` gives one.
 LATEX_TABLES: dict[str, Callable[[dict], str]] = {
     "inter_annotator": _latex_inter_annotator,
@@ -543,6 +669,8 @@ LATEX_TABLES: dict[str, Callable[[dict], str]] = {
     "accuracy": _latex_accuracy,
     "conflict_rate": _latex_conflict_rate,
     "examples": _latex_examples,
+    "judge_verdict": _latex_judge_verdict,
+    "prediction_powered": _latex_prediction_powered,
 }
 
 
@@ -578,6 +706,8 @@ def report_html(*, report: dict) -> str:
             "report": _clean(report),
             "plots": report_figures_inline(report=report),
             "tables": report_tables_for_display(report=report),
+            "verdicts": verdict_display(report=report),
+            "verdict_note": VERDICT_NOTE,
         },
     )
 

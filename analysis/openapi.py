@@ -23,6 +23,25 @@ HUMAN = OpenApiParameter(
 )
 
 
+EPSILON = OpenApiParameter(
+    "epsilon",
+    float,
+    description="the judge's verdict: the Alternative Annotator Test's epsilon, in [0, 1) "
+    "(default 0.15); out of range: 400",
+)
+ALPHA = OpenApiParameter(
+    "alpha",
+    float,
+    description="selective judging: the disagreement allowed among kept items, in (0, 1) "
+    "(default 0.1); out of range: 400",
+)
+DELTA = OpenApiParameter(
+    "delta",
+    float,
+    description="selective judging: the chance the guarantee fails, in (0, 1) (default 0.1); out of range: 400",
+)
+
+
 def report_schema() -> dict:
     """The JSON report as an OpenAPI object, from `Report`."""
     return {**resolve_type_hint(Report), "description": "the report's tables (docs/guide-researcher.md)"}
@@ -35,7 +54,7 @@ def quality_schema() -> dict:
 ReportSchema = declared(
     "analysis.apis.ReportApi",
     get=lambda view: {
-        "parameters": [REPORT_FORMAT, TABLE, SEED, HUMAN],
+        "parameters": [REPORT_FORMAT, TABLE, SEED, HUMAN, EPSILON, ALPHA, DELTA],
         "responses": {
             (200, "application/json"): OpenApiResponse(report_schema(), description="the whole report"),
             (200, "text/csv"): FILE,

@@ -233,6 +233,78 @@ class ConflictRow(TypedDict):
     rate: float
 
 
+# --- the judge's verdict (docs/domain.md, 'The judge's verdict'; analysis/selectors/verdict.py) ---------------------
+
+
+class AltTestAnnotatorRow(TypedDict):
+    annotator: str
+    n: int
+    p_value: float | None  # null: a NaN p-value (never a rejection)
+    rejected: bool
+    rho: float
+
+
+class AltTestResult(TypedDict):
+    omega: float | None  # null: not run (fewer than 2 tested annotators)
+    rho: float | None
+    passed: bool | None
+    tested: int
+    skipped: list[str]  # annotators with fewer than 30 eligible items
+    annotators: list[AltTestAnnotatorRow]
+    omega_by_epsilon: dict[str, float | None]  # "0.00" to "0.30" in steps of 0.05
+    note: str | None
+
+
+class VerdictAgreementRow(TypedDict):
+    against: str  # "human", an annotator's username, or "human_ceiling" (n: the annotator pairs averaged)
+    n: int
+    cohen_kappa: float | None
+    scott_pi: float | None
+    gwet_ac1: float | None
+    per_class_kappa: dict[str, float | None]
+    cohen_kappa_boot_ci: Interval | None
+    scott_pi_boot_ci: Interval | None
+    gwet_ac1_boot_ci: Interval | None
+
+
+class SelectiveResult(TypedDict):
+    alpha: float
+    delta: float
+    threshold: float | None  # null: no threshold passed, the judge escalates everything
+    coverage: float
+    coverage_job: float | None  # the share of the job's judged generations kept (runs over a job)
+    agreement_above: float | None
+    n: int
+    curve: list[list[float]]  # [coverage, disagreement], from the highest threshold down
+
+
+class JudgeVerdictRow(TypedDict):
+    judge: str
+    version: int
+    run: int
+    epsilon: float
+    q: float
+    alt_test: AltTestResult
+    agreement: list[VerdictAgreementRow]
+    selective: SelectiveResult
+
+
+class PredictionPoweredRow(TypedDict):
+    judge: str
+    run: int
+    model: str
+    dataset: str
+    pronoun: str  # a base pronoun, or "all"
+    n: int  # labelled contexts
+    N: int  # unlabelled contexts
+    ppi_rate: float | None
+    ppi_ci: Interval | None
+    human_rate: float | None
+    human_ci: Interval | None
+    judge_rate: float | None  # biased: the judge alone over all contexts
+    n_eff: float | None
+
+
 # --- the report ----------------------------------------------------------------------------------------------------
 
 
@@ -265,6 +337,8 @@ class Report(TypedDict):
     judge_vs_heuristic: NotRequired[list[dict[str, str | int | float | None]]]
     judge_calibration: NotRequired[list[dict[str, str | int | float | None]]]
     judge_reliability: NotRequired[list[dict[str, str | int | float | None]]]
+    judge_verdict: NotRequired[list[JudgeVerdictRow]]  # the judge's verdict
+    prediction_powered: NotRequired[list[PredictionPoweredRow]]  # rates once the judge labels the job
 
 
 # --- the quality dashboard (analysis/selectors/quality.py) ----------------------------------------------------------

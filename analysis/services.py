@@ -3,17 +3,24 @@ itself cached per data version)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from django.core.cache import cache
 from django.db import transaction
 
 from analysis.metrics import repetition_rate
+from analysis.metrics.verdict import selective_threshold
 from analysis.models import RepetitionRate
 from analysis.selectors.automatic import pool_job_ids
 from analysis.selectors.examples import EXAMPLES_SEED
+from analysis.selectors.human import pool_item_frame
 from analysis.selectors.report import report_data, report_data_version
-from annotation.models import Pool
+from analysis.selectors.verdict import DEFAULT_ALPHA, DEFAULT_DELTA, VerdictParameters, human_side, verdict_parameters
+from annotation.models import Pool, PoolItem
 from generation.heuristic import tokens
 from generation.models import Generation
+from judging.models import JudgeRun, MachineLabel
+from judging.selectors import run_pool_labels
 
 FILL_BATCH = 5000
 REPORT_CACHE_SECONDS = 24 * 3600
@@ -58,7 +65,15 @@ def _store(batch: list[RepetitionRate]) -> int:
     return len(batch)
 
 
-def report_build(*, pool: Pool, examples_seed: int = EXAMPLES_SEED, human_verdict: str | None = None) -> dict:
+def report_build(
+    *,
+    pool: Pool,
+    examples_seed: int = EXAMPLES_SEED,
+    human_verdict: str | None = None,
+    epsilon: float | None = None,
+    alpha: float | None = None,
+    delta: float | None = None,
+) -> dict:
     """The report of a pool; the CLI, the API and the pages all come through here. `examples_seed` seeds the draw of
     the qualitative examples (the paper's 131719 by default).
 
@@ -66,26 +81,157 @@ def report_build(*, pool: Pool, examples_seed: int = EXAMPLES_SEED, human_verdic
     while nothing in the pool changes every page, download and figure is served without recomputing; a new
     annotation, adjudication, import or job progress is a new version and the next request builds afresh. Callers
     get their own copy, so changing it does not change the cached report. `human_verdict` picks the human label
-    compared with the heuristic (`analysis.selectors.human.HUMAN_VERDICTS`; None: the default rule)."""
-    key = _report_cache_key(pool=pool, examples_seed=examples_seed, human_verdict=human_verdict)
+    compared with the heuristic (`analysis.selectors.human.HUMAN_VERDICTS`; None: the default rule). `epsilon`,
+    `alpha` and `delta` are the judge's verdict's parameters (None: 0.15, 0.1, 0.1); out of range raises ValueError
+    before anything is built or cached."""
+    parameters = verdict_parameters(epsilon=epsilon, alpha=alpha, delta=delta)
+    key = _report_cache_key(pool=pool, examples_seed=examples_seed, human_verdict=human_verdict, verdict=parameters)
     report = cache.get(key)
     if report is None:
-        report = report_build_uncached(pool=pool, examples_seed=examples_seed, human_verdict=human_verdict)
+        report = report_build_uncached(
+            pool=pool, examples_seed=examples_seed, human_verdict=human_verdict, verdict=parameters
+        )
         cache.set(key, report, timeout=REPORT_CACHE_SECONDS)
     return report
 
 
-def report_is_cached(*, pool: Pool, examples_seed: int = EXAMPLES_SEED, human_verdict: str | None = None) -> bool:
+def report_is_cached(
+    *,
+    pool: Pool,
+    examples_seed: int = EXAMPLES_SEED,
+    human_verdict: str | None = None,
+    epsilon: float | None = None,
+    alpha: float | None = None,
+    delta: float | None = None,
+) -> bool:
     """Whether `report_build` would answer from the cache (the pool's data unchanged since the last build)."""
-    return cache.get(_report_cache_key(pool=pool, examples_seed=examples_seed, human_verdict=human_verdict)) is not None
+    parameters = verdict_parameters(epsilon=epsilon, alpha=alpha, delta=delta)
+    key = _report_cache_key(pool=pool, examples_seed=examples_seed, human_verdict=human_verdict, verdict=parameters)
+    return cache.get(key) is not None
 
 
-def report_build_uncached(*, pool: Pool, examples_seed: int = EXAMPLES_SEED, human_verdict: str | None = None) -> dict:
+def report_build_uncached(
+    *,
+    pool: Pool,
+    examples_seed: int = EXAMPLES_SEED,
+    human_verdict: str | None = None,
+    verdict: VerdictParameters | None = None,
+) -> dict:
     """Fill the repetition rates of the pool's jobs, then compute every section of the report."""
     repetition_rates_fill(job_ids=pool_job_ids(pool=pool))
-    return report_data(pool=pool, examples_seed=examples_seed, human_verdict=human_verdict)
+    return report_data(pool=pool, examples_seed=examples_seed, human_verdict=human_verdict, verdict=verdict)
 
 
-def _report_cache_key(*, pool: Pool, examples_seed: int, human_verdict: str | None = None) -> str:
-    verdict = human_verdict or "default"
-    return f"concord:report-data:{pool.pk}:{examples_seed}:{verdict}:{report_data_version(pool=pool)}"
+def _report_cache_key(
+    *, pool: Pool, examples_seed: int, human_verdict: str | None = None, verdict: VerdictParameters | None = None
+) -> str:
+    human = human_verdict or "default"
+    v = verdict or VerdictParameters()
+    parameters = f"{v.epsilon!r}:{v.alpha!r}:{v.delta!r}"
+    return f"concord:report-data:{pool.pk}:{examples_seed}:{human}:{parameters}:{report_data_version(pool=pool)}"
+
+
+# --- escalation (docs/domain.md, 'The judge's verdict': selective judging) --------------------------------------------
+
+
+class EscalationError(ValueError):
+    """The escalation cannot be made as asked; nothing was written."""
+
+
+@dataclass
+class Escalation:
+    """What `pool_escalate` did: the threshold calibrated on the pool's human labels, how many generations the judge
+    abstains on (outside the pool), the new pool (None when none was made) and a sentence saying so."""
+
+    threshold: float | None
+    calibrated_on: int
+    abstained: int
+    pool: Pool | None
+    message: str
+
+
+def pool_escalate(
+    *,
+    pool: Pool,
+    run: JudgeRun,
+    name: str,
+    alpha: float = DEFAULT_ALPHA,
+    delta: float = DEFAULT_DELTA,
+    created_by=None,
+) -> Escalation:
+    """Escalate to people what the judge abstains on: calibrate the selective threshold (alpha, delta) on `pool`'s
+    human labels (section 12's: adjudicated, else the majority, ties left out) against the run's labels, then draw
+    a new pool `name` of the run's job's generations whose confidence is below the threshold, leaving out the
+    generations `pool` already holds. The new pool keeps `pool`'s label set and is ready to assign. When no
+    threshold passes, or no generation is below it, no pool is made and the message says so. Raises EscalationError
+    (nothing written) for a run that is not over one of the pool's generation jobs, an unfinished run, bad alpha or
+    delta, or a name that is taken."""
+    from django.utils.text import slugify
+
+    try:
+        parameters = verdict_parameters(alpha=alpha, delta=delta)
+    except ValueError as error:
+        raise EscalationError(str(error)) from None
+    job = run.source_job
+    if job is None:
+        raise EscalationError(
+            f"run {run.pk} judged pool {run.pool}, not a generation job; escalate from a run over a job"
+        )
+    if not pool.jobs.filter(pk=job.pk).exists():
+        raise EscalationError(f"pool {pool.name} was not drawn from job {job.pk}, which run {run.pk} judged")
+    if run.state != "done":
+        raise EscalationError(f"run {run.pk} is {run.state}; escalate once it is done")
+    if not name or slugify(name) != name:
+        raise EscalationError(f"a pool's name is a slug (letters, digits, - and _), got {name!r}")
+    if Pool.objects.filter(name=name).exists():
+        raise EscalationError(f"a pool named {name!r} already exists; choose another name")
+    side = human_side(frame=pool_item_frame(pool=pool))
+    pairs = [
+        (row.confidence, row.label == side.label[row.item_id])
+        for row in run_pool_labels(run=run, pool=pool)
+        if row.label and side.label.get(row.item_id) is not None
+    ]
+    selective = selective_threshold(
+        confidences=[c for c, _ in pairs], agree=[a for _, a in pairs], alpha=parameters.alpha, delta=parameters.delta
+    )
+    threshold = selective["threshold"]
+    if threshold is None:
+        return Escalation(
+            None, len(pairs), 0, None,
+            f"No threshold passed at alpha {parameters.alpha:g}, delta {parameters.delta:g} on {len(pairs)} labelled "
+            f"items of {pool.name}: the judge cannot keep any generation with this guarantee. No pool was made.",
+        )  # fmt: skip
+    held = set(PoolItem.objects.filter(pool=pool, generation__isnull=False).values_list("generation_id", flat=True))
+    below = [
+        generation_id
+        for generation_id in MachineLabel.objects.filter(run=run, confidence__lt=threshold)
+        .order_by("generation_id")
+        .values_list("generation_id", flat=True)
+        if generation_id not in held
+    ]
+    if not below:
+        return Escalation(
+            threshold, len(pairs), 0, None,
+            f"No generation of job {job.pk} outside {pool.name} is below the threshold {threshold:.4f}: the judge "
+            "keeps them all. No pool was made.",
+        )  # fmt: skip
+    generations = Generation.objects.select_related("instance").in_bulk(below)
+    with transaction.atomic():
+        new = Pool.objects.create(name=name, labels=list(pool.labels), created_by=created_by)
+        new.jobs.set([job])
+        PoolItem.objects.bulk_create(
+            PoolItem(
+                pool=new, generation=generation, model_name=job.model.name,
+                dataset=job.dataset.kind if job.dataset is not None else "", setting=generation.setting,
+                pronoun=generation.instance.pronoun, sample_index=generation.sample_index,
+                template=generation.instance.text, context=generation.context, continuation=generation.continuation,
+                heuristic_correct=generation.heuristic_correct, first_pronoun=generation.first_pronoun,
+            )
+            for generation in (generations[pk] for pk in below)
+        )  # fmt: skip
+    return Escalation(
+        threshold, len(pairs), len(below), new,
+        f"Pool {name}: {len(below)} generations of job {job.pk} below the threshold {threshold:.4f} (calibrated on "
+        f"{len(pairs)} labelled items of {pool.name} at alpha {parameters.alpha:g}, delta {parameters.delta:g}), "
+        "ready to assign.",
+    )  # fmt: skip

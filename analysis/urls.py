@@ -8,6 +8,7 @@ urlpatterns = [
     path("reports/<slug:pool>/export/<str:fmt>/", views.report_export, name="report-export"),
     path("reports/<slug:pool>/plots/<slug:name>.<str:fmt>", views.report_plot, name="report-plot"),
     path("reports/<slug:pool>/cells/", views.report_cells, name="report-cells"),
+    path("reports/<slug:pool>/escalate/", views.report_escalate, name="report-escalate"),
     path("api/reports/<slug:pool>/", apis.ReportApi.as_view(), name="api-report"),
     path("pools/<slug:name>/quality/", views.pool_quality, name="pool-quality"),
     path("api/pools/<slug:name>/quality/", apis.PoolQualityApi.as_view(), name="api-pool-quality"),

@@ -4,26 +4,31 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
+from django.contrib import messages
 from django.core.exceptions import BadRequest
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_safe
+from django.views.decorators.http import require_POST, require_safe
 
 from accounts.roles import RESEARCHER, role_required
 from analysis.cells import CELL
 from analysis.exports import report_tables_for_display
 from analysis.plots import FORMATS as PLOT_FORMATS
 from analysis.plots import PLOTS, plot_figures, plot_for_pool, report_remember
+from analysis.plots.verdict import TITLES as VERDICT_PLOTS
 from analysis.responses import report_download
 from analysis.selectors.examples import EXAMPLES_SEED, seed_parse
 from analysis.selectors.explorer import cell_instance_page, pool_cells
 from analysis.selectors.human import HUMAN_VERDICTS
 from analysis.selectors.quality import quality_dashboard
 from analysis.selectors.report import pool_list_for_reports
-from analysis.services import report_build, report_is_cached
+from analysis.selectors.verdict import NOTE as VERDICT_NOTE
+from analysis.selectors.verdict import VerdictQuery, verdict_display, verdict_parameters
+from analysis.services import EscalationError, pool_escalate, report_build, report_is_cached
 from annotation.models import Pool
 from annotation.selectors.aggregate import AggregationError
+from judging.models import JudgeRun
 
 
 @require_safe
@@ -37,18 +42,24 @@ def report_index(request: HttpRequest) -> HttpResponse:
 def report_detail(request: HttpRequest, pool: str) -> HttpResponse:
     pool_row = get_object_or_404(Pool, name=pool)
     seed = _seed(request)
+    verdict = _verdict(request)
     if (
         _opened_in_a_browser(request)
         and not request.GET.get("wait")
-        and not report_is_cached(pool=pool_row, examples_seed=seed)
+        and not report_is_cached(pool=pool_row, examples_seed=seed, **verdict)
     ):
         return _report_building(request, pool_row, seed)
-    report = report_build(pool=pool_row, examples_seed=seed)
+    report = report_build(pool=pool_row, examples_seed=seed, **verdict)
+    figures = plot_figures(report=report)
     context = {
         "pool": pool_row,
         "report": report,
         "tables": report_tables_for_display(report=report),
-        "plots": plot_figures(report=report),
+        # The judge's verdict's figures are shown in its own section.
+        "plots": [figure for figure in figures if figure["name"] not in VERDICT_PLOTS],
+        "verdict_plots": [figure for figure in figures if figure["name"] in VERDICT_PLOTS],
+        "verdicts": verdict_display(report=report),
+        "verdict_note": VERDICT_NOTE,
         "plot_version": report_remember(report=report),
         "conflict_all": next((row for row in report["conflict_rate"] if row["scope"] == "all"), None),
         "cell_links": [{**row, "query": urlencode({c: row[c] for c in CELL})} for row in report["accuracy"]],
@@ -61,7 +72,9 @@ def report_detail(request: HttpRequest, pool: str) -> HttpResponse:
 def report_export(request: HttpRequest, pool: str, fmt: str) -> HttpResponse:
     pool_row = get_object_or_404(Pool, name=pool)
     try:
-        report = report_build(pool=pool_row, examples_seed=_seed(request), human_verdict=_human(request))
+        report = report_build(
+            pool=pool_row, examples_seed=_seed(request), human_verdict=_human(request), **_verdict(request)
+        )
     except AggregationError as error:
         raise BadRequest(f"{str(error).capitalize()}.") from None
     return report_download(report=report, fmt=fmt, table=request.GET.get("table"))
@@ -91,6 +104,49 @@ def _human(request: HttpRequest) -> str | None:
     if raw and raw not in HUMAN_VERDICTS:
         raise BadRequest(f"{raw!r} is not a human verdict; choose one of {', '.join(HUMAN_VERDICTS)}.")
     return raw or None
+
+
+def _verdict(request: HttpRequest) -> VerdictQuery:
+    """`?epsilon=E&alpha=A&delta=D`, the judge's verdict's parameters (each optional); a bad one is a 400."""
+    parsed: dict[str, float | None] = {}
+    for name in ("epsilon", "alpha", "delta"):
+        raw = request.GET.get(name, "")
+        try:
+            parsed[name] = float(raw) if raw else None
+        except ValueError:
+            raise BadRequest(f"{name} must be a number, got {raw!r}.") from None
+    values = VerdictQuery(epsilon=parsed["epsilon"], alpha=parsed["alpha"], delta=parsed["delta"])
+    try:
+        verdict_parameters(**values)
+    except ValueError as error:
+        raise BadRequest(f"{str(error).capitalize()}.") from None
+    return values
+
+
+@require_POST
+@role_required(RESEARCHER)
+def report_escalate(request: HttpRequest, pool: str) -> HttpResponse:
+    """The verdict section's button: a new pool of what the judge abstains on (`pool_escalate`)."""
+    pool_row = get_object_or_404(Pool, name=pool)
+    try:
+        run = JudgeRun.objects.select_related("judge", "job", "source_job").get(pk=int(request.POST.get("run", "")))
+        alpha, delta = float(request.POST.get("alpha") or 0.1), float(request.POST.get("delta") or 0.1)
+    except (ValueError, JudgeRun.DoesNotExist):
+        messages.error(request, "Choose a judge run over the pool's generation job, and numbers for alpha and delta.")
+        return redirect("report-detail", pool=pool_row.name)
+    try:
+        result = pool_escalate(
+            pool=pool_row, run=run, name=request.POST.get("name", "").strip(), alpha=alpha, delta=delta,
+            created_by=request.user,
+        )  # fmt: skip
+    except EscalationError as error:
+        messages.error(request, f"Not escalated: {error}.")
+        return redirect("report-detail", pool=pool_row.name)
+    if result.pool is None:
+        messages.warning(request, result.message)
+        return redirect("report-detail", pool=pool_row.name)
+    messages.success(request, result.message)
+    return redirect("annotation:pool-detail", name=result.pool.name)
 
 
 def _opened_in_a_browser(request: HttpRequest) -> bool:

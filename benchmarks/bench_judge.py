@@ -1,6 +1,13 @@
 """Throughput of the LLM judge's likelihood mode (prefix-shared, batched) against the plain loop, on the default model.
 
     python benchmarks/bench_judge.py --items 32
+    python benchmarks/bench_judge.py --job 48      # `manage.py judge --job` end to end, in a scratch SQLite database
+
+With `--job N`: a scratch database (SQLite in a temporary directory, migrated) holds one finished generation job of
+N generations built like the items below; `manage.py judge --job ID` runs over it as a job (chunks, progress, the
+labels written), in the foreground as without a broker; then the plain loop scores the same generations' prompts. It
+prints generations per second each way, the ratio, and the projected time of a full MISGENDERED job of one model
+(30,000 generations) at the job's rate.
 
 Builds the default judge prompt (judging/prompts.py) for N items: the demo pool's style of item (a declared pronoun,
 a context, a 50-token-long continuation), each prompt different. The plain loop runs one forward pass per item and
@@ -34,6 +41,10 @@ ENDS = [
 ]
 
 
+CONTEXTS: list[str] = []
+CONTINUATIONS: list[str] = []
+
+
 def prompts(n: int) -> list[str]:
     from generation.pronouns import codebook_for
     from judging.prompts import DEFAULT_TEMPLATE, PromptItem, default_options, prompt_render
@@ -48,16 +59,111 @@ def prompts(n: int) -> list[str]:
             f"{name}'s pronouns are {'/'.join(codebook.table[base][f] for f in ('nom', 'acc', 'pos_dep'))}. {name} "
         )
         text = f"{STARTS[i % 4]} " + ENDS[(i // 2) % 4].format(nom=forms["nom"], acc=forms["acc"], pos=forms["pos_dep"])
+        CONTEXTS.append(context)
+        CONTINUATIONS.append(text)
         item = PromptItem(context=context, generation=text, dataset="misgendered", pronoun=base)
         built.append(prompt_render(template=DEFAULT_TEMPLATE, options=default_options(), item=item))
     return built
+
+
+FULL_JOB = 30_000  # one model's MISGENDERED job: 3,000 instances x 2 settings x 5 samples
+
+
+def bench_job(n: int) -> dict:
+    """`manage.py judge --job` over a job of n generations, against the plain loop on the same prompts."""
+    import torch
+    from django.core.management import call_command
+
+    from generation.loading import model_load
+    from generation.models import (
+        DEFAULT_MODEL_FIELDS,
+        DEFAULT_MODEL_NAME,
+        Dataset,
+        Generation,
+        GenerationJob,
+        Instance,
+        LanguageModel,
+        Template,
+    )  # fmt: skip
+    from judging.models import JudgeRun, MachineLabel
+    from judging.scoring import likelihood_judge_plain
+    from judging.selectors import generation_prompt
+    from judging.services.judges import judge_add
+
+    call_command("migrate", verbosity=0)
+    model, _ = LanguageModel.objects.get_or_create(name=DEFAULT_MODEL_NAME, defaults=DEFAULT_MODEL_FIELDS)
+    dataset = Dataset.objects.create(name="bench", kind="misgendered", source="bench", import_signature="bench")
+    job = GenerationJob.objects.create(
+        model=model, dataset=dataset, pronouns=PRONOUNS, settings=["pre"], samples=1, status="done"
+    )
+    prompts(n)  # fills CONTEXTS and CONTINUATIONS
+    for i in range(n):
+        template = Template.objects.create(dataset=dataset, source_id=f"t{i}", line=i + 2, text="{name} [MASK]",
+                                           mask="[MASK]", form="nom")  # fmt: skip
+        instance = Instance.objects.create(template=template, dataset=dataset, pronoun=PRONOUNS[i % 4], name="Robin",
+                                           text="Robin [MASK]", correct_form="xe", ordinal=i)  # fmt: skip
+        Generation.objects.create(job=job, instance=instance, setting="pre", sample_index=0,
+                                  context=CONTEXTS[i], continuation=CONTINUATIONS[i], heuristic_correct=True)  # fmt: skip
+    judge = judge_add(name="bench", model=model)[0]
+    loaded = model_load(language_model=model)
+    # The run as `manage.py judge --job` makes it, in chunks of the model's batch size as a full job's are (a small
+    # job is cut into about 20 chunks, so that its progress moves: 2 generations a chunk here would hide the batching).
+    from generation.models import JobChunk
+    from generation.services.jobs import job_run
+    from judging.services.runs import judge_run_create
+
+    run, _ = judge_run_create(job=job.pk, judge=judge.name, queue=False)
+    ids = [unit for chunk in JobChunk.objects.filter(job=run.job).order_by("index") for unit in chunk.instance_ids]
+    JobChunk.objects.filter(job=run.job).delete()
+    size = model.batch_size
+    JobChunk.objects.bulk_create(
+        JobChunk(job=run.job, index=index, instance_ids=ids[start : start + size])
+        for index, start in enumerate(range(0, len(ids), size))
+    )
+    start = time.perf_counter()
+    job_run(job_id=run.job_id)
+    job_seconds = time.perf_counter() - start
+    run = JudgeRun.objects.get(source_job=job)
+    generations = list(Generation.objects.filter(job=job).select_related("instance", "job__dataset").order_by("id"))
+    job_prompts = [generation_prompt(judge=judge, generation=g) for g in generations]
+    start = time.perf_counter()
+    plain = likelihood_judge_plain(loaded=loaded, prompts=job_prompts, options=judge.option_map)
+    plain_seconds = time.perf_counter() - start
+    labels = dict(MachineLabel.objects.filter(run=run).values_list("generation_id", "label"))
+    rate = n / job_seconds
+    return {
+        "generations": n,
+        "chunk_size": size,
+        "job_state": JudgeRun.objects.get(pk=run.pk).state,
+        "labels_written": len(labels),
+        "torch_threads": torch.get_num_threads(),
+        "plain_generations_per_s": round(n / plain_seconds, 3),
+        "judge_job_generations_per_s": round(rate, 3),
+        "speedup": round(plain_seconds / job_seconds, 2),
+        "same_labels": [labels[g.pk] for g in generations] == [v.label for v in plain],
+        "projected_hours_for_30000": round(FULL_JOB / rate / 3600, 2),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--items", type=int, default=32)
     parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--job", type=int, default=None, help="run `judge --job` over a scratch job of N generations")
     arguments = parser.parse_args()
+
+    if arguments.job:
+        import tempfile
+
+        scratch = tempfile.mkdtemp(prefix="bench-judge-")
+        os.environ["DATABASE_URL"] = f"sqlite:///{scratch}/bench.sqlite3"
+        os.environ.pop("CELERY_BROKER_URL", None)
+        import django
+
+        django.setup()
+        print(json.dumps(bench_job(arguments.job)))
+        return
 
     import django
 

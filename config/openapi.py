@@ -222,3 +222,20 @@ JudgeRunLabelsSchema = _declared(
         "responses": {(200, "text/csv"): FILE, (200, "application/jsonl"): FILE, (404, "text/csv"): Detail},
     },
 )
+JobJudgeRunsSchema = _declared(
+    "judging.apis.JobJudgeRunsApi",
+    get=lambda view: {"responses": {200: _judge_run_output()(many=True), 404: Detail}},
+)
+RunLabelsSchema = _declared(
+    "judging.apis.RunLabelsApi",
+    get=lambda view: {
+        "description": "One row per judged generation (a pool run: per item): generation, model, dataset, setting, "
+        "pronoun, context, sample_index, item (the study item showing it in `pool`, or in any pool, joined by ';'), "
+        "label, confidence, prob_<label> (softmax share or vote share) and score_<label> per option.",
+        "parameters": [
+            OpenApiParameter("format", str, enum=["csv", "jsonl"], description="default csv"),
+            OpenApiParameter("pool", str, description="fill `item` from this pool only"),
+        ],
+        "responses": {(200, "text/csv"): FILE, (200, "application/jsonl"): FILE, (404, "text/csv"): Detail},
+    },
+)

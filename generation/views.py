@@ -11,7 +11,7 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 from accounts.roles import ADMIN, RESEARCHER, has_role, role_required
 from common.safe_csv import SafeDictWriter
 from generation.forms import JobForm
-from generation.models import Generation, ProbResult, TangoTemplate
+from generation.models import GENERATION_KIND, Generation, JobStatus, ProbResult, TangoTemplate
 from generation.selectors import (
     EXPORT_COLUMNS,
     job_export_rows,
@@ -67,6 +67,8 @@ def _job_row(job, *, can_manage: bool) -> dict:
         "eta_range": duration_range_text(timing.eta_low_seconds, timing.eta_high_seconds),
         "cancellable": can_manage and job.status in ACTIVE,
         "resumable": can_manage and job_resumable(job=job),
+        # An admin may run a judge over a finished generation job's generations (judging/views.py).
+        "judgeable": can_manage and job.kind == GENERATION_KIND and job.status == JobStatus.DONE,
     }
 
 

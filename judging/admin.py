@@ -64,36 +64,39 @@ class JudgeAdmin(admin.ModelAdmin):
 class JudgeRunForm(forms.ModelForm):
     class Meta:
         model = JudgeRun
-        fields = ["judge", "pool", "mode", "k", "temperature", "seed"]
+        fields = ["judge", "pool", "source_job", "mode", "k", "temperature", "seed"]
+        help_texts = {"source_job": "or a finished generation job, to judge all its generations (not both)"}
 
     def clean(self):
         data = super().clean() or {}
-        if data.get("judge") and data.get("pool"):
+        if data.get("judge"):
             try:
                 judge_run_parameters_validate(
-                    pool=data["pool"], judge=data["judge"], mode=data.get("mode"), k=data.get("k"),
-                    temperature=data.get("temperature"), seed=data.get("seed") or 0,
+                    pool=data.get("pool"), job=data.get("source_job"), judge=data["judge"], mode=data.get("mode"),
+                    k=data.get("k"), temperature=data.get("temperature"), seed=data.get("seed") or 0,
                 )  # fmt: skip
             except JobParameterError as exc:
-                raise forms.ValidationError(exc.errors) from None
+                fields = {"job": "source_job"}
+                raise forms.ValidationError({fields.get(key, key): text for key, text in exc.errors.items()}) from None
         return data
 
 
 @admin.register(JudgeRun)
 class JudgeRunAdmin(admin.ModelAdmin):
     form = JudgeRunForm
-    list_display = ("id", "judge", "pool", "mode", "k", "temperature", "seed", "state", "created_at")
-    list_select_related = ("judge", "pool", "job")
+    list_display = ("id", "judge", "pool", "source_job", "mode", "k", "temperature", "seed", "state", "created_at")
+    list_select_related = ("judge", "pool", "job", "source_job")
 
     def get_readonly_fields(self, request, obj=None):
-        return ("judge", "pool", "job", "mode", "k", "temperature", "seed", "total_items") if obj else ()
+        fields = ("judge", "pool", "source_job", "job", "mode", "k", "temperature", "seed", "total_items")
+        return fields if obj else ()
 
     def save_model(self, request, obj, form, change):
         if change:
             return  # a run's parameters are fixed; queue a new run instead
         data = form.cleaned_data
         run, _ = judge_run_create(
-            pool=data["pool"], judge=data["judge"], mode=data["mode"], k=data["k"], temperature=data["temperature"],
+            pool=data.get("pool"), job=data.get("source_job"), judge=data["judge"], mode=data["mode"], k=data["k"], temperature=data["temperature"],
             seed=data["seed"] or 0, rerun=True, created_by=request.user,
         )  # fmt: skip
         obj.pk = run.pk

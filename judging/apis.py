@@ -1,5 +1,7 @@
-"""The judge API, for researchers: `GET /api/pools/{name}/judges/` (the pool's runs) and
-`GET /api/pools/{name}/judges/{run}/labels/?format=csv|jsonl` (one row per item)."""
+"""The judge API, for researchers: `GET /api/pools/{name}/judges/` (the pool's runs),
+`GET /api/pools/{name}/judges/{run}/labels/?format=csv|jsonl` (one row per item), `GET /api/generation-jobs/{id}/judges/`
+(the runs over a generation job) and `GET /api/judge-runs/{run}/labels/?format=csv|jsonl[&pool=NAME]` (one row per
+judged generation, as `export_judge_labels` writes them)."""
 
 from __future__ import annotations
 
@@ -14,9 +16,10 @@ from rest_framework.views import APIView
 from accounts.roles import IsResearcher
 from annotation.models import Pool
 from common.renderers import CONTENT_TYPES, CsvRenderer, JsonLinesRenderer
-from judging.exports import labels_export
+from generation.models import GenerationJob
+from judging.exports import generation_labels_export, labels_export
 from judging.models import JudgeRun
-from judging.selectors import pool_runs
+from judging.selectors import job_runs, pool_runs
 
 
 class RunSerializer(serializers.ModelSerializer):
@@ -26,12 +29,14 @@ class RunSerializer(serializers.ModelSerializer):
     model = serializers.CharField(source="judge.model.name")
     state = serializers.CharField()
     labels = serializers.IntegerField(source="labels.count")
+    pool = serializers.SlugRelatedField(slug_field="name", read_only=True, allow_null=True)
+    source_job = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
 
     class Meta:
         model = JudgeRun
         fields = [
             "id", "judge", "version", "origin", "model", "mode", "state", "k", "temperature", "seed",
-            "total_items", "labels", "created_at",
+            "total_items", "labels", "created_at", "pool", "source_job",
         ]  # fmt: skip
 
 
@@ -46,8 +51,19 @@ class PoolJudgeRunsApi(APIView):
         return Response(RunSerializer(runs, many=True).data)
 
 
-class JudgeRunLabelsApi(APIView):
-    """One row per labelled item of a run: item, origin, label, confidence, prompt, options, score_<label>."""
+class JobJudgeRunsApi(APIView):
+    """The runs over a generation job's generations, oldest first (researchers and admins)."""
+
+    permission_classes = [IsAuthenticated, IsResearcher]
+
+    def get(self, request, job_id: int):
+        job = get_object_or_404(GenerationJob, pk=job_id)
+        runs = job_runs(job=job).select_related("judge__model", "pool")
+        return Response(RunSerializer(runs, many=True).data)
+
+
+class _LabelFileApi(APIView):
+    """A file of machine labels, CSV or JSON lines (researchers and admins)."""
 
     permission_classes = [IsAuthenticated, IsResearcher]
     renderer_classes = [CsvRenderer, JsonLinesRenderer]
@@ -59,10 +75,32 @@ class JudgeRunLabelsApi(APIView):
         self.request.accepted_media_type = JSONRenderer.media_type
         return response
 
+
+class JudgeRunLabelsApi(_LabelFileApi):
+    """One row per labelled item of a run: item, origin, label, confidence, prompt, options, score_<label>."""
+
     def get(self, request, name: str, run: int):
         pool = get_object_or_404(Pool, name=name)
         run_row = get_object_or_404(JudgeRun.objects.select_related("judge"), pk=run, pool=pool)
         fmt = request.accepted_renderer.format
         response = HttpResponse(labels_export(run=run_row, fmt=fmt), content_type=CONTENT_TYPES[fmt])
         response["Content-Disposition"] = f'attachment; filename="{pool.name}-judge-{run_row.pk}.{fmt}"'
+        return response
+
+
+class RunLabelsApi(_LabelFileApi):
+    """One row per judged generation of a run (a pool run: per item): generation, model, dataset, setting, pronoun,
+    context, sample_index, item, label, confidence, prob_<label>, score_<label>. `?pool=NAME` fills `item` from that
+    pool only."""
+
+    def get(self, request, run: int):
+        run_row = get_object_or_404(JudgeRun.objects.select_related("judge"), pk=run)
+        pool = None
+        if request.query_params.get("pool"):
+            pool = get_object_or_404(Pool, name=request.query_params["pool"])
+        fmt = request.accepted_renderer.format
+        response = HttpResponse(
+            generation_labels_export(run=run_row, fmt=fmt, pool=pool), content_type=CONTENT_TYPES[fmt]
+        )
+        response["Content-Disposition"] = f'attachment; filename="judge-run-{run_row.pk}.{fmt}"'
         return response

@@ -10,35 +10,31 @@ from annotation.models import Pool, PoolItem
 
 
 class JudgeLabels:
-    """The newest finished run of each judge of a pool, as annotation shows machine labels."""
+    """Each judge's labels of a pool's items, from its newest finished runs that cover the pool (the pool's own
+    runs and the runs over its jobs: an item takes its generation's label), as annotation shows machine labels."""
 
     def labels(self, *, pool: Pool, item_ids: Iterable[int]) -> dict[int, list[ShownLabel]]:
-        from judging.models import MachineLabel
-        from judging.selectors import finished_runs
+        from judging.selectors import pool_judge_labels
 
         found: dict[int, list[ShownLabel]] = {}
-        for run in finished_runs(pool=pool):
-            rows = MachineLabel.objects.filter(run=run, item_id__in=list(item_ids)).values_list(
-                "item_id", "label", "confidence"
-            )
-            for item_id, label, confidence in rows:
-                found.setdefault(item_id, []).append(ShownLabel(run.judge.origin, label, confidence))
+        for labels in pool_judge_labels(pool=pool, item_ids=list(item_ids)).values():
+            for item_id, row in labels.items():
+                found.setdefault(item_id, []).append(ShownLabel(row.run.judge.origin, row.label, row.confidence))
         return found
 
     def export_rows(self, *, pool: Pool) -> list[dict]:
         from annotation.selectors.export import machine_export_row
-        from judging.models import MachineLabel
-        from judging.selectors import finished_runs
+        from judging.selectors import pool_judge_labels
 
         rows = []
-        for run in finished_runs(pool=pool):
-            labels = MachineLabel.objects.filter(run=run).order_by("item_id")
-            items = PoolItem.objects.in_bulk([label.item_id for label in labels])
-            for label in labels:
+        for labels in pool_judge_labels(pool=pool).values():
+            items = PoolItem.objects.in_bulk(list(labels))
+            for item_id, label in labels.items():
+                run = label.run
                 note = f"{run.judge} ({run.mode}), run {run.pk}, confidence {label.confidence:.4f}"
                 rows.append(
                     machine_export_row(
-                        pool=pool, item=items[label.item_id], origin=run.judge.origin, label=label.label, notes=note
+                        pool=pool, item=items[item_id], origin=run.judge.origin, label=label.label, notes=note
                     )
                 )
         return rows

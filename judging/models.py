@@ -9,7 +9,7 @@ from django.db import models
 from django.db.models import Q
 
 from annotation.models import Pool, PoolItem
-from generation.models import GenerationJob, LanguageModel
+from generation.models import Generation, GenerationJob, LanguageModel
 
 
 class JudgeMode(models.TextChoices):
@@ -54,11 +54,21 @@ JUDGE_KIND = "judge"  # the job kind a judge run's work is (judging/kinds.py)
 
 
 class JudgeRun(models.Model):
-    """One judge version over one pool's items. Its work runs as a job of kind `judge` (chunks, leases, progress,
-    cancel, resume); `job` is that job."""
+    """One judge version over one pool's items, or over every generation of one generation job (`source_job`):
+    exactly one of the two. Its work runs as a job of kind `judge` (chunks, leases, progress, cancel, resume); `job`
+    is that job. A run over a generation job counts for every pool drawn from that job: each pool item takes the
+    label of its generation."""
 
     judge = models.ForeignKey(Judge, on_delete=models.PROTECT, related_name="runs")
-    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="judge_runs")
+    pool = models.ForeignKey(Pool, null=True, blank=True, on_delete=models.CASCADE, related_name="judge_runs")
+    source_job = models.ForeignKey(
+        GenerationJob,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="judged_by",
+        help_text="the generation job whose generations the run labels (a run over a job)",
+    )
     job = models.OneToOneField(
         GenerationJob, null=True, blank=True, on_delete=models.SET_NULL, related_name="judge_run"
     )
@@ -75,10 +85,20 @@ class JudgeRun(models.Model):
         constraints = [
             models.CheckConstraint(condition=Q(k__gte=1), name="judge_run_k_positive"),
             models.CheckConstraint(condition=Q(temperature__gt=0), name="judge_run_temperature_positive"),
+            models.CheckConstraint(
+                condition=(Q(pool__isnull=False) & Q(source_job__isnull=True))
+                | (Q(pool__isnull=True) & Q(source_job__isnull=False)),
+                name="judge_run_pool_or_job",
+            ),
         ]
 
     def __str__(self) -> str:
-        return f"judge run {self.pk}: {self.judge} on {self.pool}"
+        return f"judge run {self.pk}: {self.judge} on {self.scope}"
+
+    @property
+    def scope(self) -> str:
+        """What the run labels: "pool NAME" or "job ID"."""
+        return f"pool {self.pool}" if self.pool_id is not None else f"job {self.source_job_id}"
 
     @property
     def state(self) -> str:
@@ -88,10 +108,14 @@ class JudgeRun(models.Model):
 
 
 class MachineLabel(models.Model):
-    """A machine rater's label of one item: the label, its confidence, every option's score and the exact prompt."""
+    """A machine rater's label of one item (a pool run) or one generation (a run over a job): the label, its
+    confidence, every option's score and the exact prompt."""
 
     run = models.ForeignKey(JudgeRun, on_delete=models.CASCADE, related_name="labels")
-    item = models.ForeignKey(PoolItem, on_delete=models.CASCADE, related_name="machine_labels")
+    item = models.ForeignKey(PoolItem, null=True, blank=True, on_delete=models.CASCADE, related_name="machine_labels")
+    generation = models.ForeignKey(
+        Generation, null=True, blank=True, on_delete=models.CASCADE, related_name="machine_labels"
+    )
     label = models.CharField(max_length=32, help_text="blank when no sample named an option (sampling mode)")
     confidence = models.FloatField()
     scores = models.JSONField(help_text="label -> mean log-probability (likelihood) or vote share (sampling)")
@@ -100,11 +124,23 @@ class MachineLabel(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["run", "item"]
+        ordering = ["run", "item", "generation"]
         constraints = [
             models.UniqueConstraint(fields=["run", "item"], name="machine_label_unique_item"),
+            models.UniqueConstraint(
+                fields=["run", "generation"],
+                condition=Q(generation__isnull=False),
+                name="machine_label_unique_generation",
+            ),
+            models.CheckConstraint(
+                condition=(Q(item__isnull=False) & Q(generation__isnull=True))
+                | (Q(item__isnull=True) & Q(generation__isnull=False)),
+                name="machine_label_item_or_generation",
+            ),
             models.CheckConstraint(condition=Q(confidence__gte=0) & Q(confidence__lte=1), name="machine_label_conf"),
         ]
 
     def __str__(self) -> str:
+        if self.item_id is None:
+            return f"run {self.run_id} generation {self.generation_id}: {self.label}"
         return f"run {self.run_id} item {self.item_id}: {self.label}"

@@ -79,6 +79,18 @@ def likelihood_judge_plain(*, loaded: LoadedModel, prompts: Sequence[str], optio
     return verdicts
 
 
+def option_probabilities(mode: str, options: dict[str, str], scores: dict) -> dict[str, float]:
+    """Each option's probability, in option order: the softmax of the mean log-probabilities (likelihood mode) or
+    the vote shares (sampling mode; a missing share is 0)."""
+    if mode != "likelihood":
+        return {label: float(scores.get(label, 0.0)) for label in options}
+    values = [float(scores[label]) for label in options]
+    top = max(values)
+    weights = [math.exp(value - top) for value in values]
+    total = sum(weights)
+    return {label: weight / total for label, weight in zip(options, weights, strict=True)}
+
+
 def answer_label(answer: str, options: dict[str, str]) -> str | None:
     """The option an answer names: the one whose text (as whole words, any case) appears first in it; at the same
     place the longer text wins ("no pronoun" before a hypothetical "no")."""

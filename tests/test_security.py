@@ -78,10 +78,14 @@ ACCESS: dict[str, dict[str, str]] = {
     "reports/<slug:pool>/export/<str:fmt>/": {"GET": RESEARCHER},
     "reports/<slug:pool>/plots/<slug:name>.<str:fmt>": {"GET": RESEARCHER},
     "reports/<slug:pool>/cells/": {"GET": RESEARCHER},
+    "reports/<slug:pool>/escalate/": {"POST": RESEARCHER},  # the verdict section's escalation
     "api/reports/<slug:pool>/": {"GET": RESEARCHER, "OPTIONS": RESEARCHER},
     # judging (machine raters): researchers only; annotators never see a judge run or label
     "api/pools/<slug:name>/judges/": {"GET": RESEARCHER, "OPTIONS": RESEARCHER},
     "api/pools/<slug:name>/judges/<int:run>/labels/": {"GET": RESEARCHER, "OPTIONS": RESEARCHER},
+    "api/generation-jobs/<int:job_id>/judges/": {"GET": RESEARCHER, "OPTIONS": RESEARCHER},
+    "api/judge-runs/<int:run>/labels/": {"GET": RESEARCHER, "OPTIONS": RESEARCHER},
+    "generation/jobs/<int:job_id>/judge/": {"POST": ADMIN},  # a judge run over the job, from the jobs page
 }
 
 # Where a route's parameters cannot be filled by name alone (see `concrete_path`).

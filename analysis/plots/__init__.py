@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, TypeGuard
 from analysis.plots import distractors as plots_distractors
 from analysis.plots import judges as plots_judges
 from analysis.plots import tango as plots_tango
+from analysis.plots import verdict as plots_verdict
 from analysis.plots.figures import (
     accuracy,
     beta_landscape,
@@ -63,6 +64,9 @@ PLOTS: dict[str, Callable[[dict], Figure]] = {
     "tango_failure_rate": plots_tango.tango_failure_rate,
     "tango_variation": plots_tango.tango_variation,
     "judge_reliability": plots_judges.judge_reliability,
+    "judge_omega": plots_verdict.judge_omega,
+    "judge_risk_coverage": plots_verdict.judge_risk_coverage,
+    "judge_rates": plots_verdict.judge_rates,
     "distractor_accuracy": plots_distractors.distractor_accuracy,
 }
 
@@ -76,6 +80,7 @@ TITLES = {
     "beta_landscape": "Disagreement landscape",
     **plots_tango.TITLES,
     **plots_judges.TITLES,
+    **plots_verdict.TITLES,
     **plots_distractors.TITLES,
 }
 
@@ -112,12 +117,13 @@ CAPTIONS = {
     ),
     **plots_tango.CAPTIONS,
     **plots_judges.CAPTIONS,
+    **plots_verdict.CAPTIONS,
     **plots_distractors.CAPTIONS,
 }
 
 
 # The report table each figure draws, where it is not the figure's own name.
-SOURCES = {"beta_landscape": "beta_disagreement", **plots_distractors.SOURCES}
+SOURCES = {"beta_landscape": "beta_disagreement", **plots_distractors.SOURCES, **plots_verdict.SOURCES}
 
 
 def plot_figures(*, report: dict | None = None) -> list[dict]:

@@ -17,8 +17,8 @@ from analysis.metrics import mean_sem
 from analysis.metrics.agreement import finite
 from annotation.models import STUDY, Pool, PoolItem
 from annotation.schema import human_binary
-from judging.models import MachineLabel
-from judging.selectors import finished_runs
+from judging.scoring import option_probabilities
+from judging.selectors import pool_judge_labels
 
 AGREEMENT_SPLITS = ("all", "unanimous", "split")
 ECE_BINS = 10
@@ -30,20 +30,21 @@ def judge_frame(*, pool: Pool, human: pd.DataFrame) -> pd.DataFrame:
     scores, and (where annotated) the human label, binary and agreement split."""
     columns = [*CELL, "id", "judge", "origin", "judge_label", "confidence", "option_probabilities", "heuristic"]
     rows = []
-    for run in finished_runs(pool=pool):
-        items = dict(
-            (row[0], row[1:])
-            for row in PoolItem.objects.filter(pool=pool, kind=STUDY).values_list(
-                "id", *_ITEM_CELL, "heuristic_correct"
-            )
-        )
-        # In pool order (docs/domain.md, 'Multi-rater statistics': the bootstrap resamples items in it).
-        labels = MachineLabel.objects.filter(run=run, item__kind=STUDY).exclude(label="").order_by("item_id")
-        for item_id, label, confidence, scores in labels.values_list("item_id", "label", "confidence", "scores"):
-            cell = items[item_id]
+    items = {
+        row[0]: row[1:]
+        for row in PoolItem.objects.filter(pool=pool, kind=STUDY).values_list("id", *_ITEM_CELL, "heuristic_correct")
+    }
+    # Each judge's labels from its runs that cover the pool: its runs over the pool and over the pool's jobs; items in
+    # pool order (docs/domain.md, 'Multi-rater statistics': the bootstrap resamples items in it).
+    for labels in pool_judge_labels(pool=pool, item_ids=list(items)).values():
+        for item_id in sorted(labels):
+            row = labels[item_id]
+            if not row.label:
+                continue
+            run, cell = row.run, items[item_id]
             rows.append(
-                (*cell[:4], item_id, run.judge.name, run.judge.origin, label, confidence,
-                 _probabilities(run.mode, run.judge.option_map, scores), int(cell[4]))
+                (*cell[:4], item_id, run.judge.name, run.judge.origin, row.label, row.confidence,
+                 option_probabilities(run.mode, run.judge.option_map, row.scores), int(cell[4]))
             )  # fmt: skip
     frame = pd.DataFrame.from_records(rows, columns=columns)
     frame["judge_binary"] = frame["judge_label"].map(human_binary).astype(int) if not frame.empty else []
@@ -54,15 +55,6 @@ def judge_frame(*, pool: Pool, human: pd.DataFrame) -> pd.DataFrame:
 
 
 _ITEM_CELL = ["model_name", "dataset", "setting", "pronoun"]
-
-
-def _probabilities(mode: str, options: dict[str, str], scores: dict) -> dict[str, float]:
-    """Each option's probability: the softmax of the mean log-probabilities (likelihood) or the vote shares."""
-    if mode != "likelihood":
-        return {label: float(scores.get(label, 0.0)) for label in options}
-    values = np.array([scores[label] for label in options], dtype=float)
-    weights = np.exp(values - values.max())
-    return dict(zip(options, (weights / weights.sum()).tolist(), strict=True))
 
 
 def _agreement(labels) -> str | None:

@@ -19,6 +19,7 @@ from django.db.models import Count, Max, OuterRef, Q, QuerySet, Subquery, Sum
 from analysis.selectors import automatic, examples, human, quality, tango
 from analysis.selectors import distractors as distractor_selectors
 from analysis.selectors import judges as judge_selectors
+from analysis.selectors import verdict as verdict_selectors
 from annotation.models import STUDY, Adjudication, Annotation, Assignment, Pool, PoolItem
 from annotation.selectors.aggregate import AggregationError, pool_aggregates
 from generation.models import GenerationJob
@@ -39,6 +40,7 @@ class ReportInputs:
     tango: pd.DataFrame | None = None  # one row per TANGO generation with its Prob-TANGO verdict (selectors/tango.py)
     aggregates: list[dict] | None = None  # per item: majority, Dawid-Skene, MACE (annotation/selectors/aggregate.py)
     judges: pd.DataFrame | None = None  # one row per judge x judged study item (selectors/judges.py)
+    verdict: verdict_selectors.VerdictParameters = verdict_selectors.VerdictParameters()  # epsilon, alpha, delta
 
 
 SECTIONS: dict[str, Callable[[ReportInputs], Any]] = {
@@ -64,6 +66,11 @@ SECTIONS: dict[str, Callable[[ReportInputs], Any]] = {
     "judge_vs_heuristic": lambda r: judge_selectors.judge_vs_heuristic(frame=r.judges),
     "judge_calibration": lambda r: judge_selectors.judge_calibration(frame=r.judges),
     "judge_reliability": lambda r: judge_selectors.judge_reliability(frame=r.judges),
+    # The judge's verdict: may it replace the annotators, and the rates once it labels everything.
+    "judge_verdict": lambda r: verdict_selectors.judge_verdict(
+        pool=r.pool, frame=r.frame, labels=r.labels, parameters=r.verdict
+    ),
+    "prediction_powered": lambda r: verdict_selectors.prediction_powered(pool=r.pool, frame=r.frame),
     "aggregates": lambda r: r.aggregates or [],
     # RUFF with distractors: accuracy against the distractor count (the heuristic marked not valid there).
     "distractors": lambda r: distractor_selectors.distractors(frame=r.frame),
@@ -101,8 +108,15 @@ def _aggregates(*, pool: Pool, frame: pd.DataFrame) -> list[dict]:
         return []
 
 
-def report_data(*, pool: Pool, examples_seed: int = examples.EXAMPLES_SEED, human_verdict: str | None = None) -> dict:
-    """Every figure of the report. Repetition rates are read from the cache that
+def report_data(
+    *,
+    pool: Pool,
+    examples_seed: int = examples.EXAMPLES_SEED,
+    human_verdict: str | None = None,
+    verdict: verdict_selectors.VerdictParameters | None = None,
+) -> dict:
+    """Every figure of the report. `verdict` holds the judge's verdict's parameters (epsilon, alpha, delta; checked
+    by `verdict_selectors.verdict_parameters`; None: the defaults). Repetition rates are read from the cache that
     `analysis.services.repetition_rates_fill` keeps; `report_build` fills it first. Only study items count
     (gold and training items never enter a metric). `human_verdict` picks the human label that the heuristic and the
     accuracies are compared with (`human.HUMAN_VERDICTS`; None: the default rule); it raises ValueError for an
@@ -122,6 +136,7 @@ def report_data(*, pool: Pool, examples_seed: int = examples.EXAMPLES_SEED, huma
         tango=tango.tango_frame(job_ids=job_ids),
         judges=judge_selectors.judge_frame(pool=pool, human=frame),
         aggregates=aggregates,
+        verdict=verdict or verdict_selectors.VerdictParameters(),
     )
     return {
         "pool": pool.name,
@@ -135,7 +150,7 @@ def report_data(*, pool: Pool, examples_seed: int = examples.EXAMPLES_SEED, huma
 
 
 # Bump when a change to the report's code changes its output, so that a shared cache (Redis) drops old reports.
-REPORT_FORMAT = 1
+REPORT_FORMAT = 2
 
 
 def _scalar(queryset: QuerySet, group: str, **aggregate: Any) -> Subquery:
@@ -160,6 +175,8 @@ def report_data_version(*, pool: Pool) -> str:
     jobs = GenerationJob.objects.filter(pools=outer)
     tango_rows = TangoTemplate.objects.filter(job__pools=outer)
     judge_jobs = GenerationJob.objects.filter(judge_run__pool=outer)  # LLM judges' runs (judging)
+    # Judge runs over the pool's generation jobs count for the pool too.
+    job_judge_jobs = GenerationJob.objects.filter(judge_run__source_job__pools=outer)
     row = (
         Pool.objects.filter(pk=pool.pk)
         .annotate(
@@ -184,6 +201,9 @@ def report_data_version(*, pool: Pool) -> str:
             judge_jobs_n=_scalar(judge_jobs, "judge_run__pool", v=Count("pk")),
             judge_jobs_done=_scalar(judge_jobs, "judge_run__pool", v=Sum("done_generations")),
             judge_jobs_finished=_scalar(judge_jobs, "judge_run__pool", v=Max("finished_at")),
+            job_judge_jobs_n=_scalar(job_judge_jobs, "judge_run__source_job__pools", v=Count("pk")),
+            job_judge_jobs_done=_scalar(job_judge_jobs, "judge_run__source_job__pools", v=Sum("done_generations")),
+            job_judge_jobs_finished=_scalar(job_judge_jobs, "judge_run__source_job__pools", v=Max("finished_at")),
         )
         .values(
             "pk",
@@ -210,6 +230,9 @@ def report_data_version(*, pool: Pool) -> str:
             "judge_jobs_n",
             "judge_jobs_done",
             "judge_jobs_finished",
+            "job_judge_jobs_n",
+            "job_judge_jobs_done",
+            "job_judge_jobs_finished",
         )  # fmt: skip
         .get()
     )

@@ -33,6 +33,10 @@ TABLE_TITLES = {
     "judge_vs_heuristic": "LLM judge vs heuristic",
     "judge_calibration": "LLM judge calibration against the human label",
     "judge_reliability": "LLM judge reliability (per confidence bin)",
+    "judge_verdict": "The judge's verdict (Alternative Annotator Test, selective threshold)",
+    "judge_verdict_agreement": "The judge's chance-corrected agreement (with the human label, each annotator, the human ceiling)",
+    "judge_verdict_annotators": "Alternative Annotator Test per annotator",
+    "prediction_powered": "Prediction-powered misgendering rates (per context)",
 }
 
 COLUMN_TITLES = {

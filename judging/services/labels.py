@@ -1,4 +1,5 @@
-"""One chunk of a judge run: build each item's prompt, rate it, write its machine label.
+"""One chunk of a judge run: build each item's (or, for a run over a job, each generation's) prompt, rate it, write
+its machine label.
 
 Safe to run twice: items already labelled are skipped (likelihood) or the chunk is rated again with the same seed
 and only the missing rows are inserted (sampling, which must draw the same numbers for the same batch); the unique
@@ -13,10 +14,11 @@ from django.db import transaction
 
 from annotation.models import PoolItem
 from generation.loading import LoadedModel, model_load
+from generation.models import Generation
 from generation.seeds import seed_derive
 from judging.models import JudgeMode, JudgeRun, MachineLabel
 from judging.scoring import likelihood_judge, sampling_judge
-from judging.selectors import item_prompt
+from judging.selectors import generation_prompt, item_prompt
 
 
 def chunk_seed(*, run_seed: int, chunk_index: int) -> int:
@@ -37,17 +39,26 @@ def judge_chunk_label(
     loaded: LoadedModel | None = None,
     write: Callable[[Callable[[], object]], bool] = _write_now,
 ) -> int:
-    """Label the chunk's items that have no label yet; returns how many labels were written. `write` runs the
-    insert (the job kind passes `job_rows_write`, which writes nothing once the job is cancelled)."""
+    """Label the chunk's units (pool item ids, or generation ids for a run over a job) that have no label yet;
+    returns how many labels were written. `write` runs the insert (the job kind passes `job_rows_write`, which
+    writes nothing once the job is cancelled)."""
     judge = run.judge
-    done = set(MachineLabel.objects.filter(run=run, item_id__in=item_ids).values_list("item_id", flat=True))
+    over_job = run.source_job_id is not None
+    likelihood = run.mode == JudgeMode.LIKELIHOOD  # sampling rates the whole chunk again, to draw the same numbers
+    unit = "generation_id" if over_job else "item_id"
+    done = set(MachineLabel.objects.filter(run=run, **{f"{unit}__in": item_ids}).values_list(unit, flat=True))
     if len(done) == len(set(item_ids)):
         return 0
-    by_id = PoolItem.objects.select_related("generation__instance").in_bulk(item_ids)
-    items = [by_id[item_id] for item_id in item_ids if item_id in by_id]
-    if run.mode == JudgeMode.LIKELIHOOD:
-        items = [item for item in items if item.pk not in done]
-    prompts = [item_prompt(judge=judge, item=item) for item in items]
+    units: list[Generation] | list[PoolItem]
+    prompts: list[str]
+    if over_job:
+        generations = Generation.objects.select_related("instance", "job__dataset").in_bulk(item_ids)
+        units = [generations[i] for i in item_ids if i in generations and not (likelihood and i in done)]
+        prompts = [generation_prompt(judge=judge, generation=row) for row in units]
+    else:
+        items = PoolItem.objects.select_related("generation__instance").in_bulk(item_ids)
+        units = [items[i] for i in item_ids if i in items and not (likelihood and i in done)]
+        prompts = [item_prompt(judge=judge, item=row) for row in units]
     loaded = loaded or model_load(language_model=judge.model)
     if run.mode == JudgeMode.SAMPLING:
         verdicts = sampling_judge(
@@ -64,15 +75,15 @@ def judge_chunk_label(
     rows = [
         MachineLabel(
             run=run,
-            item=item,
+            **{unit.removesuffix("_id"): row},
             label=verdict.label,
             confidence=verdict.confidence,
             scores=verdict.scores,
             prompt=prompt,
             samples=verdict.samples,
         )
-        for item, prompt, verdict in zip(items, prompts, verdicts, strict=True)
-        if item.pk not in done
+        for row, prompt, verdict in zip(units, prompts, verdicts, strict=True)
+        if row.pk not in done
     ]
     written = write(lambda: MachineLabel.objects.bulk_create(rows, ignore_conflicts=True))
     return len(rows) if written else 0

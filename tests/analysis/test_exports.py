@@ -80,6 +80,7 @@ class TestCommand:
         html = out.read_text()
         # One per figure with data: the study has no TANGO job, no judge run and no distractor dataset.
         absent = {"tango_failure_rate", "tango_variation", "judge_reliability", "distractor_accuracy"}
+        absent |= {"judge_omega", "judge_risk_coverage", "judge_rates"}
         assert html.count("<svg") == len(set(PLOTS) - absent)
         assert "<link" not in html and "src=" not in html
         assert "prob_vs_gen" in html
@@ -88,9 +89,11 @@ class TestCommand:
         out = tmp_path / "report.tex"
         call_command("report", pool="study", format="latex", out=str(out))
         tex = out.read_text()
-        # every registered LaTeX table once, the examples as two (the paper's tables 8 and 9), but not the TANGO one:
-        # the study has no TANGO job, and an empty table is a comment saying what would fill it
-        assert tex.count(r"\begin{tabular}") == len(exports.LATEX_TABLES) and r"\toprule" in tex
+        # every registered LaTeX table once, the examples as two (the paper's tables 8 and 9), but not the TANGO one
+        # nor the judge's verdict's two: the study has no TANGO job and no judge run, and an empty table is a comment
+        # saying what would fill it
+        assert tex.count(r"\begin{tabular}") == len(exports.LATEX_TABLES) - 2 and r"\toprule" in tex
+        assert "% judge verdict: no rows yet; filled by a finished LLM judge run" in tex
         assert "% tango: no rows yet; filled by a TANGO generation job in the pool." in tex
         for caption in ("Inter-annotator agreement", "Accuracy per cell", "Conflict rate", "Examples of human"):
             assert caption in tex

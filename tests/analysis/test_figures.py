@@ -21,7 +21,9 @@ from tests.analysis.factories import HE_INSTANCES, XE_INSTANCES, study_build
 from tests.factories import AnnotationFactory
 
 PANEL = "MISGENDERED, pre-[MASK]"
-STUDY_FIGURES = [name for name in plots.PLOTS if not name.startswith("tango_")]  # the study has no TANGO job
+# the study has no TANGO job, and no judge run over a generation job (the verdict's figures: tests/judging)
+VERDICT_FIGURES = ("judge_omega", "judge_risk_coverage", "judge_rates")
+STUDY_FIGURES = [name for name in plots.PLOTS if not name.startswith("tango_") and name not in VERDICT_FIGURES]
 
 
 @pytest.fixture

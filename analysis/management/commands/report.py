@@ -1,5 +1,5 @@
 """python manage.py report --pool NAME --format json|csv|html|latex [--out PATH] [--table NAME] [--seed N]
-[--human majority|dawid_skene|mace|first]"""
+[--human majority|dawid_skene|mace|first] [--epsilon E] [--alpha A] [--delta D]"""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from django.core.management.base import BaseCommand, CommandError
 from analysis import exports
 from analysis.selectors.examples import EXAMPLES_SEED, seed_parse
 from analysis.selectors.human import HUMAN_VERDICTS
+from analysis.selectors.verdict import DEFAULT_ALPHA, DEFAULT_DELTA, DEFAULT_EPSILON
 from analysis.services import report_build
 from annotation.models import Pool
 from annotation.selectors.aggregate import AggregationError
@@ -51,6 +52,24 @@ class Command(BaseCommand):
             help="the human label compared with the heuristic: an aggregate of the ratings (majority, dawid_skene, "
             "mace) or the first annotation (first); default: the adjudicated label, else the majority",
         )
+        parser.add_argument(
+            "--epsilon",
+            type=float,
+            default=DEFAULT_EPSILON,
+            help=f"the judge's verdict: the Alternative Annotator Test's epsilon, in [0, 1) (default {DEFAULT_EPSILON})",
+        )
+        parser.add_argument(
+            "--alpha",
+            type=float,
+            default=DEFAULT_ALPHA,
+            help=f"selective judging: the disagreement the judge may have, in (0, 1) (default {DEFAULT_ALPHA})",
+        )
+        parser.add_argument(
+            "--delta",
+            type=float,
+            default=DEFAULT_DELTA,
+            help=f"selective judging: the chance the guarantee fails, in (0, 1) (default {DEFAULT_DELTA})",
+        )
 
     def handle(
         self,
@@ -61,6 +80,9 @@ class Command(BaseCommand):
         table: str | None,
         seed: int,
         human: str | None = None,
+        epsilon: float = DEFAULT_EPSILON,
+        alpha: float = DEFAULT_ALPHA,
+        delta: float = DEFAULT_DELTA,
         **options,
     ) -> None:
         try:
@@ -74,10 +96,12 @@ class Command(BaseCommand):
                 + (f"; choose one of {', '.join(choices)}." if choices else "; it only comes whole.")
             )
         try:
-            report = report_build(pool=pool_row, examples_seed=seed, human_verdict=human)
+            report = report_build(
+                pool=pool_row, examples_seed=seed, human_verdict=human, epsilon=epsilon, alpha=alpha, delta=delta
+            )
         except AggregationError as error:
             raise CommandError(f"--human {human}: {error}.") from None
-        except ValueError as error:  # an unknown verdict from call_command, which skips the parser's choices
+        except ValueError as error:  # an unknown verdict (call_command skips the parser's choices), or a parameter
             raise CommandError(str(error)) from None
         target = Path(out) if out else None
         if format == "csv" and target is not None and target.is_dir() and not table:

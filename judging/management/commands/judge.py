@@ -11,13 +11,15 @@ from judging.services.runs import judge_run_create
 
 class Command(BaseCommand):
     help = (
-        "Run an LLM judge over a pool's items, as a job. A finished run with the same judge version and parameters is "
+        "Run an LLM judge over a pool's items (--pool) or over every generation of a finished generation job (--job; "
+        "the run then counts for every pool drawn from that job), as a job. A finished run with the same judge version and parameters is "
         "not run again unless --rerun. With --wait, follow it to the end; with no broker configured it always runs "
         "here. The last line printed is a JSON summary."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--pool", required=True, help="pool name")
+        parser.add_argument("--pool", default=None, help="pool name")
+        parser.add_argument("--job", type=int, default=None, help="a finished generation job's id (instead of --pool)")
         parser.add_argument("--judge", required=True, help="judge name (its latest version)")
         parser.add_argument("--mode", default=None, help="likelihood or sampling (default: the judge's)")
         parser.add_argument("--k", type=int, default=None, help="samples per item in sampling mode (default 5)")
@@ -31,6 +33,7 @@ class Command(BaseCommand):
         try:
             run, created = judge_run_create(
                 pool=options["pool"],
+                job=options["job"],
                 judge=options["judge"],
                 mode=options["mode"],
                 k=options["k"],
@@ -42,19 +45,23 @@ class Command(BaseCommand):
         except JobParameterError as exc:
             raise CommandError(f"bad judge run: {exc}") from None
         if not created and run.state == "done":
-            self.stderr.write(f"run {run.pk} of {run.judge} on {run.pool} is finished; nothing to do (--rerun to redo)")
+            self.stderr.write(
+                f"run {run.pk} of {run.judge} on {run.scope} is finished; nothing to do (--rerun to redo)"
+            )
         else:
-            self.stderr.write(f"run {run.pk}: {run.judge} on {run.pool}, {run.total_items} items, {run.mode}")
+            unit = "generations" if run.source_job_id is not None else "items"
+            self.stderr.write(f"run {run.pk}: {run.judge} on {run.scope}, {run.total_items} {unit}, {run.mode}")
             if run.job is not None and embedded:
                 job_run_with_bar(run.job)  # no broker: the job runs here, in the foreground
             elif run.job is not None and options["wait"]:
                 job_follow_with_bar(run.job)
-        run = JudgeRun.objects.select_related("judge", "job").get(pk=run.pk)
+        run = JudgeRun.objects.select_related("judge", "job", "pool").get(pk=run.pk)
         self.stdout.write(
             json.dumps(
                 {
                     "run": run.pk,
                     "judge": run.judge.name,
+                    **({"pool": run.pool.name} if run.pool is not None else {"job": run.source_job_id}),
                     "version": run.judge.version,
                     "mode": run.mode,
                     "state": run.state,

@@ -1,0 +1,466 @@
+"""The judge's verdict (docs/domain.md, 'The judge's verdict'): may an LLM judge replace the annotators, and what does
+each model's misgendering rate look like once the judge labels everything?
+
+Four answers, each a pure function of plain vectors or mappings:
+- the human label of an item (`human_label`) and the judge's chance-corrected agreement with it (`chance_corrected`:
+  Cohen's kappa, Scott's pi, Gwet's AC1 and per-class kappa, each with its bootstrap interval);
+- the Alternative Annotator Test (`alt_test`, `alt_test_omega_by_epsilon`);
+- selective judging with a guarantee (`selective_threshold`, `coverage_at`);
+- prediction-powered rates (`ppi_mean`, PPI++ for a mean).
+
+Undefined figures are None, never NaN.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections import Counter
+from collections.abc import Hashable, Mapping, Sequence
+from typing import TypedDict
+
+import numpy as np
+
+from analysis.metrics.agreement import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED, cohen_kappa_square, finite
+from analysis.metrics.multirater import _categories, gwet_ac1
+
+# scipy.stats is imported where it is used (see agreement.py): web processes import this module with their URLs.
+
+
+# -- The human label of an item ---------------------------------------------------------------------------------------
+
+
+def human_label(*, adjudicated: str | None, labels: Sequence[str]) -> str | None:
+    """The human label of an item for the judge's verdict: the adjudicated label when there is one (a blank label is
+    no adjudication), else the label given most often; a tie for first place has no label (None), nor has an item
+    with no labels. Unlike the report's human label (ties to the first annotator), a tie here is left out."""
+    if adjudicated:
+        return adjudicated
+    if not labels:
+        return None
+    ranked = Counter(labels).most_common()
+    if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
+        return None
+    return ranked[0][0]
+
+
+# -- Chance-corrected agreement ---------------------------------------------------------------------------------------
+
+
+class ChanceCorrected(TypedDict):
+    n: int
+    cohen_kappa: float | None
+    scott_pi: float | None
+    gwet_ac1: float | None
+    per_class_kappa: dict[str, float | None]
+    cohen_kappa_boot_ci: list[float] | None
+    scott_pi_boot_ci: list[float] | None
+    gwet_ac1_boot_ci: list[float] | None
+
+
+def scott_pi(a: Sequence[Hashable], b: Sequence[Hashable], *, categories: Sequence[Hashable]) -> float | None:
+    """Scott's pi of two raters over the same items: (p_o - p_e) / (1 - p_e), with p_e = sum_k pbar_k^2 and pbar_k
+    the share of label k over both raters' labels pooled. Undefined with no items or when p_e is 1 (both raters gave
+    one and the same label throughout)."""
+    labels = _categories([list(a), list(b)], categories)
+    if len(a) == 0:
+        return None
+    table = _tables(a, b, labels, np.arange(len(a))[None, :])[0]
+    return finite(_scott_pi(table[None])[0])
+
+
+def per_class_kappa(
+    a: Sequence[Hashable], b: Sequence[Hashable], *, categories: Sequence[Hashable]
+) -> dict[str, float | None]:
+    """Cohen's kappa of each label against the rest (the binary vectors 'is this label' of both raters), keyed by the
+    label as a string; None where it is undefined (no items, or neither rater ever, or both always, gave the label)."""
+    labels = _categories([list(a), list(b)], categories)
+    left, right = np.asarray(a, dtype=object), np.asarray(b, dtype=object)
+    return {
+        str(label): cohen_kappa_square((left == label).astype(int), (right == label).astype(int), categories=[0, 1])[
+            "kappa_square"
+        ]
+        for label in labels
+    }
+
+
+def chance_corrected(
+    a: Sequence[Hashable],
+    b: Sequence[Hashable],
+    *,
+    categories: Sequence[Hashable],
+    seed: int = BOOTSTRAP_SEED,
+    draws: int = BOOTSTRAP_DRAWS,
+) -> ChanceCorrected:
+    """Chance-corrected agreement of two raters over the same items (a[i] and b[i] label item i): Cohen's kappa on the
+    square table over `categories` (scikit-learn's, with any label outside `categories` added), Scott's pi, Gwet's
+    AC1 (irrCAC's) and the per-class kappas, each of the first three with its bootstrap 95% percentile interval:
+    `draws` resamples of the items, taken in the order given, from a generator seeded by `seed` (the same draws as
+    agreement.bootstrap_ci). A resample where a figure is undefined is left out of its interval; an interval needs
+    two items and at least one defined resample."""
+    labels = _categories([list(a), list(b)], categories)
+    n = len(a)
+    if len(b) != n:
+        raise ValueError("the two raters must label the same items")
+    figures: ChanceCorrected = {
+        "n": n,
+        "cohen_kappa": cohen_kappa_square(list(a), list(b), categories=labels)["kappa_square"] if n else None,
+        "scott_pi": scott_pi(a, b, categories=labels),
+        "gwet_ac1": gwet_ac1([[x, y] for x, y in zip(a, b, strict=True)], categories=labels)["gwet_ac1"],
+        "per_class_kappa": per_class_kappa(a, b, categories=labels),
+        "cohen_kappa_boot_ci": None,
+        "scott_pi_boot_ci": None,
+        "gwet_ac1_boot_ci": None,
+    }
+    if n < 2:
+        return figures
+    rng = np.random.default_rng(seed)
+    tables = _tables(a, b, labels, rng.integers(0, n, size=(draws, n)))
+    figures["cohen_kappa_boot_ci"] = _percentile_ci(_cohen_kappa(tables))
+    figures["scott_pi_boot_ci"] = _percentile_ci(_scott_pi(tables))
+    figures["gwet_ac1_boot_ci"] = _percentile_ci(_gwet_ac1(tables))
+    return figures
+
+
+def _tables(a: Sequence[Hashable], b: Sequence[Hashable], labels: Sequence[Hashable], index: np.ndarray) -> np.ndarray:
+    """One k x k contingency table (rows: a, columns: b) per row of `index` (the items of one resample)."""
+    code = {label: i for i, label in enumerate(labels)}
+    k = len(labels)
+    cells = np.array([code[x] * k + code[y] for x, y in zip(a, b, strict=True)], dtype=np.int64)
+    draws = index.shape[0]
+    flat = cells[index] + (np.arange(draws, dtype=np.int64) * k * k)[:, None]
+    return np.bincount(flat.ravel(), minlength=draws * k * k).reshape(draws, k, k).astype(float)
+
+
+def _chance_corrected(p_o: np.ndarray, p_e: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value = (p_o - p_e) / (1 - p_e)
+    return np.where(p_e >= 1 - 1e-12, np.nan, value)
+
+
+def _cohen_kappa(tables: np.ndarray) -> np.ndarray:
+    n = tables.sum(axis=(1, 2))
+    p_o = np.trace(tables, axis1=1, axis2=2) / n
+    p_e = (tables.sum(axis=2) * tables.sum(axis=1)).sum(axis=1) / n**2
+    return _chance_corrected(p_o, p_e)
+
+
+def _scott_pi(tables: np.ndarray) -> np.ndarray:
+    n = tables.sum(axis=(1, 2))
+    p_o = np.trace(tables, axis1=1, axis2=2) / n
+    pooled = (tables.sum(axis=2) + tables.sum(axis=1)) / (2 * n[:, None])
+    return _chance_corrected(p_o, (pooled**2).sum(axis=1))
+
+
+def _gwet_ac1(tables: np.ndarray) -> np.ndarray:
+    """Gwet's AC1 of two raters from their table: p_e = sum_k pi_k (1 - pi_k) / (q - 1), pi_k the pooled share of
+    label k (multirater.gwet_ac1 with two ratings per item)."""
+    q = tables.shape[1]
+    n = tables.sum(axis=(1, 2))
+    p_o = np.trace(tables, axis1=1, axis2=2) / n
+    pooled = (tables.sum(axis=2) + tables.sum(axis=1)) / (2 * n[:, None])
+    if q < 2:
+        return np.full(tables.shape[0], np.nan)
+    return _chance_corrected(p_o, (pooled * (1 - pooled)).sum(axis=1) / (q - 1))
+
+
+def _percentile_ci(values: np.ndarray) -> list[float] | None:
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return None
+    low, high = np.percentile(values, [2.5, 97.5])
+    return [float(low), float(high)]
+
+
+# -- The Alternative Annotator Test -----------------------------------------------------------------------------------
+
+ALT_TEST_EPSILONS = (0.0, 0.05, 0.10, 0.15, 0.20, 0.25, 0.30)
+
+
+class AltTestAnnotator(TypedDict):
+    annotator: str
+    n: int
+    p_value: float | None
+    rejected: bool
+    rho: float
+
+
+class AltTest(TypedDict):
+    omega: float | None
+    rho: float | None
+    passed: bool | None
+    tested: int
+    skipped: list[str]
+    annotators: list[AltTestAnnotator]
+    note: str | None
+
+
+def alt_test(
+    *,
+    judge: Mapping[Hashable, str],
+    annotations: Mapping[Hashable, Mapping[str, str]],
+    epsilon: float = 0.15,
+    q: float = 0.05,
+    min_items: int = 30,
+) -> AltTest:
+    """The Alternative Annotator Test (Calderon, Reichart & Dror, ACL 2025) of a judge against the annotators.
+
+    `judge` maps an item to the judge's label, `annotations` an item to {annotator: label}. The items are those with
+    at least two human annotations and a judge label. Each annotator j with at least `min_items` such items is
+    tested (the others are `skipped`): on each of j's items i, with S(x) the share of the other annotators' labels
+    equal to x, the judge wins when S(judge) >= S(j's label) and j wins when S(j's label) >= S(judge) (a tie is a
+    win for both); d = j's wins - the judge's wins, and p_j is scipy's one-sided t-test of mean d < epsilon (a NaN
+    p-value, as when every d is equal, is reported as None and never rejected). Benjamini-Yekutieli at level q over
+    the tested annotators decides which nulls fall; omega = rejected / tested, and the judge passes when omega >=
+    0.5. rho, the mean over tested annotators of the judge's winning share, ranks judges and does not depend on
+    epsilon. With fewer than two tested annotators the test is not run (omega, rho and passed None, `note` says
+    why); with two it runs and `note` recommends three or more."""
+    from scipy import stats
+
+    tested = _alt_test_indicators(judge=judge, annotations=annotations, min_items=min_items)
+    skipped = sorted(annotator for annotator, wins in tested.items() if len(wins) < min_items)
+    tested = {annotator: wins for annotator, wins in sorted(tested.items()) if len(wins) >= min_items}
+    rows: list[AltTestAnnotator] = []
+    p_values: list[float] = []
+    for annotator, wins in tested.items():
+        judge_wins = np.array([w_f for w_f, _ in wins], dtype=float)
+        human_wins = np.array([w_h for _, w_h in wins], dtype=float)
+        with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
+            warnings.simplefilter("ignore", RuntimeWarning)  # scipy warns, then answers NaN, when every d is equal
+            p = float(stats.ttest_1samp(human_wins - judge_wins, epsilon, alternative="less").pvalue)
+        p_values.append(p)
+        rows.append(
+            {
+                "annotator": annotator,
+                "n": len(wins),
+                "p_value": finite(p),
+                "rejected": False,
+                "rho": float(judge_wins.mean()),
+            }
+        )
+    result: AltTest = {
+        "omega": None,
+        "rho": None,
+        "passed": None,
+        "tested": len(rows),
+        "skipped": skipped,
+        "annotators": rows,
+        "note": None,
+    }
+    if len(rows) < 2:
+        result["note"] = (
+            f"not run: needs at least 2 annotators with {min_items} or more items each "
+            f"(items with 2 or more annotations and a judge label); {len(rows)} had"
+        )
+        return result
+    for position in _benjamini_yekutieli(p_values, q=q):
+        rows[position]["rejected"] = True
+    omega = sum(row["rejected"] for row in rows) / len(rows)
+    result["omega"] = omega
+    result["rho"] = float(np.mean([row["rho"] for row in rows]))
+    result["passed"] = omega >= 0.5
+    if len(rows) == 2:
+        result["note"] = "run with 2 annotators; 3 or more are recommended"
+    return result
+
+
+def alt_test_omega_by_epsilon(
+    *,
+    judge: Mapping[Hashable, str],
+    annotations: Mapping[Hashable, Mapping[str, str]],
+    q: float = 0.05,
+    min_items: int = 30,
+) -> dict[str, float | None]:
+    """The winning rate omega of `alt_test` at epsilon = 0, 0.05, ..., 0.30, keyed "0.00" to "0.30" (None where the
+    test is not run)."""
+    return {
+        f"{epsilon:.2f}": alt_test(judge=judge, annotations=annotations, epsilon=epsilon, q=q, min_items=min_items)[
+            "omega"
+        ]
+        for epsilon in ALT_TEST_EPSILONS
+    }
+
+
+def _alt_test_indicators(
+    *, judge: Mapping[Hashable, str], annotations: Mapping[Hashable, Mapping[str, str]], min_items: int
+) -> dict[str, list[tuple[int, int]]]:
+    """Per annotator, (W^f, W^h) on each of their items that has two or more annotations and a judge label; every
+    annotator of such an item appears, with however many items they have."""
+    wins: dict[str, list[tuple[int, int]]] = {}
+    for item, by_annotator in annotations.items():
+        if len(by_annotator) < 2 or not judge.get(item):  # a blank judge label is no label
+            continue
+        judged = judge[item]
+        for annotator, label in by_annotator.items():
+            others = [other for name, other in by_annotator.items() if name != annotator]
+            share_judge = sum(other == judged for other in others) / len(others)
+            share_human = sum(other == label for other in others) / len(others)
+            wins.setdefault(annotator, []).append((int(share_judge >= share_human), int(share_human >= share_judge)))
+    return wins
+
+
+def _benjamini_yekutieli(p_values: Sequence[float], *, q: float) -> list[int]:
+    """Positions of the rejected nulls: sort the p-values, find the largest rank i with p_(i) <= (i / m) q / H_m
+    (H_m = 1 + 1/2 + ... + 1/m), reject ranks 1 to i. NaN p-values count in m and are never rejected."""
+    m = len(p_values)
+    if m == 0:
+        return []
+    harmonic = sum(1 / k for k in range(1, m + 1))
+    order = sorted(range(m), key=lambda i: (math.isnan(p_values[i]), p_values[i]))
+    largest = 0
+    for rank, position in enumerate(order, start=1):
+        if p_values[position] <= rank / m * q / harmonic:
+            largest = rank
+    return order[:largest]
+
+
+# -- Selective judging with a guarantee -------------------------------------------------------------------------------
+
+
+class SelectiveThreshold(TypedDict):
+    alpha: float
+    delta: float
+    threshold: float | None
+    coverage: float
+    agreement_above: float | None
+    n: int
+    curve: list[list[float]]
+
+
+def selective_threshold(
+    *,
+    confidences: Sequence[float] | np.ndarray,
+    agree: Sequence[bool] | np.ndarray,
+    alpha: float = 0.1,
+    delta: float = 0.1,
+) -> SelectiveThreshold:
+    """The confidence threshold above which the judge may label alone (Jung, Brahman & Choi, ICLR 2025): over the
+    items with a human label, each with the judge's confidence c_i and whether it agreed (z_i), the thresholds
+    lambda are tried over the distinct confidences from the highest down (fixed-sequence testing). With
+    n(lambda) = #{c_i >= lambda} and e(lambda) = #{c_i >= lambda, z_i = 0}, p(lambda) = P[Binomial(n, alpha) <= e]
+    (scipy's binom.cdf); the search goes on while p(lambda) <= delta, and the threshold is the last lambda that passed
+    (None: none did, the judge escalates everything). For exchangeable items, the chance that the judge's
+    disagreement rate with people among the items it keeps exceeds alpha is then at most delta.
+
+    `coverage` is the share of the items with c >= threshold (0.0 with no threshold), `agreement_above` the
+    agreement over them (None when there are none), and `curve` is [coverage, disagreement] at every distinct
+    confidence from the highest down (the risk-coverage curve)."""
+    from scipy import stats
+
+    c = np.asarray(confidences, dtype=float)
+    z = np.asarray(agree, dtype=bool)
+    if c.shape != z.shape:
+        raise ValueError("one agreement per confidence")
+    total = int(c.size)
+    curve: list[list[float]] = []
+    threshold: float | None = None
+    searching = True
+    for lam in np.unique(c)[::-1]:
+        kept = c >= lam
+        n = int(kept.sum())
+        errors = int((kept & ~z).sum())
+        curve.append([n / total, errors / n])
+        if searching and float(stats.binom.cdf(errors, n, alpha)) <= delta:
+            threshold = float(lam)
+        else:
+            searching = False
+    above = c >= threshold if threshold is not None else np.zeros(total, dtype=bool)
+    return {
+        "alpha": float(alpha),
+        "delta": float(delta),
+        "threshold": threshold,
+        "coverage": float(above.mean()) if total else 0.0,
+        "agreement_above": float(z[above].mean()) if above.any() else None,
+        "n": total,
+        "curve": curve,
+    }
+
+
+def coverage_at(threshold: float | None, confidences: Sequence[float] | np.ndarray) -> float | None:
+    """The share of `confidences` at or above `threshold`: the part of a job's judged generations the judge keeps.
+    No threshold keeps nothing (0.0); no confidences give None."""
+    c = np.asarray(confidences, dtype=float)
+    if c.size == 0:
+        return None
+    if threshold is None:
+        return 0.0
+    return float((c >= threshold).mean())
+
+
+# -- Prediction-powered rates -----------------------------------------------------------------------------------------
+
+
+class PpiMean(TypedDict):
+    n: int
+    N: int
+    ppi_rate: float | None
+    ppi_ci: list[float] | None
+    human_rate: float | None
+    human_ci: list[float] | None
+    judge_rate: float | None
+    n_eff: float | None
+
+
+def ppi_mean(
+    *,
+    y: Sequence[float] | np.ndarray,
+    yhat: Sequence[float] | np.ndarray,
+    yhat_unlabelled: Sequence[float] | np.ndarray,
+    alpha: float = 0.05,
+) -> PpiMean:
+    """The prediction-powered (PPI++) estimate of a mean and its 1 - alpha interval (Angelopoulos, Duchi & Zrnic 2023),
+    as ppi_py 0.2.3's `ppi_mean_pointestimate(y, yhat, yhat_unlabelled, lam=None)` and `ppi_mean_ci(..., alpha,
+    lam=None)` compute them: y and yhat are the human and the judge's values of the n labelled units, yhat_unlabelled
+    the judge's values of the N unlabelled ones (N counts the unlabelled units only, as in ppi_py: the stratum has
+    n + N units).
+
+    With theta_1 = mean(yhat_u) + mean(y - yhat), lambda = cov(y, yhat) / ((1 + n/N) var(yhat over all n + N units))
+    clipped to [0, 1] (the covariance over n, the variance with ddof 1, both about theta_1 as ppi_py centres them);
+    the estimate is lambda mean(yhat_u) + mean(y - lambda yhat), with the normal interval of standard error
+    sqrt(var(lambda yhat_u) / N + var(y - lambda yhat) / n) (ddof 0). When the judge's values are all equal, lambda
+    has no effect on either and the answer is the people-only one (ppi_py gives NaN there).
+
+    Beside it: the people-only mean and normal interval (ppi_py's `classical_mean_ci(y, alpha)`), the judge-only mean
+    over all n + N units (biased: it trusts the judge), and n_eff = n (people-only width / PPI width)^2, the number of
+    labelled units the people-only interval would need to be as narrow. The PPI figures need two labelled units and
+    one unlabelled unit; an interval of zero width leaves n_eff undefined."""
+    from scipy import stats
+
+    labelled = np.asarray(y, dtype=float)
+    predicted = np.asarray(yhat, dtype=float)
+    unlabelled = np.asarray(yhat_unlabelled, dtype=float)
+    if labelled.shape != predicted.shape:
+        raise ValueError("one judge value per labelled unit")
+    n, N = int(labelled.size), int(unlabelled.size)
+    every_prediction = np.concatenate([predicted, unlabelled])
+    result: PpiMean = {
+        "n": n,
+        "N": N,
+        "ppi_rate": None,
+        "ppi_ci": None,
+        "human_rate": float(labelled.mean()) if n else None,
+        "human_ci": None,
+        "judge_rate": float(every_prediction.mean()) if every_prediction.size else None,
+        "n_eff": None,
+    }
+    if n < 2:
+        return result
+    z = float(stats.norm.ppf(1 - alpha / 2))
+    human_se = float(labelled.std()) / math.sqrt(n)
+    human_rate = float(labelled.mean())
+    result["human_ci"] = [human_rate - z * human_se, human_rate + z * human_se]
+    if N < 1:
+        return result
+    variance = float(np.var(every_prediction, ddof=1))
+    if variance > 0:
+        covariance = float(((labelled - labelled.mean()) * (predicted - predicted.mean())).mean())
+        lam = min(max(covariance / ((1 + n / N) * variance), 0.0), 1.0)
+    else:
+        lam = 0.0
+    estimate = lam * unlabelled.mean() + (labelled - lam * predicted).mean()
+    se = math.sqrt(float((lam * unlabelled).std()) ** 2 / N + float((labelled - lam * predicted).std()) ** 2 / n)
+    result["ppi_rate"] = float(estimate)
+    result["ppi_ci"] = [float(estimate - z * se), float(estimate + z * se)]
+    if se > 0 and human_se > 0:
+        result["n_eff"] = n * (human_se / se) ** 2
+    return result

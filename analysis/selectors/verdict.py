@@ -1,0 +1,405 @@
+"""The judge's verdict in the report (docs/domain.md, 'The judge's verdict'): for each finished judge run that covers
+the pool (a run over the pool, or over one of its generation jobs: each pool item then takes its generation's label),
+may the judge replace the annotators, and what are the rates once it labels everything?
+
+- `judge_verdict`: one row per run: the Alternative Annotator Test, chance-corrected agreement (with the item's human
+  label, with each annotator, and the human ceiling) and selective judging with a guarantee.
+- `prediction_powered`: for runs over a generation job, the prediction-powered misgendering rate per model x dataset
+  x pronoun (and pronoun "all"), the unit being a context (instance x setting).
+
+Only study items count. The human label here is section 12's: the adjudicated label, else the majority of the
+annotations, a tie having none (unlike the report's other sections, where a tie goes to the first annotator).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
+from itertools import combinations
+from typing import TypedDict
+
+import numpy as np
+import pandas as pd
+
+from analysis.metrics.verdict import (
+    alt_test,
+    alt_test_omega_by_epsilon,
+    chance_corrected,
+    coverage_at,
+    human_label,
+    ppi_mean,
+    selective_threshold,
+)
+from annotation.models import STUDY, Pool, PoolItem
+from annotation.schema import MISGENDERING
+from judging.models import JudgeRun, MachineLabel
+from judging.scoring import option_probabilities
+from judging.selectors import covering_runs, run_pool_labels
+
+DEFAULT_EPSILON = 0.15
+DEFAULT_ALPHA = 0.1
+DEFAULT_DELTA = 0.1
+ALT_TEST_Q = 0.05
+MIN_ITEMS = 30  # an annotator's items for the Alt-Test; a pair's shared items for the human ceiling
+PPI_ALPHA = 0.05
+NOTE = (
+    "A judge is a model: its verdict holds for this pool, these annotators and this epsilon, not for the judge in "
+    "general."
+)
+CHANCE_KEYS = ("cohen_kappa", "scott_pi", "gwet_ac1")
+
+
+@dataclass(frozen=True)
+class VerdictParameters:
+    """The report's parameters of the verdict: the Alt-Test's epsilon, selective judging's alpha and delta."""
+
+    epsilon: float = DEFAULT_EPSILON
+    alpha: float = DEFAULT_ALPHA
+    delta: float = DEFAULT_DELTA
+
+
+class VerdictQuery(TypedDict):
+    """The parameters as a request gives them (None: not given), to pass on as keyword arguments."""
+
+    epsilon: float | None
+    alpha: float | None
+    delta: float | None
+
+
+def verdict_parameters(
+    *, epsilon: float | None = None, alpha: float | None = None, delta: float | None = None
+) -> VerdictParameters:
+    """The parameters, checked: epsilon in [0, 1), alpha and delta in (0, 1); None takes the default. Raises
+    ValueError with every problem, each as "<name>: <why>", separated by "; "."""
+    values = {
+        "epsilon": DEFAULT_EPSILON if epsilon is None else epsilon,
+        "alpha": DEFAULT_ALPHA if alpha is None else alpha,
+        "delta": DEFAULT_DELTA if delta is None else delta,
+    }
+    problems = []
+    for name, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, int | float) or not np.isfinite(value):
+            problems.append(f"{name}: must be a number, got {value!r}")
+        elif name == "epsilon" and not 0 <= value < 1:
+            problems.append(f"epsilon: must be in [0, 1), got {value}")
+        elif name != "epsilon" and not 0 < value < 1:
+            problems.append(f"{name}: must be in (0, 1), got {value}")
+    if problems:
+        raise ValueError("; ".join(problems))
+    return VerdictParameters(**{name: float(value) for name, value in values.items()})
+
+
+# --- the human side ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HumanSide:
+    """Per annotated study item: its human label (None: a tie) and its annotations {annotator: label}."""
+
+    label: dict[int, str | None]
+    annotations: dict[int, dict[str, str]]
+
+
+def human_side(*, frame: pd.DataFrame) -> HumanSide:
+    if frame.empty:
+        return HumanSide({}, {})
+    adjudicated = frame["adjudicated_label"] if "adjudicated_label" in frame else pd.Series([None] * len(frame))
+    labels: dict[int, str | None] = {}
+    annotations: dict[int, dict[str, str]] = {}
+    for item_id, annotators, given, adjudication in zip(
+        frame["id"], frame["annotators"], frame["labels"], adjudicated, strict=True
+    ):
+        given = list(given) if isinstance(given, list) else []
+        settled = adjudication if isinstance(adjudication, str) and adjudication else None
+        labels[int(item_id)] = human_label(adjudicated=settled, labels=given)
+        annotations[int(item_id)] = dict(zip(list(annotators), given, strict=True)) if given else {}
+    return HumanSide(labels, annotations)
+
+
+def _study_ids(pool: Pool) -> set[int]:
+    return set(PoolItem.objects.filter(pool=pool, kind=STUDY).values_list("id", flat=True))
+
+
+# --- agreement -----------------------------------------------------------------------------------------------------
+
+
+def _agreement_row(against: str, a: list[str], b: list[str], labels: list[str]) -> dict:
+    figures = chance_corrected(a, b, categories=labels)
+    return {"against": against, **figures}
+
+
+def human_ceiling(*, side: HumanSide, labels: list[str], min_items: int = MIN_ITEMS) -> dict:
+    """The mean over pairs of annotators that share at least `min_items` items of each figure (`n`: how many
+    pairs; intervals: the mean of the pairs' bounds)."""
+    by_annotator: dict[str, dict[int, str]] = defaultdict(dict)
+    for item_id, given in side.annotations.items():
+        for annotator, label in given.items():
+            by_annotator[annotator][item_id] = label
+    pairs: list[dict] = []
+    for first, second in combinations(sorted(by_annotator), 2):
+        shared = sorted(set(by_annotator[first]) & set(by_annotator[second]))
+        if len(shared) >= min_items:
+            figures = chance_corrected(
+                [by_annotator[first][i] for i in shared], [by_annotator[second][i] for i in shared], categories=labels
+            )
+            pairs.append(dict(figures))
+    row: dict = {"against": "human_ceiling", "n": len(pairs)}
+    for key in CHANCE_KEYS:
+        row[key] = _mean([pair[key] for pair in pairs])
+    per_class: dict[str, float | None] = {}
+    for label in labels:
+        per_class[label] = _mean([pair["per_class_kappa"].get(label) for pair in pairs])
+    row["per_class_kappa"] = per_class
+    for key in CHANCE_KEYS:
+        bounds = [pair[f"{key}_boot_ci"] for pair in pairs if pair[f"{key}_boot_ci"] is not None]
+        row[f"{key}_boot_ci"] = (
+            [float(np.mean([b[0] for b in bounds])), float(np.mean([b[1] for b in bounds]))] if bounds else None
+        )
+    return row
+
+
+def _mean(values: list) -> float | None:
+    defined = [value for value in values if value is not None]
+    return float(np.mean(defined)) if defined else None
+
+
+# --- one run -------------------------------------------------------------------------------------------------------
+
+
+def _run_labels(run: JudgeRun, pool: Pool, study: set[int]) -> dict[int, tuple[str, float]]:
+    """item id -> (label, confidence) of the run's labelled study items (a blank sampled label left out)."""
+    return {
+        row.item_id: (row.label, row.confidence)
+        for row in run_pool_labels(run=run, pool=pool)
+        if row.item_id in study and row.label
+    }
+
+
+def run_verdict(
+    *, run: JudgeRun, pool: Pool, side: HumanSide, labels: list[str], parameters: VerdictParameters,
+    study: set[int], ceiling: dict,
+) -> dict:  # fmt: skip
+    judged = _run_labels(run, pool, study)
+    judge_labels = {item_id: label for item_id, (label, _) in judged.items()}
+    annotations = {item_id: given for item_id, given in side.annotations.items() if item_id in judge_labels}
+    judge_by_item: dict[Hashable, str] = {item: label for item, label in judge_labels.items()}  # any item keys
+    annotations_by_item: dict[Hashable, Mapping[str, str]] = {item: given for item, given in annotations.items()}
+    test = alt_test(judge=judge_by_item, annotations=annotations_by_item, epsilon=parameters.epsilon, q=ALT_TEST_Q)
+    by_epsilon = alt_test_omega_by_epsilon(judge=judge_by_item, annotations=annotations_by_item, q=ALT_TEST_Q)
+
+    labelled = sorted(i for i in judge_labels if side.label.get(i) is not None)
+    agreement = [
+        _agreement_row("human", [judge_labels[i] for i in labelled], [side.label[i] or "" for i in labelled], labels)
+    ]
+    by_annotator: dict[str, list[int]] = defaultdict(list)
+    for item_id in sorted(annotations):
+        for annotator in annotations[item_id]:
+            by_annotator[annotator].append(item_id)
+    for annotator in sorted(by_annotator):
+        items = by_annotator[annotator]
+        agreement.append(
+            _agreement_row(
+                annotator, [judge_labels[i] for i in items], [annotations[i][annotator] for i in items], labels
+            )
+        )
+    agreement.append(ceiling)
+
+    selective = selective_threshold(
+        confidences=[judged[i][1] for i in labelled],
+        agree=[judged[i][0] == side.label[i] for i in labelled],
+        alpha=parameters.alpha,
+        delta=parameters.delta,
+    )
+    coverage_job = None
+    if run.source_job_id is not None:
+        confidences = MachineLabel.objects.filter(run=run).values_list("confidence", flat=True)
+        coverage_job = coverage_at(selective["threshold"], list(confidences))
+    return {
+        "judge": run.judge.name,
+        "version": run.judge.version,
+        "run": run.pk,
+        "epsilon": parameters.epsilon,
+        "q": ALT_TEST_Q,
+        "alt_test": {
+            "omega": test["omega"],
+            "rho": test["rho"],
+            "passed": test["passed"],
+            "tested": test["tested"],
+            "skipped": test["skipped"],
+            "annotators": test["annotators"],
+            "omega_by_epsilon": by_epsilon,
+            "note": test["note"],
+        },
+        "agreement": agreement,
+        "selective": {
+            "alpha": selective["alpha"],
+            "delta": selective["delta"],
+            "threshold": selective["threshold"],
+            "coverage": selective["coverage"],
+            "coverage_job": coverage_job,
+            "agreement_above": selective["agreement_above"],
+            "n": selective["n"],
+            "curve": selective["curve"],
+        },
+    }
+
+
+def judge_verdict(
+    *, pool: Pool, frame: pd.DataFrame, labels: list[str], parameters: VerdictParameters | None = None
+) -> list[dict]:
+    """One row per finished judge run that covers the pool (the newest per judge and scope), by judge name."""
+    runs = covering_runs(pool=pool)
+    if not runs:
+        return []
+    parameters = parameters or VerdictParameters()
+    side = human_side(frame=frame)
+    study = _study_ids(pool)
+    ceiling = human_ceiling(side=side, labels=labels)
+    return [
+        run_verdict(run=run, pool=pool, side=side, labels=labels, parameters=parameters, study=study, ceiling=ceiling)
+        for run in runs
+    ]
+
+
+# --- prediction-powered rates ----------------------------------------------------------------------------------------
+
+
+def _stratum_rows(*, run: JudgeRun, model: str, dataset: str, pronoun: str, units: dict, labelled: dict) -> dict:
+    """units: context -> the judge's P(misgendering) of each of its samples; labelled: context -> [(Y sample,
+    Yhat sample)] of its pool samples with a human label."""
+    y = [float(np.mean([h for h, _ in pairs])) for _, pairs in sorted(labelled.items())]
+    yhat = [float(np.mean([p for _, p in pairs])) for _, pairs in sorted(labelled.items())]
+    unlabelled = [float(np.mean(values)) for context, values in sorted(units.items()) if context not in labelled]
+    figures = ppi_mean(y=y, yhat=yhat, yhat_unlabelled=unlabelled, alpha=PPI_ALPHA)
+    return {"judge": run.judge.name, "run": run.pk, "model": model, "dataset": dataset, "pronoun": pronoun, **figures}
+
+
+def run_prediction_powered(*, run: JudgeRun, pool: Pool, side: HumanSide) -> list[dict]:
+    """The rows of one run over a generation job: per pronoun of the job, then pronoun "all"."""
+    job = run.source_job
+    assert job is not None
+    options = run.judge.option_map
+    if MISGENDERING not in options:
+        return []
+    model, dataset = job.model.name, job.dataset.kind if job.dataset is not None else ""
+    # context (instance, setting) -> pronoun, and each judged generation's P(misgendering)
+    probability: dict[int, float] = {}
+    context_of: dict[int, tuple[int, str]] = {}
+    pronoun_of: dict[tuple[int, str], str] = {}
+    rows = (
+        MachineLabel.objects.filter(run=run, generation__isnull=False)
+        .order_by("generation_id")
+        .values_list("generation_id", "scores", "generation__instance_id", "generation__setting",
+                     "generation__instance__pronoun")
+    )  # fmt: skip
+    for generation_id, scores, instance_id, setting, pronoun in rows:
+        probability[generation_id] = option_probabilities(run.mode, options, scores)[MISGENDERING]
+        context_of[generation_id] = (instance_id, setting)
+        pronoun_of[(instance_id, setting)] = pronoun
+    units: dict[tuple[int, str], list[float]] = defaultdict(list)
+    for generation_id, value in probability.items():
+        units[context_of[generation_id]].append(value)
+    labelled: dict[tuple[int, str], list[tuple[float, float]]] = defaultdict(list)
+    items = PoolItem.objects.filter(pool=pool, kind=STUDY, generation__job=job).values_list("id", "generation_id")
+    for item_id, generation_id in items:
+        label = side.label.get(item_id)
+        if label is None or generation_id not in probability:
+            continue
+        labelled[context_of[generation_id]].append((float(label == MISGENDERING), probability[generation_id]))
+    out = []
+    for pronoun in [p for p in job.pronouns if p in set(pronoun_of.values())]:
+        keep = {context for context, base in pronoun_of.items() if base == pronoun}
+        out.append(
+            _stratum_rows(
+                run=run,
+                model=model,
+                dataset=dataset,
+                pronoun=pronoun,
+                units={c: v for c, v in units.items() if c in keep},
+                labelled={c: v for c, v in labelled.items() if c in keep},
+            )  # fmt: skip
+        )
+    if units:
+        out.append(_stratum_rows(run=run, model=model, dataset=dataset, pronoun="all", units=units, labelled=labelled))
+    return out
+
+
+def prediction_powered(*, pool: Pool, frame: pd.DataFrame) -> list[dict]:
+    """One row per run over one of the pool's generation jobs x model x dataset x pronoun, plus pronoun "all" per
+    model x dataset (docs/domain.md, 'The judge's verdict': prediction-powered rates)."""
+    runs = [run for run in covering_runs(pool=pool) if run.source_job_id is not None]
+    if not runs:
+        return []
+    side = human_side(frame=frame)
+    rows = []
+    for run in runs:
+        rows += run_prediction_powered(run=run, pool=pool, side=side)
+    return rows
+
+
+# --- the page ------------------------------------------------------------------------------------------------------
+
+
+def verdict_sentence(row: dict) -> str:
+    """The verdict in one sentence: "passes the Alternative Annotator Test at epsilon 0.15: omega 0.67 over 3
+    annotators", "fails ...", or why the test could not run."""
+    test = row["alt_test"]
+    epsilon = f"{row['epsilon']:.2f}"
+    if test["passed"] is None:
+        return f"could not take the Alternative Annotator Test at epsilon {epsilon}: {test['note']}."
+    verb = "passes" if test["passed"] else "fails"
+    sentence = (
+        f"{verb} the Alternative Annotator Test at epsilon {epsilon}: omega {test['omega']:.2f} over "
+        f"{test['tested']} annotators"
+    )
+    if not test["passed"]:
+        sentence += " (it needs 0.50)"
+    if test["note"]:
+        sentence += f" ({test['note']})"
+    return sentence + "."
+
+
+def selective_sentence(row: dict) -> str:
+    selective = row["selective"]
+    if selective["n"] == 0:
+        return "No annotated item is judged yet, so no threshold can be calibrated."
+    if selective["threshold"] is None:
+        return (
+            f"No confidence threshold keeps the judge's disagreement with people at most {selective['alpha']:g} with "
+            f"probability {1 - selective['delta']:g} over {selective['n']} labelled items: it must escalate "
+            "everything."
+        )
+    sentence = (
+        f"Above confidence {selective['threshold']:.3f} the judge's disagreement with people is at most "
+        f"{selective['alpha']:g} with probability {1 - selective['delta']:g}: it keeps "
+        f"{selective['coverage']:.0%} of the {selective['n']} labelled items"
+    )
+    if selective["coverage_job"] is not None:
+        sentence += f" and {selective['coverage_job']:.0%} of the job's generations"
+    agreement = selective["agreement_above"]
+    if agreement is not None:
+        sentence += f" (agreement above it {agreement:.3f})"
+    return sentence + "."
+
+
+def verdict_display(*, report: dict) -> list[dict]:
+    """Per judge run of the report's `judge_verdict`: the sentences, the agreement rows (the human ceiling last) and
+    whether the run is over a job (it can escalate)."""
+    job_runs = set(
+        JudgeRun.objects.filter(
+            pk__in=[row["run"] for row in report.get("judge_verdict") or []], source_job__isnull=False
+        ).values_list("pk", flat=True)
+    )
+    return [
+        {
+            "row": row,
+            "sentence": verdict_sentence(row),
+            "selective": selective_sentence(row),
+            "agreement": [a for a in row["agreement"] if a["against"] != "human_ceiling"],
+            "ceiling": next((a for a in row["agreement"] if a["against"] == "human_ceiling"), None),
+            "over_job": row["run"] in job_runs,
+            "rates": [r for r in report.get("prediction_powered") or [] if r["run"] == row["run"]],
+        }
+        for row in report.get("judge_verdict") or []
+    ]
