@@ -19,7 +19,7 @@ from generation.models import (
     ProbResult,
     TangoTemplate,
 )
-from generation.pronouns import Codebook, codebook_for
+from generation.pronouns import CODEBOOKS, Codebook, codebook_for
 
 
 def job_list() -> QuerySet[GenerationJob]:
@@ -34,10 +34,15 @@ def dataset_codebook(*, dataset: Dataset) -> Codebook:
     """The codebook stored with the dataset when it was imported (its PronounForm rows): the spellings a job scores
     and checks against are those the dataset was imported with. Anything else the kind's codebook carries is kept."""
     table: dict[str, dict[str, str]] = {}
-    for base, form, surface in dataset.pronoun_forms.values_list("base", "form", "surface"):
+    # In the order they were written: a templates dataset's families keep its codebook file's order (the candidates').
+    for base, form, surface in dataset.pronoun_forms.order_by("pk").values_list("base", "form", "surface"):
         table.setdefault(base, {})[form] = surface
     if not table:
         raise ValueError(f"dataset {dataset.name!r} has no stored codebook (pronoun forms); import it again")
+    if (
+        dataset.kind not in CODEBOOKS
+    ):  # a templates dataset: its codebook is its own (docs/domain.md, 'Your own templates')
+        return Codebook(dataset=dataset.name, table=table)
     return dataclasses.replace(codebook_for(dataset.kind), table=table)
 
 
