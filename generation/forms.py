@@ -5,7 +5,7 @@ from typing import Any
 from django import forms
 from rest_framework import serializers
 
-from generation.models import Dataset, LanguageModel
+from generation.models import Dataset, LanguageModel, PronounForm
 from generation.parameters import (
     ChoiceListField,
     JobParameterError,
@@ -14,6 +14,7 @@ from generation.parameters import (
     NamedRowField,
     job_parameters_validate,
 )
+from generation.pronouns import BASES
 from generation.selectors import model_list
 
 # Fields of the definition that the job form leaves out: a page queues generation jobs only.
@@ -69,6 +70,13 @@ class JobForm(forms.Form):
         self.fields["model"].choices = rows["model"]  # type: ignore[attr-defined]
         self.fields["dataset"].choices = rows["dataset"]  # type: ignore[attr-defined]
         self.fields["dataset"].required = True
+        # A templates dataset brings its own families (ey, fae, ...): they are offered too, and none ticked means all
+        # of the chosen dataset's.
+        families = list(dict.fromkeys([*BASES, *PronounForm.objects.order_by("pk").values_list("base", flat=True)]))
+        pronouns = self.fields["pronouns"]
+        pronouns.choices = [(family, family) for family in families]  # type: ignore[attr-defined]
+        pronouns.required = False
+        pronouns.help_text = f"{pronouns.help_text}; none ticked: all of the dataset's"
         if not LanguageModel.objects.filter(name=self.fields["model"].initial).exists():
             self.fields["model"].initial = None
 
@@ -79,7 +87,7 @@ class JobForm(forms.Form):
         parsed = {
             name: value
             for name, value in cleaned.items()
-            if name not in self.errors and not (value == "" and not fields[name].required)
+            if name not in self.errors and not (value in ("", []) and not fields[name].required)
         }
         for name in ("model", "dataset"):  # the definition needs both; a bad one already carries its error
             parsed.setdefault(name, "")

@@ -2,7 +2,7 @@
 
 The database does the heavy lifting: generations are reduced to one row per job x instance x setting (sample count,
 correct count, the first sample's verdict) before they reach Python, and repetition rates are averaged in SQL.
-Cells are model (job.model.name) x dataset (job.dataset.kind) x setting x pronoun (instance.pronoun): `analysis.cells`.
+Cells are model (job.model.name) x dataset (the dataset's label: its kind, a templates dataset's name) x setting x pronoun (instance.pronoun): `analysis.cells`.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from analysis.metrics.agreement import bootstrap_ci, bootstrap_ratio_ci, finite
 from analysis.models import RepetitionRate
 from annotation.models import Pool
 from generation.models import Generation, GenerationJob, Instance, ProbResult
+from generation.services.templates_kind import dataset_label_expression
 
 CONFLICT_SCOPES = ["all", "dataset", "model", "pronoun", "setting"]
 
@@ -27,7 +28,9 @@ def pool_job_ids(*, pool: Pool) -> list[int]:
 
 def _jobs_frame(job_ids: list[int]) -> pd.DataFrame:
     return pd.DataFrame.from_records(
-        GenerationJob.objects.filter(id__in=job_ids).values_list("id", "model__name", "dataset__kind"),
+        GenerationJob.objects.filter(id__in=job_ids)
+        .annotate(label=dataset_label_expression("dataset"))
+        .values_list("id", "model__name", "label"),
         columns=["job_id", "model", "dataset"],
     )
 
@@ -111,7 +114,7 @@ def repetition(*, job_ids: list[int]) -> list[dict]:
     out; `n` counts the rest)."""
     rows = (
         RepetitionRate.objects.filter(job_id__in=job_ids, rate__isnull=False)
-        .values("setting", "pronoun", model=F("job__model__name"), dataset=F("job__dataset__kind"))
+        .values("setting", "pronoun", model=F("job__model__name"), dataset=dataset_label_expression("job__dataset"))
         .annotate(mean=Avg("rate"), std=StdDev("rate", sample=False), n=Count("pk"))
         .order_by(*CELL)
     )

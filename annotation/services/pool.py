@@ -23,6 +23,7 @@ from django.db import transaction
 
 from annotation.models import Pool, PoolItem
 from generation.models import Generation, GenerationJob, JobStatus
+from generation.services.templates_kind import dataset_label
 
 DRAW_INSTANCES = "instances"
 DRAW_PER_SAMPLE_INDEX = "per-sample-index"
@@ -101,7 +102,7 @@ def _check_one_job_per_model_and_dataset(jobs: list[GenerationJob]) -> None:
     seen: dict[tuple[str, str], int] = {}
     for job in jobs:
         assert job.dataset is not None  # the pool's jobs are chosen by their dataset
-        key = (job.model.name, job.dataset.kind)
+        key = (job.model.name, dataset_label(job.dataset))
         if key in seen:
             raise PoolSampleError(
                 f"jobs {seen[key]} and {job.pk} both hold {key[0]} on {key[1]}; pass --jobs to pick one of them"
@@ -138,7 +139,7 @@ def _seed_sample(population: list[int], n: int, seed: int) -> list[int]:
 def _job_cells(job: GenerationJob, found: dict) -> Iterator[tuple[tuple[str, str, int | None], Cell]]:
     """The job's cells; a distractor set has one per distractor count its generations hold."""
     counts = sorted({count for _, _, count in found}, key=lambda count: -1 if count is None else count) or [None]
-    kind = job.dataset.kind if job.dataset is not None else ""
+    kind = dataset_label(job.dataset) if job.dataset is not None else ""
     for setting in job.settings:
         for pronoun in job.pronouns:
             for count in counts:
@@ -211,7 +212,7 @@ def _write_pool(
                 pool=pool,
                 generation=generation,
                 model_name=job.model.name,
-                dataset=job.dataset.kind,
+                dataset=dataset_label(job.dataset),
                 setting=generation.setting,
                 pronoun=generation.instance.pronoun,
                 sample_index=generation.sample_index,

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from django.db import IntegrityError, transaction
+from django.db.models import Case, CharField, F, Q, When
 
 from generation.contexts import capitalise, mask_starts_sentence, post_context, pre_context
 from generation.models import Dataset, DatasetKind, Instance, PronounForm, Template
@@ -39,6 +40,7 @@ BATCH = 5000
 # What the database keeps (generation/models/datasets.py): a family's name is an Instance.pronoun, a form a surface.
 _BASE = re.compile(r"^[a-z]{1,8}$")
 _SURFACE = re.compile(r"^[a-z]{1,32}$")
+_SLUG = re.compile(r"^[-\w]+$")
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 _TARGET = "target:"
 # Errors are gathered up to this many per file, so that a bad 100,000-line file is not listed in full.
@@ -466,10 +468,28 @@ def dataset_label(dataset: Dataset) -> str:
     return dataset.name if dataset.kind == KIND else dataset.kind
 
 
+def dataset_label_expression(dataset: str) -> Case:
+    """`dataset_label` in SQL, for the dataset reached by the lookup path `dataset` ("job__dataset", ...)."""
+    return Case(
+        When(**{f"{dataset}__kind": KIND}, then=F(f"{dataset}__name")),
+        default=F(f"{dataset}__kind"),
+        output_field=CharField(),
+    )
+
+
+def dataset_label_q(dataset: str, label: str) -> Q:
+    """The rows whose dataset (by the lookup path `dataset`) has this label."""
+    return (Q(**{f"{dataset}__kind": label}) & ~Q(**{f"{dataset}__kind": KIND})) | Q(
+        **{f"{dataset}__kind": KIND, f"{dataset}__name": label}
+    )
+
+
 def label_codebook(label: str) -> Codebook | None:
     """The codebook behind a dataset label: a built-in kind's, or a templates dataset's stored one; None if neither."""
     if label in CODEBOOKS:
         return codebook_for(label)
+    if not _SLUG.match(label):  # "ruff (3 distractors)" and such: no dataset's name, no query
+        return None
     dataset = Dataset.objects.filter(name=label, kind=KIND).first()
     return dataset_codebook(dataset=dataset) if dataset is not None else None
 
