@@ -103,6 +103,10 @@ EMPTY_TABLES: dict[str, tuple[list[str], str]] = {
     "judge_vs_heuristic": ([*_JUDGE_CELL_COLUMNS, "human_agreement", "agreement", "sem", "n"], _JUDGE_RUN),
     "judge_calibration": (["judge", "origin", "n", "accuracy", "ece", "brier", "brier_multiclass"], _JUDGED_HUMANS),
     "judge_reliability": (["judge", "low", "high", "n", "confidence", "accuracy"], _JUDGED_HUMANS),
+    "ranking_agreement": (
+        ["dataset_a", "method_a", "dataset_b", "method_b", "n_models", "tau", "p_value", "p_method", "note"],
+        "accuracies of the same models on two datasets or by two methods",
+    ),
 }
 # Columns whose values are labels: shown with one spelling everywhere ("no pronoun", never "no_pronoun").
 LABEL_COLUMNS = {"human_label", "majority", "dawid_skene", "mace", "first_annotator", "label", "gold_label"}
@@ -509,6 +513,37 @@ def _latex_tango(report: dict) -> str:
     )
 
 
+def _latex_ranking_agreement(report: dict) -> str:
+    rows = report.get("ranking_agreement") or []
+    return _latex_table(
+        latex_join(
+            "Rankings across benchmarks: Kendall's ",
+            Latex(r"$\tau$"),
+            " between the models' accuracies for each pair of (dataset, method), over the models both have, with its "
+            "exact p-value (asymptotic where accuracies tie). Fewer than 3 shared models give no ",
+            Latex(r"$\tau$"),
+            ". With 6 models, only ",
+            Latex(r"$\tau \geq 0.87$"),
+            " is significant at 0.05.",
+        ),
+        ["Dataset", "Method", "Dataset", "Method", "Models", Latex(r"$\tau$"), "p", "Note"],
+        [
+            [
+                r["dataset_a"],
+                r["method_a"],
+                r["dataset_b"],
+                r["method_b"],
+                str(r["n_models"]),
+                _fmt(r["tau"]),
+                _fmt(r["p_value"]),
+                r["note"] or "",
+            ]
+            for r in rows
+        ],
+        fit=True,
+    )
+
+
 # The LaTeX tables by name, in the order of the full export; `--table NAME` gives one.
 LATEX_TABLES: dict[str, Callable[[dict], str]] = {
     "inter_annotator": _latex_inter_annotator,
@@ -519,6 +554,7 @@ LATEX_TABLES: dict[str, Callable[[dict], str]] = {
     "accuracy": _latex_accuracy,
     "conflict_rate": _latex_conflict_rate,
     "examples": _latex_examples,
+    "ranking_agreement": _latex_ranking_agreement,
 }
 
 

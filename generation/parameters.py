@@ -23,6 +23,7 @@ may leave out the dataset and validates its own `options`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +37,7 @@ from generation.pronouns import BASES
 from generation.scoring import DEFAULT_PROB_SCORE, PROB_SCORES
 
 MAX_SEED = 2**32 - 1
+_FAMILY = re.compile(r"^[a-z]{1,8}$")
 
 
 class JobParameterError(ValueError):
@@ -156,6 +158,11 @@ class PronounListField(ChoiceListField):
             raise serializers.ValidationError(f"give a list of {self.what}")
         if not data:
             raise serializers.ValidationError(f"choose at least one of {', '.join(self.choices)}")
+        bad = [v for v in data if not _FAMILY.match(v)]
+        if bad:
+            raise serializers.ValidationError(
+                f"{', '.join(map(ascii, bad))}: a pronoun family is 1-8 lower-case letters (he, she, they, xe, ey, ...)"
+            )
         return list(dict.fromkeys(data))
 
 
@@ -327,8 +334,8 @@ class JobParametersSerializer(serializers.Serializer):
                 ]
             else:
                 values["settings"] = chosen
-        if "pronouns" not in errors and "dataset" not in errors:
-            _pronouns_check(values, errors)
+        if "pronouns" not in errors:
+            _pronouns_check(values, errors, dataset_failed="dataset" in errors)
         if "engine" not in errors and "model" not in errors and "model" in values:
             _engine_check(values, errors)
         _distractors_check(values, errors)
@@ -351,14 +358,19 @@ def _engine_check(values: dict[str, Any], errors: dict[str, Any]) -> None:
         errors["engine"] = [str(exc)]
 
 
-def _pronouns_check(values: dict[str, Any], errors: dict[str, Any]) -> None:
-    """The pronouns are families of the dataset's codebook (all of them when none are given), in its order."""
+def _pronouns_check(values: dict[str, Any], errors: dict[str, Any], *, dataset_failed: bool) -> None:
+    """The pronouns are families of the dataset's codebook (all of them when none are given), in its order; with no
+    dataset (or a bad one), families of some dataset."""
+    from generation.models import PronounForm
     from generation.selectors import dataset_codebook
 
-    dataset = values.get("dataset")
-    families = (
-        dataset_codebook(dataset=dataset).bases if dataset is not None and dataset.pronoun_forms.exists() else BASES
-    )
+    dataset = None if dataset_failed else values.get("dataset")
+    if dataset is not None and dataset.pronoun_forms.exists():
+        families: tuple[str, ...] = dataset_codebook(dataset=dataset).bases
+    elif dataset_failed:
+        families = tuple(dict.fromkeys([*BASES, *PronounForm.objects.order_by("pk").values_list("base", flat=True)]))
+    else:
+        families = BASES
     chosen = values.get("pronouns")
     if chosen is None:
         if dataset is not None:

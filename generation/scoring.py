@@ -31,7 +31,7 @@ from generation.pronouns import Codebook
 
 logger = logging.getLogger(__name__)
 
-# How a candidate's sequence is scored (docs/domain.md, 'The two evaluation formats'): `mean` is the paper's mean token
+# How a candidate's sequence is scored (docs/domain.md, 'The probability-based evaluation'): `mean` is the paper's mean token
 # loss (eq. 5, the default); `sum` is RUFF's summed log-probability, kept as the summed token loss (-sum log p) so that
 # the prediction is the lowest value either way. They differ when candidates have different numbers of tokens (xem,
 # faer): the mean divides by the length, the sum does not.

@@ -30,8 +30,8 @@ def _jobs_frame(job_ids: list[int]) -> pd.DataFrame:
     return pd.DataFrame.from_records(
         GenerationJob.objects.filter(id__in=job_ids)
         .annotate(label=dataset_label_expression("dataset"))
-        .values_list("id", "model__name", "label"),
-        columns=["job_id", "model", "dataset"],
+        .values_list("id", "model__name", "label", "prob_score"),
+        columns=["job_id", "model", "dataset", "prob_score"],
     )
 
 
@@ -177,6 +177,8 @@ def accuracy(*, frame: pd.DataFrame, human_frame: pd.DataFrame, tango: pd.DataFr
             "gen_boot_ci": bootstrap_ratio_ci(group["correct"].to_numpy(), group["samples"].to_numpy()),
             "gen_n": samples,
             **_figures("gen_first", group["first"]),
+            # how the probability figures were scored: the jobs' prob_score (docs/domain.md, 'Probability scoring: mean or sum')
+            "prob_score": _prob_score(group),
         }
     for cell, group in _tango_successful(tango).groupby(CELL, sort=True):
         if tuple(cell) in automatic_rows:
@@ -185,7 +187,7 @@ def accuracy(*, frame: pd.DataFrame, human_frame: pd.DataFrame, tango: pd.DataFr
     if not human_frame.empty:
         for cell, group in human_frame.groupby(CELL, sort=True):
             human_rows[tuple(cell)] = _figures("human", group["human_binary"].astype(float))
-    empty_automatic = {"n": 0, "prob": None, "prob_sem": None, "prob_boot_ci": None, "prob_n": 0}
+    empty_automatic = {"n": 0, "prob": None, "prob_sem": None, "prob_boot_ci": None, "prob_n": 0, "prob_score": None}
     empty_automatic |= {"gen": None, "gen_sem": None, "gen_boot_ci": None, "gen_n": 0}
     empty_automatic |= {"gen_first": None, "gen_first_sem": None, "gen_first_boot_ci": None, "gen_first_n": 0}
     empty_human = {"human": None, "human_sem": None, "human_boot_ci": None, "human_n": 0}
@@ -197,6 +199,13 @@ def accuracy(*, frame: pd.DataFrame, human_frame: pd.DataFrame, tango: pd.DataFr
         }
         for key in sorted(set(automatic_rows) | set(human_rows), key=lambda key: tuple(map(str, key)))
     ]
+
+
+def _prob_score(group: pd.DataFrame) -> str | None:
+    if "prob_score" not in group:
+        return None
+    scores = sorted({str(score) for score in group["prob_score"].dropna()})
+    return ", ".join(scores) or None
 
 
 def conflict_rate(*, frame: pd.DataFrame, tango: pd.DataFrame | None = None) -> list[dict]:

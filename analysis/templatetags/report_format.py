@@ -31,6 +31,7 @@ TABLE_TITLES = {
     "judge_vs_heuristic": "LLM judge vs heuristic",
     "judge_calibration": "LLM judge calibration against the human label",
     "judge_reliability": "LLM judge reliability (per confidence bin)",
+    "ranking_agreement": "Rankings across benchmarks (Kendall's τ; with 6 models only τ ≥ 0.87 is significant at 0.05)",
 }
 
 COLUMN_TITLES = {

@@ -312,8 +312,8 @@ def templates_read(path: Path, codebook: Codebook, *, names: bool) -> Iterator[T
 
 
 def name_draws(*, templates: int, names: list[str], per_template: int, seed: int) -> list[list[str]]:
-    """draws[j][t]: the name of draw t of template j, by MISGENDERED's rule (docs/domain.md, 'Datasets and their
-    files'): Python's `random` seeded with `seed` at the start of each family's run, and for t = 0..N-1, for each
+    """draws[j][t]: the name of draw t of template j, by MISGENDERED's rule (docs/domain.md, 'Datasets and
+    contexts'): Python's `random` seeded with `seed` at the start of each family's run, and for t = 0..N-1, for each
     template in file order, `random.choice(names)`. Every family's run draws the same sequence, so draw t of template
     j has the same name under every family; names repeat."""
     rng = random.Random(seed)
@@ -496,7 +496,7 @@ def label_codebook(label: str) -> Codebook | None:
 
 def candidates_display(text: str, mask: str, form: str, codebook: Codebook) -> list[str]:
     """The slot's candidates as they are scored: the FORM of every family in codebook order, capitalised when the
-    slot starts a sentence (docs/domain.md, 'Datasets and their files')."""
+    slot starts a sentence (docs/domain.md, 'Datasets and contexts')."""
     surfaces = [surface for _, surface in codebook.candidates(form)]
     if mask_starts_sentence(text, mask):
         return [capitalise(surface) for surface in surfaces]
