@@ -218,6 +218,7 @@ EXPORT_COLUMNS = (
     "ruff_uid",
     "confuse_pronoun",
     "heuristic_validity",
+    "prob_score",  # how prob_prediction was scored: mean (token loss) or sum (log-probability), the job's choice
 )
 HEURISTIC_NOT_VALID = "not valid with distractors"
 
@@ -255,4 +256,5 @@ def job_export_rows(*, job: GenerationJob, batch: int = 2000) -> Iterator[dict]:
             "ruff_uid": instance.ruff_uid,
             "confuse_pronoun": instance.confuse_pronoun,
             "heuristic_validity": "" if instance.distractors is None else HEURISTIC_NOT_VALID,
+            "prob_score": job.prob_score,
         }
