@@ -98,3 +98,15 @@ class JobForm(forms.Form):
                 if name not in self.errors:
                     self.add_error(name if name in self.fields else None, message)
         return cleaned
+
+
+class TemplatesImportForm(forms.Form):
+    """The admin's upload of a templates dataset (docs/domain.md, 'Your own templates'): the same files and arguments
+    as `import_dataset templates`."""
+
+    name = forms.SlugField(max_length=64, help_text="the dataset's name (letters, digits, - and _)")
+    codebook = forms.FileField(help_text="CSV: base, nom, acc, pos_dep, pos_ind, ref (one family a row)")
+    templates = forms.FileField(help_text="CSV or JSONL (.jsonl): id, template and optionally group")
+    names = forms.FileField(required=False, help_text="optional: one name a line, for {name}")
+    names_per_template = forms.IntegerField(min_value=1, max_value=1000, initial=15, help_text="name draws")
+    seed = forms.IntegerField(min_value=0, max_value=2**32 - 1, initial=42, help_text="the name draw's seed")

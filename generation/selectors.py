@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Iterator
 from datetime import datetime
 
-from django.db.models import Q, QuerySet
+from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
 from generation.models import (
@@ -17,6 +17,7 @@ from generation.models import (
     JobStatus,
     LanguageModel,
     ProbResult,
+    PronounForm,
     TangoTemplate,
 )
 from generation.pronouns import CODEBOOKS, Codebook, codebook_for
@@ -44,6 +45,19 @@ def dataset_codebook(*, dataset: Dataset) -> Codebook:
     ):  # a templates dataset: its codebook is its own (docs/domain.md, 'Your own templates')
         return Codebook(dataset=dataset.name, table=table)
     return dataclasses.replace(codebook_for(dataset.kind), table=table)
+
+
+def dataset_rows() -> list[dict]:
+    """Every dataset with its kind, instance count and families (the dataset page)."""
+    counts = dict(Dataset.objects.annotate(n=Count("instances")).values_list("pk", "n"))
+    families: dict[int, list[str]] = {}
+    for dataset_id, base in PronounForm.objects.order_by("pk").values_list("dataset_id", "base"):
+        if base not in families.setdefault(dataset_id, []):
+            families[dataset_id].append(base)
+    return [
+        {"dataset": dataset, "instances": counts.get(dataset.pk, 0), "families": families.get(dataset.pk, [])}
+        for dataset in Dataset.objects.order_by("name")
+    ]
 
 
 @dataclasses.dataclass(frozen=True)

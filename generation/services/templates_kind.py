@@ -17,6 +17,7 @@ import hashlib
 import json
 import random
 import re
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -524,3 +525,34 @@ def templates_export_rows(dataset: Dataset) -> Iterator[dict]:
             "post_context": post_context(text, mask, correct),
             "candidates": json.dumps(candidates_display(text, mask, form, codebook), ensure_ascii=False),
         }
+
+
+def templates_upload_import(
+    *, name: str, codebook, templates, names=None, names_per_template: int, seed: int
+) -> ImportResult:
+    """The same import from uploaded files (the dataset page): each is copied to a temporary folder under its own
+    kind of name (`.jsonl` kept, so JSON Lines are read as such), imported, and removed."""
+    with tempfile.TemporaryDirectory(prefix="concord-templates-") as folder:
+        paths: dict[str, Path | None] = {"names": None}
+        suffix = ".jsonl" if str(getattr(templates, "name", "")).lower().endswith(".jsonl") else ".csv"
+        for key, upload, filename in (
+            ("codebook", codebook, "codebook.csv"),
+            ("templates", templates, "templates" + suffix),
+            ("names", names, "names.txt"),
+        ):
+            if upload is None:
+                continue
+            path = Path(folder) / filename
+            with path.open("wb") as handle:
+                for piece in upload.chunks():
+                    handle.write(piece)
+            paths[key] = path
+        assert paths["codebook"] is not None and paths["templates"] is not None
+        return dataset_import_templates(
+            codebook_path=paths["codebook"],
+            templates_path=paths["templates"],
+            names_path=paths["names"],
+            names_per_template=names_per_template,
+            seed=seed,
+            name=name,
+        )

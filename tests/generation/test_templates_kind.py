@@ -352,3 +352,49 @@ def test_summed_scoring_is_ruffs_summed_log_probability(loaded_model):
         assert mean.losses[base] == pytest.approx(plain, abs=2e-3)
         assert summed.losses[base] == pytest.approx(plain * (tokens - 1), abs=2e-2)
     assert summed.prediction == min(summed.losses, key=summed.losses.get)
+
+
+@pytest.mark.django_db
+class TestDatasetPage:
+    URL = "/generation/datasets/"
+
+    def upload(self, tmp_path: Path, **changes) -> dict:
+        paths = write_files(tmp_path, **changes)
+        return {
+            "name": "uploaded",
+            "codebook": paths["codebook"].open("rb"),
+            "templates": paths["templates"].open("rb"),
+            "names": paths["names"].open("rb"),
+            "names_per_template": 2,
+            "seed": 5,
+        }
+
+    def test_an_admin_imports_a_templates_dataset_as_the_command_does(self, client, admin_user, tmp_path):
+        client.force_login(admin_user)
+
+        response = client.post(self.URL, self.upload(tmp_path))
+
+        assert response.status_code == 302
+        (tmp_path / "again").mkdir()
+        paths = write_files(tmp_path / "again")
+        run_import(paths, "--names", str(paths["names"]), "--names-per-template", "2", "--seed", "5")
+        assert exported(tmp_path, "uploaded") == exported(tmp_path, "mine")
+        listing = client.get(self.URL).content.decode()
+        assert "uploaded" in listing and "he, she, ey, fae" in listing
+
+    def test_a_bad_upload_shows_the_line_and_field_and_writes_nothing(self, client, admin_user, tmp_path):
+        client.force_login(admin_user)
+
+        response = client.post(self.URL, self.upload(tmp_path, templates=[("x", "Nobody is here.", "")]))
+
+        assert response.status_code == 400
+        assert "templates.csv:2: field template: no target slot" in response.content.decode()
+        assert not Dataset.objects.exists()
+
+    def test_a_researcher_sees_the_list_but_cannot_import(self, client, researcher, tmp_path):
+        client.force_login(researcher)
+
+        assert client.get(self.URL).status_code == 200
+        assert "Import your own templates" not in client.get(self.URL).content.decode()
+        assert client.post(self.URL, self.upload(tmp_path)).status_code == 403
+        assert not Dataset.objects.exists()
