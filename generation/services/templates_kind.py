@@ -374,6 +374,8 @@ def dataset_import_templates(
     (template by template in file order, each family in codebook order, each draw): "the first N per family" are
     those of the first templates. Without a names file each template has one instance per family (draw 0, no name).
     Atomic (a bad file writes nothing) and idempotent (the same files and arguments change nothing)."""
+    if not _SLUG.match(name) or len(name) > 64:
+        raise ImportFailed([f"--name {name!r}: a dataset name is 1-64 letters, digits, - and _"])
     if name in CODEBOOKS:
         raise ImportFailed([f"--name {name!r} is a built-in dataset kind's name; choose another"])
     plan = _check(
