@@ -401,13 +401,19 @@ def _latex_repetition(report: dict) -> str:
     )
 
 
+PROB_SCORE_NAMES = {"mean": "mean token loss", "sum": "summed log-probability"}
+
+
 def _latex_accuracy(report: dict) -> str:
+    scores = sorted({r["prob_score"] for r in report["accuracy"] if r.get("prob_score")})
     return _latex_table(
         latex_join(
             "Accuracy per cell (mean ",
             PM,
             " SEM): probability-based, generation-based over all samples and over the "
             "first sample, and the human verdict on the pool's items.",
+            # docs/domain.md, 'Probability scoring: mean or sum': the jobs' choice labels the probability figures
+            f" Probability scoring: {', '.join(PROB_SCORE_NAMES.get(x, x) for x in scores)}." if scores else "",
         ),
         [*CELL_HEADINGS, "Instances", "Probability", "Generation", "First sample", "Human", "Items"],
         [

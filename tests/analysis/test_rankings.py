@@ -126,3 +126,11 @@ def test_the_report_has_the_table(study_report):
         ("heuristic accuracy", "human accuracy"),
     }
     assert all(row["n_models"] == 1 and row["tau"] is None for row in rows)
+
+
+def test_the_accuracy_rows_and_table_name_the_jobs_probability_scoring(study_report):
+    assert {row["prob_score"] for row in study_report["accuracy"]} == {"mean"}
+
+    latex = report_render(report=study_report, fmt="latex", table="accuracy").body
+
+    assert "Probability scoring: mean token loss." in latex
