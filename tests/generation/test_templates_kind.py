@@ -398,3 +398,53 @@ class TestDatasetPage:
         assert "Import your own templates" not in client.get(self.URL).content.decode()
         assert client.post(self.URL, self.upload(tmp_path)).status_code == 403
         assert not Dataset.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_templates_dataset_goes_through_the_pool_the_report_the_explorer_and_a_judges_prompt(tmp_path):
+    """Downstream treats it like RUFF, under its own name and families (a job's rows are written here by hand)."""
+    from analysis.selectors.explorer import pool_cells
+    from analysis.selectors.report import report_data
+    from annotation.services import pool_sample
+    from judging.prompts import PromptItem, pronouns_text
+    from tests.factories import GenerationJobFactory
+
+    paths = write_files(tmp_path)
+    run_import(paths, "--names", str(paths["names"]), "--names-per-template", "1")
+    dataset = Dataset.objects.get(name="mine")
+    job = GenerationJobFactory(dataset=dataset, pronouns=list(FAMILIES), settings=["pre"], samples=1, prob_score="sum")
+    for instance in dataset.instances.select_related("template"):
+        ProbResult.objects.create(
+            job=job,
+            instance=instance,
+            losses=dict.fromkeys(FAMILIES, 1.0),
+            prediction="he",
+            correct=instance.pronoun == "he",
+        )
+        Generation.objects.create(
+            job=job,
+            instance=instance,
+            setting="pre",
+            sample_index=0,
+            context=instance.text.split(instance.template.mask)[0],
+            continuation=" Fae smiled.",
+            heuristic_correct=first_pronoun_rule(" Fae smiled.", instance.pronoun),
+            first_pronoun="Fae",
+        )
+
+    pool = pool_sample(name="mine-pool", job_ids=[job.pk], instances=1, seed=0).pool
+
+    assert pool is not None
+    assert set(pool.items.values_list("dataset", "pronoun")) == {("mine", base) for base in FAMILIES}
+    report = report_data(pool=pool)
+    accuracy = {row["pronoun"]: row for row in report["accuracy"]}
+    assert set(accuracy) == set(FAMILIES) and {row["dataset"] for row in report["accuracy"]} == {"mine"}
+    assert {base: (row["prob"], row["gen"], row["prob_score"]) for base, row in accuracy.items()} == {
+        base: (float(base == "he"), float(base == "fae"), "sum") for base in FAMILIES
+    }
+    cells = pool_cells(pool=pool)
+    assert {(cell["dataset"], cell["pronoun"], cell["instances"]) for cell in cells} == {
+        ("mine", base, 3) for base in FAMILIES
+    }
+    prompt = PromptItem(context="", generation="", dataset="mine", pronoun="ey")
+    assert pronouns_text(prompt) == "The person's declared pronouns are ey/em/eir/eirs/emself."
