@@ -403,6 +403,7 @@ class TestDatasetPage:
 @pytest.mark.django_db
 def test_a_templates_dataset_goes_through_the_pool_the_report_the_explorer_and_a_judges_prompt(tmp_path):
     """Downstream treats it like RUFF, under its own name and families (a job's rows are written here by hand)."""
+    from analysis.exports import report_render
     from analysis.selectors.explorer import pool_cells
     from analysis.selectors.report import report_data
     from annotation.services import pool_sample
@@ -442,6 +443,8 @@ def test_a_templates_dataset_goes_through_the_pool_the_report_the_explorer_and_a
     assert {base: (row["prob"], row["gen"], row["prob_score"]) for base, row in accuracy.items()} == {
         base: (float(base == "he"), float(base == "fae"), "sum") for base in FAMILIES
     }
+    html = report_render(report=report, fmt="html").body  # the plots and every table, with ey and fae
+    assert "Rankings across benchmarks" in html and ">fae<" in html
     cells = pool_cells(pool=pool)
     assert {(cell["dataset"], cell["pronoun"], cell["instances"]) for cell in cells} == {
         ("mine", base, 3) for base in FAMILIES
