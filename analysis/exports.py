@@ -145,6 +145,10 @@ EMPTY_TABLES: dict[str, tuple[list[str], str]] = {
         ],
         "a finished LLM judge run over the pool's generation job (manage.py judge --job) and annotated items",
     ),
+    "ranking_agreement": (
+        ["dataset_a", "method_a", "dataset_b", "method_b", "n_models", "tau", "p_value", "p_method", "note"],
+        "accuracies of the same models on two datasets or by two methods",
+    ),
 }  # fmt: skip
 # Columns whose values are labels: shown with one spelling everywhere ("no pronoun", never "no_pronoun").
 LABEL_COLUMNS = {"human_label", "majority", "dawid_skene", "mace", "first_annotator", "label", "gold_label"}
@@ -491,13 +495,19 @@ def _latex_repetition(report: dict) -> str:
     )
 
 
+PROB_SCORE_NAMES = {"mean": "mean token loss", "sum": "summed log-probability"}
+
+
 def _latex_accuracy(report: dict) -> str:
+    scores = sorted({r["prob_score"] for r in report["accuracy"] if r.get("prob_score")})
     return _latex_table(
         latex_join(
             "Accuracy per cell (mean ",
             PM,
             " SEM): probability-based, generation-based over all samples and over the "
             "first sample, and the human verdict on the pool's items.",
+            # docs/domain.md, 'Probability scoring: mean or sum': the jobs' choice labels the probability figures
+            f" Probability scoring: {', '.join(PROB_SCORE_NAMES.get(x, x) for x in scores)}." if scores else "",
         ),
         [*CELL_HEADINGS, "Instances", "Probability", "Generation", "First sample", "Human", "Items"],
         [
@@ -659,6 +669,37 @@ def _latex_prediction_powered(report: dict) -> str:
     )  # fmt: skip
 
 
+def _latex_ranking_agreement(report: dict) -> str:
+    rows = report.get("ranking_agreement") or []
+    return _latex_table(
+        latex_join(
+            "Rankings across benchmarks: Kendall's ",
+            Latex(r"$\tau$"),
+            " between the models' accuracies for each pair of (dataset, method), over the models both have, with its "
+            "exact p-value (asymptotic where accuracies tie). Fewer than 3 shared models give no ",
+            Latex(r"$\tau$"),
+            ". With 6 models, only ",
+            Latex(r"$\tau \geq 0.87$"),
+            " is significant at 0.05.",
+        ),
+        ["Dataset", "Method", "Dataset", "Method", "Models", Latex(r"$\tau$"), "p", "Note"],
+        [
+            [
+                r["dataset_a"],
+                r["method_a"],
+                r["dataset_b"],
+                r["method_b"],
+                str(r["n_models"]),
+                _fmt(r["tau"]),
+                _fmt(r["p_value"]),
+                r["note"] or "",
+            ]
+            for r in rows
+        ],
+        fit=True,
+    )
+
+
 # The LaTeX tables by name, in the order of the full export; `--table NAME` gives one.
 LATEX_TABLES: dict[str, Callable[[dict], str]] = {
     "inter_annotator": _latex_inter_annotator,
@@ -671,6 +712,7 @@ LATEX_TABLES: dict[str, Callable[[dict], str]] = {
     "examples": _latex_examples,
     "judge_verdict": _latex_judge_verdict,
     "prediction_powered": _latex_prediction_powered,
+    "ranking_agreement": _latex_ranking_agreement,
 }
 
 

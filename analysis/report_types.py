@@ -223,6 +223,22 @@ class AccuracyRow(Cell):
     human_sem: float | None
     human_boot_ci: Interval | None
     human_n: int
+    prob_score: str | None  # the jobs' probability scoring: mean or sum (None without a job)
+
+
+class RankingAgreementRow(TypedDict):
+    """Kendall's tau between two (dataset, method) rankings of the models (docs/domain.md, 'Rankings across
+    benchmarks'); `tau` and `p_value` are null with fewer than 3 shared models (`note` says why)."""
+
+    dataset_a: str
+    method_a: str  # probability accuracy (mean|sum), heuristic accuracy or human accuracy
+    dataset_b: str
+    method_b: str
+    n_models: int
+    tau: float | None
+    p_value: float | None
+    p_method: str | None  # exact, or asymptotic when accuracies tie
+    note: str
 
 
 class ConflictRow(TypedDict):
@@ -339,6 +355,7 @@ class Report(TypedDict):
     judge_reliability: NotRequired[list[dict[str, str | int | float | None]]]
     judge_verdict: NotRequired[list[JudgeVerdictRow]]  # the judge's verdict
     prediction_powered: NotRequired[list[PredictionPoweredRow]]  # rates once the judge labels the job
+    ranking_agreement: NotRequired[list[RankingAgreementRow]]  # rankings across benchmarks
 
 
 # --- the quality dashboard (analysis/selectors/quality.py) ----------------------------------------------------------

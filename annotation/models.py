@@ -73,7 +73,9 @@ class PoolItem(models.Model):
     )
     # The cell: model x dataset x setting x pronoun.
     model_name = models.CharField(max_length=200)
-    dataset = models.CharField(max_length=16, help_text="dataset kind: misgendered, ruff or tango")
+    dataset = models.CharField(
+        max_length=64, help_text="dataset kind: misgendered, ruff or tango; a templates dataset's own name"
+    )
     setting = models.CharField(max_length=4, choices=SETTING_CHOICES)
     pronoun = models.CharField(max_length=8, choices=BASE_CHOICES)
     sample_index = models.PositiveSmallIntegerField(null=True, blank=True)

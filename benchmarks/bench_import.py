@@ -2,11 +2,16 @@
 75 MB, 200,000-row upload that once took a web process to 1.28 GB.
 
     python benchmarks/bench_import.py [--rows 200000]
+    python benchmarks/bench_import.py --templates 100000   # a templates dataset (docs/domain.md, 'Your own templates')
 
 Writes a file of `--rows` rows of about 375 bytes each (MISGENDERED, pre-[MASK], distinct continuations) to a
 temporary directory, imports it into a fresh SQLite database there with the service the pages, the API and the
 command call, and prints one JSON object: `file_mb`, `rows`, `seconds`, `peak_rss_mb` (the process's peak resident
 memory, Python and Django included), `rss_before_mb` (the same before the import), and the machine's load average.
+
+With `--templates N`: a codebook of 6 families (ey and fae among them), a templates CSV and a names file that give
+N instances (N / 150 templates x 6 families x 25 names), imported with `import_dataset templates`' service; prints
+`instances`, `seconds`, `rows_per_second` and the same memory figures.
 """
 
 from __future__ import annotations
@@ -51,11 +56,66 @@ def write_file(path: Path, rows: int) -> None:
             writer.writerow([TEMPLATE, f"{PRE}Xe smiled, row {n}, {filler}{filler[: n % 60]}", "1.0", "xe", "m"])
 
 
+CODEBOOK = """base,nom,acc,pos_dep,pos_ind,ref
+he,he,him,his,his,himself
+she,she,her,her,hers,herself
+they,they,them,their,theirs,themself
+xe,xe,xem,xyr,xyrs,xemself
+ey,ey,em,eir,eirs,emself
+fae,fae,faer,faer,faers,faerself
+"""
+FAMILIES, NAMES_PER_TEMPLATE = 6, 25
+
+
+def templates_main(instances: int) -> None:
+    from generation.services.templates_kind import dataset_import_templates
+
+    templates = max(1, instances // (FAMILIES * NAMES_PER_TEMPLATE))
+    codebook, names, path = WORK / "codebook.csv", WORK / "names.txt", WORK / "templates.csv"
+    codebook.write_text(CODEBOOK, encoding="utf-8")
+    names.write_text("".join(f"Name{n}\n" for n in range(500)), encoding="utf-8")
+    forms = ["nom", "acc", "pos_dep", "pos_ind", "ref"]
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["id", "template", "group"])
+        for n in range(templates):
+            writer.writerow(
+                [
+                    f"t{n}",
+                    f"{{name}} uses {{nom}}/{{acc}}. {{name}} fixed bike {n}. {{target:{forms[n % 5]}}} rode.",
+                    "g",
+                ]
+            )
+    before = peak_rss_mb()
+    start = time.perf_counter()
+    result = dataset_import_templates(
+        codebook_path=codebook, templates_path=path, names_path=names, names_per_template=NAMES_PER_TEMPLATE
+    )
+    seconds = time.perf_counter() - start
+    print(
+        json.dumps(
+            {
+                "instances": result.instances,
+                "templates": templates,
+                "seconds": round(seconds, 1),
+                "rows_per_second": round(result.instances / seconds),
+                "rss_before_mb": round(before),
+                "peak_rss_mb": round(peak_rss_mb()),
+                "load_average": os.getloadavg(),
+            }
+        )
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=200_000)
+    parser.add_argument("--templates", type=int, default=None, help="import a templates dataset of this many instances")
     args = parser.parse_args()
     call_command("migrate", verbosity=0)
+    if args.templates is not None:
+        templates_main(args.templates)
+        return
     path = WORK / "generations.csv"
     write_file(path, args.rows)
     before = peak_rss_mb()

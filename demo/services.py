@@ -37,6 +37,7 @@ SHIPPED_POOL = "demo"
 SHIPPED_FILES = ("generations_pre.csv", "generations_post.csv")
 LIVE_POOL = "demo-live"
 DATASETS = ("demo-misgendered", "demo-ruff")
+TEMPLATES_DATASET = "demo-templates"  # demo/templates_*.{csv,txt}: a templates dataset with ey and fae
 ANNOTATORS = ["annotator1", "annotator2"]
 SHIPPED_OVERLAP = 16  # of 48 items: each annotator gets 32
 # The live job: the default model on demo-misgendered, one instance per pronoun, the pre-[MASK] setting, 5 samples:

@@ -68,6 +68,7 @@ class JobOutputSerializer(serializers.ModelSerializer):
             "seed",
             "per_pronoun",
             "batch_size",
+            "prob_score",
             "options",
             "status",
             "status_text",

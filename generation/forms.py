@@ -5,7 +5,7 @@ from typing import Any
 from django import forms
 from rest_framework import serializers
 
-from generation.models import Dataset, LanguageModel
+from generation.models import Dataset, LanguageModel, PronounForm
 from generation.parameters import (
     ChoiceListField,
     JobParameterError,
@@ -14,6 +14,7 @@ from generation.parameters import (
     NamedRowField,
     job_parameters_validate,
 )
+from generation.pronouns import BASES
 from generation.selectors import model_list
 
 # Fields of the definition that the job form leaves out: a page queues generation jobs only.
@@ -69,6 +70,13 @@ class JobForm(forms.Form):
         self.fields["model"].choices = rows["model"]  # type: ignore[attr-defined]
         self.fields["dataset"].choices = rows["dataset"]  # type: ignore[attr-defined]
         self.fields["dataset"].required = True
+        # A templates dataset brings its own families (ey, fae, ...): they are offered too, and none ticked means all
+        # of the chosen dataset's.
+        families = list(dict.fromkeys([*BASES, *PronounForm.objects.order_by("pk").values_list("base", flat=True)]))
+        pronouns = self.fields["pronouns"]
+        pronouns.choices = [(family, family) for family in families]  # type: ignore[attr-defined]
+        pronouns.required = False
+        pronouns.help_text = f"{pronouns.help_text}; none ticked: all of the dataset's"
         if not LanguageModel.objects.filter(name=self.fields["model"].initial).exists():
             self.fields["model"].initial = None
 
@@ -79,7 +87,7 @@ class JobForm(forms.Form):
         parsed = {
             name: value
             for name, value in cleaned.items()
-            if name not in self.errors and not (value == "" and not fields[name].required)
+            if name not in self.errors and not (value in ("", []) and not fields[name].required)
         }
         for name in ("model", "dataset"):  # the definition needs both; a bad one already carries its error
             parsed.setdefault(name, "")
@@ -90,3 +98,15 @@ class JobForm(forms.Form):
                 if name not in self.errors:
                     self.add_error(name if name in self.fields else None, message)
         return cleaned
+
+
+class TemplatesImportForm(forms.Form):
+    """The admin's upload of a templates dataset (docs/domain.md, 'Your own templates'): the same files and arguments
+    as `import_dataset templates`."""
+
+    name = forms.SlugField(max_length=64, help_text="the dataset's name (letters, digits, - and _)")
+    codebook = forms.FileField(help_text="CSV: base, nom, acc, pos_dep, pos_ind, ref (one family a row)")
+    templates = forms.FileField(help_text="CSV or JSONL (.jsonl): id, template and optionally group")
+    names = forms.FileField(required=False, help_text="optional: one name a line, for {name}")
+    names_per_template = forms.IntegerField(min_value=1, max_value=1000, initial=15, help_text="name draws")
+    seed = forms.IntegerField(min_value=0, max_value=2**32 - 1, initial=42, help_text="the name draw's seed")

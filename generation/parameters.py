@@ -23,6 +23,7 @@ may leave out the dataset and validates its own `options`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,10 +34,12 @@ from rest_framework import serializers
 from generation.contexts import ALL_SETTINGS, SETTINGS, settings_for
 from generation.models import DEFAULT_MODEL_NAME, GENERATION_KIND, JOB_DEFAULTS, Dataset, LanguageModel
 from generation.pronouns import BASES
+from generation.scoring import DEFAULT_PROB_SCORE, PROB_SCORES
 from generation.services.distractors import SAMPLE_SEED_CHOICES, SAMPLE_SEEDS
 from generation.services.kinds import job_kind_get, job_kinds
 
 MAX_SEED = 2**32 - 1
+_FAMILY = re.compile(r"^[a-z]{1,8}$")
 
 
 class JobParameterError(ValueError):
@@ -68,6 +71,7 @@ class JobParameters:
     # RUFF with distractors (docs/domain.md, 'RUFF with distractors'): only the instances of this count / this sample.
     distractors: int | None = None
     sample_seed: int | None = None
+    prob_score: str = DEFAULT_PROB_SCORE  # mean (the paper's mean token loss) or sum (RUFF's summed log-probability)
     options: dict[str, Any] = field(default_factory=dict)
 
     def batch_size_or_model(self) -> int:
@@ -144,6 +148,26 @@ class ChoiceListField(serializers.ListField):
         return list(value)
 
 
+class PronounListField(ChoiceListField):
+    """The job's base pronouns: any names here; `check_together` holds them to the dataset's own families (a templates
+    dataset brings its own, docs/domain.md 'Your own templates') and puts them in the codebook's order. `choices`
+    are the built-in kinds' four, which the form shows (with the datasets' other families added)."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, str):
+            data = [part.strip() for part in data.split(",") if part.strip()]
+        if not isinstance(data, list | tuple) or not all(isinstance(v, str) for v in data):
+            raise serializers.ValidationError(f"give a list of {self.what}")
+        if not data:
+            raise serializers.ValidationError(f"choose at least one of {', '.join(self.choices)}")
+        bad = [v for v in data if not _FAMILY.match(v)]
+        if bad:
+            raise serializers.ValidationError(
+                f"{', '.join(map(ascii, bad))}: a pronoun family is 1-8 lower-case letters (he, she, they, xe, ey, ...)"
+            )
+        return list(dict.fromkeys(data))
+
+
 class NamedRowField(serializers.CharField):
     """A row given by its name (or the row itself, from Python); an unknown name lists the known ones."""
 
@@ -189,7 +213,12 @@ class JobParametersSerializer(serializers.Serializer):
         default=None,
         help_text="dataset name (misgendered, ruff, demo-ruff, ...)",
     )
-    pronouns = ChoiceListField(choices=BASES, what="pronouns", required=False, help_text="base pronouns (default all)")
+    pronouns = PronounListField(
+        choices=BASES,
+        what="pronouns",
+        required=False,
+        help_text="base pronouns (default all of the dataset's: he, she, they, xe, or a templates dataset's own)",
+    )
     settings = ChoiceListField(
         choices=ALL_SETTINGS,
         what="settings",
@@ -250,6 +279,11 @@ class JobParametersSerializer(serializers.Serializer):
         help_text="RUFF with distractors: only RUFF's evaluation sample drawn with this seed "
         f"({', '.join(map(str, SAMPLE_SEEDS))}); none = all",
     )
+    prob_score = serializers.ChoiceField(
+        choices=list(PROB_SCORES),
+        default=DEFAULT_PROB_SCORE,
+        help_text="probability scoring: mean (the paper's mean token loss) or sum (RUFF's summed log-probability)",
+    )
     options = serializers.DictField(required=False, default=dict, help_text="the job kind's own parameters")
 
     def to_internal_value(self, data):
@@ -299,6 +333,8 @@ class JobParametersSerializer(serializers.Serializer):
                 ]
             else:
                 values["settings"] = chosen
+        if "pronouns" not in errors:
+            _pronouns_check(values, errors, dataset_failed="dataset" in errors)
         if "engine" not in errors and "model" not in errors and "model" in values:
             _engine_check(values, errors)
         _distractors_check(values, errors)
@@ -319,6 +355,32 @@ def _engine_check(values: dict[str, Any], errors: dict[str, Any]) -> None:
         engine_check(engine=values["engine"], language_model=values["model"], num_beams=values.get("num_beams", 1))
     except EngineUnavailable as exc:
         errors["engine"] = [str(exc)]
+
+
+def _pronouns_check(values: dict[str, Any], errors: dict[str, Any], *, dataset_failed: bool) -> None:
+    """The pronouns are families of the dataset's codebook (all of them when none are given), in its order; with no
+    dataset (or a bad one), families of some dataset."""
+    from generation.models import PronounForm
+    from generation.selectors import dataset_codebook
+
+    dataset = None if dataset_failed else values.get("dataset")
+    if dataset is not None and dataset.pronoun_forms.exists():
+        families: tuple[str, ...] = dataset_codebook(dataset=dataset).bases
+    elif dataset_failed:
+        families = tuple(dict.fromkeys([*BASES, *PronounForm.objects.order_by("pk").values_list("base", flat=True)]))
+    else:
+        families = BASES
+    chosen = values.get("pronouns")
+    if chosen is None:
+        if dataset is not None:
+            values["pronouns"] = list(families)
+        return
+    unknown = [v for v in chosen if v not in families]
+    if unknown:
+        where = f" of dataset {dataset.name!r}" if dataset is not None else ""
+        errors["pronouns"] = [f"unknown pronouns {', '.join(map(ascii, unknown))}; use {', '.join(families)}{where}"]
+        return
+    values["pronouns"] = [v for v in families if v in chosen]
 
 
 def _distractors_check(values: dict[str, Any], errors: dict[str, Any]) -> None:

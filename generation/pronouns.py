@@ -21,8 +21,17 @@ FORM_LABELS = {
 
 @dataclass(frozen=True)
 class Codebook:
+    """A dataset's spellings: base -> form -> surface. The built-in kinds have the 4 bases of BASES; a `templates`
+    dataset (docs/domain.md, 'Your own templates') brings its own families, in its codebook file's order, and a
+    family may lack some forms."""
+
     dataset: str
     table: dict[str, dict[str, str]]  # base -> form -> surface
+
+    @cached_property
+    def bases(self) -> tuple[str, ...]:
+        """The families in codebook order (BASES for the built-in kinds): the candidates' order."""
+        return tuple(self.table)
 
     def surface(self, base: str, form: str) -> str:
         try:
@@ -32,11 +41,13 @@ class Codebook:
 
     @cached_property
     def forms(self) -> tuple[str, ...]:
-        return tuple(form for form in FORMS if form in self.table[BASES[0]])
+        """The forms any family has, in FORMS order."""
+        return tuple(form for form in FORMS if any(form in forms for forms in self.table.values()))
 
     def candidates(self, form: str) -> list[tuple[str, str]]:
-        """The 4 (base, surface) candidates for a mask of this case, in BASES order."""
-        return [(base, self.surface(base, form)) for base in BASES]
+        """The (base, surface) candidates for a mask of this case, one per family, in codebook order (BASES for
+        the built-in kinds)."""
+        return [(base, self.surface(base, form)) for base in self.bases]
 
     @cached_property
     def omega(self) -> frozenset[str]:
@@ -50,7 +61,7 @@ class Codebook:
 
     def base_for(self, form: str, surface: str) -> str | None:
         surface = surface.lower()
-        for base in BASES:
+        for base in self.bases:
             if self.table[base].get(form) == surface:
                 return base
         return None

@@ -27,9 +27,16 @@ from typing import cast
 
 from generation.contexts import fill_mask
 from generation.loading import LoadedModel
-from generation.pronouns import BASES, Codebook
+from generation.pronouns import Codebook
 
 logger = logging.getLogger(__name__)
+
+# How a candidate's sequence is scored (docs/domain.md, 'The probability-based evaluation'): `mean` is the paper's mean token
+# loss (eq. 5, the default); `sum` is RUFF's summed log-probability, kept as the summed token loss (-sum log p) so that
+# the prediction is the lowest value either way. They differ when candidates have different numbers of tokens (xem,
+# faer): the mean divides by the length, the sum does not.
+PROB_SCORES = ("mean", "sum")
+DEFAULT_PROB_SCORE = "mean"
 
 
 @dataclass(frozen=True)
@@ -39,22 +46,24 @@ class ScoreItem:
     form: str  # the mask's case
     correct_form: str  # lower-case surface form that belongs at the mask
     codebook: Codebook
+    prob_score: str = DEFAULT_PROB_SCORE  # mean or sum (PROB_SCORES)
 
 
 @dataclass(frozen=True)
 class ScoreResult:
-    losses: dict[str, float]  # base -> mean token loss
+    losses: dict[str, float]  # base -> mean token loss (or summed token loss, prob_score "sum")
     prediction: str  # base of the lowest-loss candidate
     correct: bool
 
 
 def candidate_texts(item: ScoreItem) -> list[tuple[str, str]]:
-    """(base, full text) for the 4 candidates, in BASES order, capitalised when the mask starts a sentence."""
+    """(base, full text) for the candidates (one per family, in codebook order), capitalised when the mask starts a
+    sentence."""
     return [(base, fill_mask(item.text, item.mask, surface)) for base, surface in item.codebook.candidates(item.form)]
 
 
 def _result(item: ScoreItem, losses: dict[str, float]) -> ScoreResult:
-    prediction = min(BASES, key=lambda base: losses[base])  # ties go to the first base in BASES order
+    prediction = min(losses, key=lambda base: losses[base])  # ties go to the first family in codebook order
     return ScoreResult(
         losses=losses,
         prediction=prediction,
@@ -62,19 +71,27 @@ def _result(item: ScoreItem, losses: dict[str, float]) -> ScoreResult:
     )
 
 
-def sequence_loss(*, loaded: LoadedModel, text: str) -> float:
-    """One text's mean token loss, the plain way (the reference the batched path must equal)."""
+def sequence_loss(*, loaded: LoadedModel, text: str, prob_score: str = DEFAULT_PROB_SCORE) -> float:
+    """One text's mean token loss (or, with `prob_score="sum"`, its summed token loss), the plain way (the reference
+    the batched path must equal)."""
     import torch
 
     ids = loaded.tokenizer(text, return_tensors="pt").input_ids.to(loaded.device)
     with torch.inference_mode():
-        return float(loaded.model(input_ids=ids, labels=ids).loss)
+        mean = float(loaded.model(input_ids=ids, labels=ids).loss)
+    return mean * (ids.shape[-1] - 1) if prob_score == "sum" else mean
 
 
 def score_one_at_a_time(*, loaded: LoadedModel, items: Sequence[ScoreItem]) -> list[ScoreResult]:
     """The plain loop: one forward pass per candidate. Used as the reference in tests and the benchmark."""
     return [
-        _result(item, {base: sequence_loss(loaded=loaded, text=text) for base, text in candidate_texts(item)})
+        _result(
+            item,
+            {
+                base: sequence_loss(loaded=loaded, text=text, prob_score=item.prob_score)
+                for base, text in candidate_texts(item)
+            },
+        )
         for item in items
     ]
 
@@ -117,9 +134,12 @@ def _nll(logits, targets):
     return torch.logsumexp(logits, dim=-1) - logits.gather(-1, targets[..., None]).squeeze(-1)
 
 
-def _score_batch_cached(loaded: LoadedModel, batch: list[_Prepared], *, suffix_only: bool = False) -> list[list[float]]:
-    """Mean token loss of each full sequence, or with `suffix_only` of each candidate's own tokens: the prefixes in one
-    forward pass, then the candidates' own tokens from the prefixes' key/value cache (models without tree masks)."""
+def _score_batch_cached(
+    loaded: LoadedModel, batch: list[_Prepared], *, suffix_only: bool = False, summed: bool = False
+) -> list[list[float]]:
+    """Mean token loss of each full sequence (with `summed`, the summed loss), or with `suffix_only` of each
+    candidate's own tokens: the prefixes in one forward pass, then the candidates' own tokens from the prefixes'
+    key/value cache (models without tree masks)."""
     import torch
 
     model, device = loaded.model, loaded.device
@@ -176,6 +196,8 @@ def _score_batch_cached(loaded: LoadedModel, batch: list[_Prepared], *, suffix_o
     if suffix_only:
         return (suffix_sum / lengths.to(suffix_sum.device)).view(size, n).tolist()
     total = prefix_sum.repeat_interleave(n) + suffix_sum
+    if summed:
+        return total.view(size, n).tolist()
     predicted = (shared + lengths - 1).to(total.device)  # tokens 1..T-1 of each full sequence
     return (total / predicted).view(size, n).tolist()
 
@@ -262,9 +284,12 @@ def _tree_inputs(loaded: LoadedModel, trees: list[_Tree]):
     return ids, positions, allowed[:, None], columns
 
 
-def _score_batch_tree(loaded: LoadedModel, batch: list[_Prepared], *, suffix_only: bool = False) -> list[list[float]]:
-    """Mean token loss of each full sequence, or with `suffix_only` of each candidate's own tokens, in one forward pass
-    of the batch's trees (one row each; a node attends to its ancestors and itself, at its depth's position)."""
+def _score_batch_tree(
+    loaded: LoadedModel, batch: list[_Prepared], *, suffix_only: bool = False, summed: bool = False
+) -> list[list[float]]:
+    """Mean token loss of each full sequence (with `summed`, the summed loss), or with `suffix_only` of each
+    candidate's own tokens, in one forward pass of the batch's trees (one row each; a node attends to its ancestors
+    and itself, at its depth's position)."""
     import torch
 
     model, device = loaded.model, loaded.device
@@ -313,7 +338,9 @@ def _score_batch_tree(loaded: LoadedModel, batch: list[_Prepared], *, suffix_onl
     for t, tree in enumerate(trees):
         for entry, paths in zip(tree.entries, tree.paths, strict=True):
             own = [counted(entry, path) for path in paths]
-            losses[id(entry)] = [sum(node_loss[t, node] for node in nodes) / len(nodes) for nodes in own]
+            losses[id(entry)] = [
+                sum(node_loss[t, node] for node in nodes) / (1 if summed else len(nodes)) for nodes in own
+            ]
     return [losses[id(entry)] for entry in batch]
 
 
@@ -354,18 +381,28 @@ def _tree_agrees(loaded: LoadedModel) -> bool:
     return agrees
 
 
-def _score_batch(loaded: LoadedModel, batch: list[_Prepared], *, suffix_only: bool = False) -> list[list[float]]:
-    """Mean token loss of each full sequence, or with `suffix_only` of each candidate's own tokens."""
+def _score_batch(
+    loaded: LoadedModel, batch: list[_Prepared], *, suffix_only: bool = False, summed: bool = False
+) -> list[list[float]]:
+    """Mean token loss of each full sequence (with `summed`, the summed loss), or with `suffix_only` of each
+    candidate's own tokens."""
     if _tree_agrees(loaded):
-        return _score_batch_tree(loaded, batch, suffix_only=suffix_only)
-    return _score_batch_cached(loaded, batch, suffix_only=suffix_only)
+        return _score_batch_tree(loaded, batch, suffix_only=suffix_only, summed=summed)
+    return _score_batch_cached(loaded, batch, suffix_only=suffix_only, summed=summed)
 
 
 def score_candidates(
-    *, loaded: LoadedModel, candidates: Sequence[Sequence[str]], batch_size: int | None = None
+    *,
+    loaded: LoadedModel,
+    candidates: Sequence[Sequence[str]],
+    batch_size: int | None = None,
+    prob_score: str = DEFAULT_PROB_SCORE,
 ) -> list[list[float]]:
-    """Mean token loss of every candidate text, batched: each entry's candidates (the same number for every entry)
-    share their common token prefix, which runs once. Results come back in the order of `candidates`."""
+    """Mean token loss of every candidate text (or summed, `prob_score="sum"`), batched: each entry's candidates (the
+    same number for every entry) share their common token prefix, which runs once. Results come back in the order of
+    `candidates`."""
+    if prob_score not in PROB_SCORES:
+        raise ValueError(f"unknown prob_score {prob_score!r}: use one of {', '.join(PROB_SCORES)}")
     import torch
 
     batch_size = batch_size or loaded.batch_size
@@ -374,7 +411,7 @@ def score_candidates(
     with torch.inference_mode():
         for start in range(0, len(prepared), batch_size):
             batch = prepared[start : start + batch_size]
-            for p, result in zip(batch, _score_batch(loaded, batch), strict=True):
+            for p, result in zip(batch, _score_batch(loaded, batch, summed=prob_score == "sum"), strict=True):
                 losses[p.index] = result
     assert all(loss is not None for loss in losses)  # every entry was prepared and scored once
     return cast(list[list[float]], losses)
@@ -414,10 +451,21 @@ def score_suffixes(
 def score_instances(
     *, loaded: LoadedModel, items: Sequence[ScoreItem], batch_size: int | None = None
 ) -> list[ScoreResult]:
-    """Score many instances, batched; results come back in the order of `items`."""
-    candidates = [[text for _, text in candidate_texts(item)] for item in items]
-    losses = score_candidates(loaded=loaded, candidates=candidates, batch_size=batch_size)
-    return [
-        _result(item, dict(zip(BASES, item_losses, strict=True)))
-        for item, item_losses in zip(items, losses, strict=True)
-    ]
+    """Score many instances, batched (items of one scoring rule and one number of candidates together); results
+    come back in the order of `items`."""
+    results: list[ScoreResult | None] = [None] * len(items)
+    groups: dict[tuple[str, int], list[int]] = {}
+    texts = [candidate_texts(item) for item in items]
+    for index, item in enumerate(items):
+        groups.setdefault((item.prob_score, len(texts[index])), []).append(index)
+    for (prob_score, _), indices in groups.items():
+        losses = score_candidates(
+            loaded=loaded,
+            candidates=[[text for _, text in texts[i]] for i in indices],
+            batch_size=batch_size,
+            prob_score=prob_score,
+        )
+        for i, item_losses in zip(indices, losses, strict=True):
+            bases = [base for base, _ in texts[i]]
+            results[i] = _result(items[i], dict(zip(bases, item_losses, strict=True)))
+    return cast(list[ScoreResult], results)

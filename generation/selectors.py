@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Iterator
 from datetime import datetime
 
-from django.db.models import Q, QuerySet
+from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
 from generation.models import (
@@ -17,9 +17,10 @@ from generation.models import (
     JobStatus,
     LanguageModel,
     ProbResult,
+    PronounForm,
     TangoTemplate,
 )
-from generation.pronouns import Codebook, codebook_for
+from generation.pronouns import CODEBOOKS, Codebook, codebook_for
 
 
 def job_list() -> QuerySet[GenerationJob]:
@@ -34,11 +35,29 @@ def dataset_codebook(*, dataset: Dataset) -> Codebook:
     """The codebook stored with the dataset when it was imported (its PronounForm rows): the spellings a job scores
     and checks against are those the dataset was imported with. Anything else the kind's codebook carries is kept."""
     table: dict[str, dict[str, str]] = {}
-    for base, form, surface in dataset.pronoun_forms.values_list("base", "form", "surface"):
+    # In the order they were written: a templates dataset's families keep its codebook file's order (the candidates').
+    for base, form, surface in dataset.pronoun_forms.order_by("pk").values_list("base", "form", "surface"):
         table.setdefault(base, {})[form] = surface
     if not table:
         raise ValueError(f"dataset {dataset.name!r} has no stored codebook (pronoun forms); import it again")
+    if (
+        dataset.kind not in CODEBOOKS
+    ):  # a templates dataset: its codebook is its own (docs/domain.md, 'Your own templates')
+        return Codebook(dataset=dataset.name, table=table)
     return dataclasses.replace(codebook_for(dataset.kind), table=table)
+
+
+def dataset_rows() -> list[dict]:
+    """Every dataset with its kind, instance count and families (the dataset page)."""
+    counts = dict(Dataset.objects.annotate(n=Count("instances")).values_list("pk", "n"))
+    families: dict[int, list[str]] = {}
+    for dataset_id, base in PronounForm.objects.order_by("pk").values_list("dataset_id", "base"):
+        if base not in families.setdefault(dataset_id, []):
+            families[dataset_id].append(base)
+    return [
+        {"dataset": dataset, "instances": counts.get(dataset.pk, 0), "families": families.get(dataset.pk, [])}
+        for dataset in Dataset.objects.order_by("name")
+    ]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -213,6 +232,7 @@ EXPORT_COLUMNS = (
     "ruff_uid",
     "confuse_pronoun",
     "heuristic_validity",
+    "prob_score",  # how prob_prediction was scored: mean (token loss) or sum (log-probability), the job's choice
 )
 HEURISTIC_NOT_VALID = "not valid with distractors"
 
@@ -250,4 +270,5 @@ def job_export_rows(*, job: GenerationJob, batch: int = 2000) -> Iterator[dict]:
             "ruff_uid": instance.ruff_uid,
             "confuse_pronoun": instance.confuse_pronoun,
             "heuristic_validity": "" if instance.distractors is None else HEURISTIC_NOT_VALID,
+            "prob_score": job.prob_score,
         }

@@ -4,6 +4,7 @@ from generation import apis, views
 
 urlpatterns = [
     path("generation/jobs/", views.job_list_page, name="generation-jobs"),
+    path("generation/datasets/", views.dataset_list_page, name="generation-datasets"),
     path("generation/jobs/new/", views.job_new_page, name="generation-job-new"),
     path("generation/jobs/<int:job_id>/", views.job_results_page, name="generation-job-results"),
     path("generation/jobs/<int:job_id>/cancel/", views.job_cancel_page, name="generation-job-cancel"),

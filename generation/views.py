@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import redirect, render
@@ -10,10 +11,11 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 
 from accounts.roles import ADMIN, RESEARCHER, has_role, role_required
 from common.safe_csv import SafeDictWriter
-from generation.forms import JobForm
+from generation.forms import JobForm, TemplatesImportForm
 from generation.models import GENERATION_KIND, Generation, JobStatus, ProbResult, TangoTemplate
 from generation.selectors import (
     EXPORT_COLUMNS,
+    dataset_rows,
     job_export_rows,
     job_generations,
     job_get,
@@ -25,6 +27,7 @@ from generation.selectors import (
     job_tango_results,
     job_timing,
 )
+from generation.services.datasets import ImportFailed
 from generation.services.jobs import (
     ACTIVE,
     JobDispatchError,
@@ -35,6 +38,8 @@ from generation.services.jobs import (
     job_resume,
 )
 from generation.services.kinds import job_kind_get
+from generation.services.templates_kind import templates_upload_import
+from generation.textfiles import MAX_ERRORS_SHOWN
 
 PAGE_SIZE = 50
 
@@ -90,6 +95,39 @@ def job_new_page(request):
             messages.success(request, f"Job {job.pk} queued: {job.total_instances} instances.")
             return redirect("generation-jobs")
     return render(request, "generation/job_new.html", {"form": form, "unsent": unsent}, status=503 if unsent else 200)
+
+
+@require_http_methods(["GET", "HEAD", "POST"])
+@role_required(RESEARCHER)
+def dataset_list_page(request):
+    """The imported datasets; admins may import a templates dataset here, as `import_dataset templates` does."""
+    can_manage = has_role(request.user, ADMIN)
+    if request.method == "POST" and not can_manage:
+        raise PermissionDenied("Importing a dataset is for the admin role.")
+    form = TemplatesImportForm(request.POST or None, request.FILES or None) if can_manage else None
+    if form is not None and request.method == "POST" and form.is_valid():
+        try:
+            result = templates_upload_import(
+                name=form.cleaned_data["name"],
+                codebook=form.cleaned_data["codebook"],
+                templates=form.cleaned_data["templates"],
+                names=form.cleaned_data["names"],
+                names_per_template=form.cleaned_data["names_per_template"],
+                seed=form.cleaned_data["seed"],
+            )
+        except ImportFailed as exc:
+            for line in exc.errors[:MAX_ERRORS_SHOWN]:
+                form.add_error(None, line)
+        else:
+            verb = "Imported" if result.created else "Already imported, unchanged:"
+            messages.success(request, f"{verb} {result.dataset.name}: {result.instances} instances.")
+            return redirect("generation-datasets")
+    return render(
+        request,
+        "generation/dataset_list.html",
+        {"datasets": dataset_rows(), "form": form, "can_manage": can_manage},
+        status=400 if form is not None and form.errors else 200,
+    )
 
 
 @require_POST

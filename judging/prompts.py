@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from annotation.schema import DEFAULT_LABELS, label_guideline
 from generation.pronouns import Codebook, codebook_for
+from generation.services.templates_kind import label_codebook
 
 FIELDS = ("context", "pronouns", "generation", "options")
 
@@ -94,16 +95,18 @@ class PromptItem:
 
 
 def codebook_of(dataset: str) -> Codebook:
-    """The dataset kind's codebook (a RUFF variant, such as RUFF with distractors, spells pronouns as RUFF does)."""
-    try:
-        return codebook_for(dataset)
-    except KeyError:
-        return codebook_for("ruff" if dataset.startswith("ruff") else "misgendered")
+    """The dataset's codebook: a built-in kind's, a templates dataset's own (the label is its name), else (a RUFF
+    variant, such as RUFF with distractors, spells pronouns as RUFF does) the nearest built-in one."""
+    codebook = label_codebook(dataset)
+    if codebook is not None:
+        return codebook
+    return codebook_for("ruff" if dataset.startswith("ruff") else "misgendered")
 
 
 def _forms(dataset: str, base: str) -> str:
     codebook = codebook_of(dataset)
-    return "/".join(dict.fromkeys(codebook.table[base][form] for form in codebook.forms))
+    forms = codebook.table.get(base, {})
+    return "/".join(dict.fromkeys(forms[form] for form in codebook.forms if form in forms))
 
 
 def pronouns_text(item: PromptItem) -> str:

@@ -64,6 +64,7 @@ ACCESS: dict[str, dict[str, str]] = {
     # generation
     "generation/jobs/": {"GET": RESEARCHER},
     "generation/jobs/new/": {"GET": ADMIN, "POST": ADMIN},
+    "generation/datasets/": {"GET": RESEARCHER, "POST": ADMIN},
     "generation/jobs/<int:job_id>/": {"GET": RESEARCHER},
     "generation/jobs/<int:job_id>/cancel/": {"POST": ADMIN},
     "generation/jobs/<int:job_id>/resume/": {"POST": ADMIN},

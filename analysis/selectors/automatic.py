@@ -2,7 +2,7 @@
 
 The database does the heavy lifting: generations are reduced to one row per job x instance x setting (sample count,
 correct count, the first sample's verdict) before they reach Python, and repetition rates are averaged in SQL.
-Cells are model (job.model.name) x dataset (job.dataset.kind) x setting x pronoun (instance.pronoun): `analysis.cells`.
+Cells are model (job.model.name) x dataset (the dataset's label: its kind, a templates dataset's name) x setting x pronoun (instance.pronoun): `analysis.cells`.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from analysis.metrics.agreement import bootstrap_ci, bootstrap_ratio_ci, finite
 from analysis.models import RepetitionRate
 from annotation.models import Pool
 from generation.models import Generation, GenerationJob, Instance, ProbResult
+from generation.services.templates_kind import dataset_label_expression
 
 CONFLICT_SCOPES = ["all", "dataset", "model", "pronoun", "setting"]
 
@@ -27,8 +28,10 @@ def pool_job_ids(*, pool: Pool) -> list[int]:
 
 def _jobs_frame(job_ids: list[int]) -> pd.DataFrame:
     return pd.DataFrame.from_records(
-        GenerationJob.objects.filter(id__in=job_ids).values_list("id", "model__name", "dataset__kind"),
-        columns=["job_id", "model", "dataset"],
+        GenerationJob.objects.filter(id__in=job_ids)
+        .annotate(label=dataset_label_expression("dataset"))
+        .values_list("id", "model__name", "label", "prob_score"),
+        columns=["job_id", "model", "dataset", "prob_score"],
     )
 
 
@@ -112,7 +115,7 @@ def repetition(*, job_ids: list[int]) -> list[dict]:
     out; `n` counts the rest)."""
     rows = (
         RepetitionRate.objects.filter(job_id__in=job_ids, rate__isnull=False)
-        .values("setting", "pronoun", model=F("job__model__name"), dataset=F("job__dataset__kind"))
+        .values("setting", "pronoun", model=F("job__model__name"), dataset=dataset_label_expression("job__dataset"))
         .annotate(mean=Avg("rate"), std=StdDev("rate", sample=False), n=Count("pk"))
         .order_by(*CELL)
     )
@@ -175,6 +178,8 @@ def accuracy(*, frame: pd.DataFrame, human_frame: pd.DataFrame, tango: pd.DataFr
             "gen_boot_ci": bootstrap_ratio_ci(group["correct"].to_numpy(), group["samples"].to_numpy()),
             "gen_n": samples,
             **_figures("gen_first", group["first"]),
+            # how the probability figures were scored: the jobs' prob_score (docs/domain.md, 'Probability scoring: mean or sum')
+            "prob_score": _prob_score(group),
         }
     for cell, group in _tango_successful(tango).groupby(CELL, sort=True):
         if tuple(cell) in automatic_rows:
@@ -183,7 +188,7 @@ def accuracy(*, frame: pd.DataFrame, human_frame: pd.DataFrame, tango: pd.DataFr
     if not human_frame.empty:
         for cell, group in human_frame.groupby(CELL, sort=True):
             human_rows[tuple(cell)] = _figures("human", group["human_binary"].astype(float))
-    empty_automatic = {"n": 0, "prob": None, "prob_sem": None, "prob_boot_ci": None, "prob_n": 0}
+    empty_automatic = {"n": 0, "prob": None, "prob_sem": None, "prob_boot_ci": None, "prob_n": 0, "prob_score": None}
     empty_automatic |= {"gen": None, "gen_sem": None, "gen_boot_ci": None, "gen_n": 0}
     empty_automatic |= {"gen_first": None, "gen_first_sem": None, "gen_first_boot_ci": None, "gen_first_n": 0}
     empty_human = {"human": None, "human_sem": None, "human_boot_ci": None, "human_n": 0}
@@ -195,6 +200,13 @@ def accuracy(*, frame: pd.DataFrame, human_frame: pd.DataFrame, tango: pd.DataFr
         }
         for key in sorted(set(automatic_rows) | set(human_rows), key=lambda key: tuple(map(str, key)))
     ]
+
+
+def _prob_score(group: pd.DataFrame) -> str | None:
+    if "prob_score" not in group:
+        return None
+    scores = sorted({str(score) for score in group["prob_score"].dropna()})
+    return ", ".join(scores) or None
 
 
 def conflict_rate(*, frame: pd.DataFrame, tango: pd.DataFrame | None = None) -> list[dict]:

@@ -25,6 +25,7 @@ from annotation.models import STUDY, Pool, PoolItem
 from annotation.schema import human_binary
 from generation.models import Generation, GenerationJob, Instance
 from generation.pronouns import BASES
+from generation.services.templates_kind import dataset_label_expression, dataset_label_q
 
 PAGE_SIZE = 20
 
@@ -102,7 +103,9 @@ class ExplorerPage:
 
 
 def _cell_jobs(*, pool: Pool, cell: dict):
-    return GenerationJob.objects.filter(pools=pool, model__name=cell["model"], dataset__kind=cell["dataset"])
+    return GenerationJob.objects.filter(
+        dataset_label_q("dataset", cell["dataset"]), pools=pool, model__name=cell["model"]
+    )
 
 
 def _scalar_count(queryset, column: str = "id", *, distinct: bool = False) -> Coalesce:
@@ -130,7 +133,7 @@ def cell_instance_page(*, pool: Pool, cell: dict, page: int = 1, page_size: int 
     jobs = _cell_jobs(pool=pool, cell=cell).values("id")
     in_cell = Generation.objects.filter(instance=OuterRef("pk"), job__in=jobs, setting=cell["setting"])
     instances = Instance.objects.filter(
-        Exists(in_cell), pronoun=cell["pronoun"], dataset__kind=cell["dataset"]
+        Exists(in_cell), dataset_label_q("dataset", cell["dataset"]), pronoun=cell["pronoun"]
     ).order_by("ordinal", "id")
     in_jobs, imported_count = (
         Pool.objects.filter(pk=pool.pk)
@@ -336,7 +339,12 @@ def pool_cells(*, pool: Pool, **filters: str) -> list[dict]:
         raise ValueError(f"Unknown cell fields: {', '.join(sorted(unknown))}")
     automatic = (
         Generation.objects.filter(job__pools=pool)
-        .values("setting", model=F("job__model__name"), dataset=F("job__dataset__kind"), pronoun=F("instance__pronoun"))
+        .values(
+            "setting",
+            model=F("job__model__name"),
+            dataset=dataset_label_expression("job__dataset"),
+            pronoun=F("instance__pronoun"),
+        )
         .annotate(instances=Count("instance", distinct=True))
         .order_by()
     )

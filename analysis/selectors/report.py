@@ -11,12 +11,13 @@ import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import pandas as pd
 from django.db.models import Count, Max, OuterRef, Q, QuerySet, Subquery, Sum
 
-from analysis.selectors import automatic, examples, human, quality, tango
+from analysis.selectors import automatic, examples, human, quality, rankings, tango
 from analysis.selectors import distractors as distractor_selectors
 from analysis.selectors import judges as judge_selectors
 from analysis.selectors import verdict as verdict_selectors
@@ -42,6 +43,11 @@ class ReportInputs:
     judges: pd.DataFrame | None = None  # one row per judge x judged study item (selectors/judges.py)
     verdict: verdict_selectors.VerdictParameters = verdict_selectors.VerdictParameters()  # epsilon, alpha, delta
 
+    @cached_property
+    def accuracy(self) -> list[dict]:
+        """The `accuracy` rows, built once: the rankings across benchmarks read them too."""
+        return automatic.accuracy(frame=self.instances, human_frame=self.frame, tango=self.tango)
+
 
 SECTIONS: dict[str, Callable[[ReportInputs], Any]] = {
     "inter_annotator": lambda r: human.inter_annotator(frame=r.frame, labels=r.labels),
@@ -56,7 +62,7 @@ SECTIONS: dict[str, Callable[[ReportInputs], Any]] = {
     "tango_failure_rate": lambda r: tango.tango_failure_rate(frame=r.tango),
     "tango_variation": lambda r: tango.tango_variation(frame=r.tango),
     "repetition": lambda r: automatic.repetition(job_ids=r.job_ids),
-    "accuracy": lambda r: automatic.accuracy(frame=r.instances, human_frame=r.frame, tango=r.tango),
+    "accuracy": lambda r: r.accuracy,
     "conflict_rate": lambda r: automatic.conflict_rate(frame=r.instances, tango=r.tango),
     "disagreements": lambda r: human.disagreements(frame=r.frame),
     "examples": lambda r: examples.examples(frame=r.frame, seed=r.examples_seed),
@@ -74,6 +80,8 @@ SECTIONS: dict[str, Callable[[ReportInputs], Any]] = {
     "aggregates": lambda r: r.aggregates or [],
     # RUFF with distractors: accuracy against the distractor count (the heuristic marked not valid there).
     "distractors": lambda r: distractor_selectors.distractors(frame=r.frame),
+    # Do datasets and methods rank the models alike? Kendall's tau per pair of (dataset, method).
+    "ranking_agreement": lambda r: rankings.ranking_agreement(accuracy=r.accuracy),
 }
 
 # The per-cell tables (rows carrying model, dataset, setting, pronoun), in the order the report shows them.
@@ -150,7 +158,7 @@ def report_data(
 
 
 # Bump when a change to the report's code changes its output, so that a shared cache (Redis) drops old reports.
-REPORT_FORMAT = 2
+REPORT_FORMAT = 3
 
 
 def _scalar(queryset: QuerySet, group: str, **aggregate: Any) -> Subquery:

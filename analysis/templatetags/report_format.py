@@ -37,6 +37,7 @@ TABLE_TITLES = {
     "judge_verdict_agreement": "The judge's chance-corrected agreement (with the human label, each annotator, the human ceiling)",
     "judge_verdict_annotators": "Alternative Annotator Test per annotator",
     "prediction_powered": "Prediction-powered misgendering rates (per context)",
+    "ranking_agreement": "Rankings across benchmarks (Kendall's τ; with 6 models only τ ≥ 0.87 is significant at 0.05)",
 }
 
 COLUMN_TITLES = {

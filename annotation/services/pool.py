@@ -28,6 +28,7 @@ from annotation.models import Pool, PoolItem
 from generation.contexts import ALL_SETTINGS
 from generation.models import Generation, GenerationJob, JobStatus
 from generation.pronouns import BASES
+from generation.services.templates_kind import dataset_label
 
 DRAW_INSTANCES = "instances"
 DRAW_PER_SAMPLE_INDEX = "per-sample-index"
@@ -106,7 +107,7 @@ def _check_one_job_per_model_and_dataset(jobs: list[GenerationJob]) -> None:
     seen: dict[tuple[str, str], int] = {}
     for job in jobs:
         assert job.dataset is not None  # the pool's jobs are chosen by their dataset
-        key = (job.model.name, job.dataset.kind)
+        key = (job.model.name, dataset_label(job.dataset))
         if key in seen:
             raise PoolSampleError(
                 f"jobs {seen[key]} and {job.pk} both hold {key[0]} on {key[1]}; pass --jobs to pick one of them"
@@ -149,7 +150,7 @@ def _job_cells(job: GenerationJob, found: dict) -> Iterator[tuple[tuple[str, str
     """The job's cells in pool order (docs/domain.md, 'The annotation pool'): per setting, the pronouns he, she, they,
     xe (whatever order the job lists them in); a distractor set has one cell per distractor count it holds."""
     counts = sorted({count for _, _, count in found}, key=lambda count: -1 if count is None else count) or [None]
-    kind = job.dataset.kind if job.dataset is not None else ""
+    kind = dataset_label(job.dataset) if job.dataset is not None else ""
     for setting in _in_order(list(job.settings), ALL_SETTINGS):
         for pronoun in _in_order(list(job.pronouns), BASES):
             for count in counts:
@@ -223,7 +224,7 @@ def _write_pool(
                 pool=pool,
                 generation=generation,
                 model_name=job.model.name,
-                dataset=job.dataset.kind,
+                dataset=dataset_label(job.dataset),
                 setting=generation.setting,
                 pronoun=generation.instance.pronoun,
                 sample_index=generation.sample_index,

@@ -11,6 +11,7 @@ class DatasetKind(models.TextChoices):
     MISGENDERED = "misgendered", "MISGENDERED"
     RUFF = "ruff", "RUFF"
     TANGO = "tango", "TANGO"
+    TEMPLATES = "templates", "your own templates"
 
 
 class Dataset(models.Model):

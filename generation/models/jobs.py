@@ -106,6 +106,12 @@ class GenerationJob(models.Model):
     seed = models.BigIntegerField(default=JOB_DEFAULTS.seed)
     per_pronoun = models.PositiveIntegerField(null=True, blank=True, help_text="first N instances per pronoun")
     batch_size = models.PositiveIntegerField(null=True, blank=True, help_text="instances per chunk; empty: the model's")
+    prob_score = models.CharField(
+        max_length=8,
+        choices=[("mean", "mean token loss"), ("sum", "summed log-probability")],
+        default="mean",
+        help_text="how probability scoring scores a candidate: mean (the paper's) or sum (RUFF's)",
+    )
 
     status = models.CharField(max_length=10, choices=JobStatus.choices, default=JobStatus.QUEUED)
     total_instances = models.PositiveIntegerField(default=0)
@@ -150,7 +156,9 @@ class ProbResult(models.Model):
 
     job = models.ForeignKey(GenerationJob, on_delete=models.CASCADE, related_name="prob_results")
     instance = models.ForeignKey(Instance, on_delete=models.CASCADE, related_name="prob_results")
-    losses = models.JSONField(help_text="base pronoun -> mean token loss")
+    losses = models.JSONField(
+        help_text="base pronoun -> mean token loss (summed token loss when the job's prob_score is sum)"
+    )
     prediction = models.CharField(max_length=8, choices=BASE_CHOICES, help_text="base of the lowest-loss candidate")
     correct = models.BooleanField()
 

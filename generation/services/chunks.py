@@ -90,6 +90,7 @@ def _score(job: GenerationJob, loaded: LoadedModel, instances: list[Instance], c
             form=instance.template.form,
             correct_form=instance.correct_form,
             codebook=codebook,
+            prob_score=job.prob_score,
         )
         for instance in todo
     ]

@@ -20,6 +20,7 @@ from django.db.models import Count
 
 from generation.models import Dataset, DatasetKind, Instance, PronounForm, Template
 from generation.pronouns import BASES, FORMS, MISGENDERED_MASK, RUFF_MASKS, TANGO_MASK, codebook_for
+from generation.selectors import dataset_codebook
 from generation.textfiles import InputErrors, UnreadableFile, read_utf8
 
 MISGENDERED_COLUMNS = ("form", "template", "template_id")
@@ -311,7 +312,9 @@ def _result(dataset: Dataset, *, created: bool) -> ImportResult:
     counts = dict(
         Instance.objects.filter(dataset=dataset).values("pronoun").annotate(n=Count("id")).values_list("pronoun", "n")
     )
-    per_pronoun = {base: counts.get(base, 0) for base in BASES}
+    # The dataset's own families (a templates dataset's, in its codebook's order; BASES for the built-in kinds).
+    bases = dataset_codebook(dataset=dataset).bases if dataset.pronoun_forms.exists() else BASES
+    per_pronoun = {base: counts.get(base, 0) for base in bases}
     return ImportResult(dataset=dataset, created=created, instances=sum(per_pronoun.values()), per_pronoun=per_pronoun)
 
 

@@ -548,6 +548,10 @@ def instances_export(*, dataset: Dataset, path: Path) -> int:
     """One CSV row per instance in dataset order, streamed (a distractor set has 5.6 M rows). RUFF's datasets get
     RUFF's own columns, `text` with its slot marker still in place as RUFF writes it; others get the stored fields.
     The file appears complete or not at all."""
+    if dataset.kind == DatasetKind.TEMPLATES:
+        from generation.services.templates_kind import EXPORT_COLUMNS, templates_export_rows
+
+        return _rows_export(path, EXPORT_COLUMNS, templates_export_rows(dataset))
     ruff = dataset.kind == DatasetKind.RUFF
     instances = Instance.objects.filter(dataset=dataset).order_by("ordinal")
     templates = {t.pk: t for t in dataset.templates.all()}
@@ -588,6 +592,20 @@ def instances_export(*, dataset: Dataset, path: Path) -> int:
                         "text": row["text"],
                     }
                 )
+            written += 1
+    partial.replace(path)
+    return written
+
+
+def _rows_export(path: Path, columns: tuple[str, ...], rows: Iterable[dict]) -> int:
+    """Write rows to a CSV that appears complete or not at all."""
+    partial = path.with_name(path.name + ".part")
+    written = 0
+    with partial.open("w", newline="", encoding="utf-8") as handle:
+        writer = SafeDictWriter(handle, fieldnames=columns)
+        writer.writeheader()
+        for row in rows:
+            writer.writerow(row)
             written += 1
     partial.replace(path)
     return written

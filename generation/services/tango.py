@@ -22,7 +22,7 @@ from generation.loading import LoadedModel, model_load
 from generation.models import DatasetKind, Generation, GenerationJob, LanguageModel, TangoTemplate
 from generation.pronouns import BASES
 from generation.rewriting import ContractionChooser, Rewrite, rewrite_continuations, template_fill
-from generation.scoring import score_candidates
+from generation.scoring import DEFAULT_PROB_SCORE, score_candidates
 
 
 def contraction_chooser(*, loaded: LoadedModel, contexts: Sequence[str]) -> ContractionChooser:
@@ -56,7 +56,12 @@ def tango_candidates(*, context: str, rewrite: Rewrite) -> list[str]:
 
 
 def tango_score(
-    *, loaded: LoadedModel, contexts: Sequence[str], continuations: Sequence[str], pronouns: Sequence[str]
+    *,
+    loaded: LoadedModel,
+    contexts: Sequence[str],
+    continuations: Sequence[str],
+    pronouns: Sequence[str],
+    prob_score: str = DEFAULT_PROB_SCORE,
 ) -> list[tuple[Rewrite, dict[str, float] | None, str, bool | None]]:
     """Rewrite and score many generations: (rewrite, losses, prediction, correct) each; failed ones have no verdict."""
     rewrites = rewrite_continuations(
@@ -66,6 +71,7 @@ def tango_score(
     losses = score_candidates(
         loaded=loaded,
         candidates=[tango_candidates(context=contexts[index], rewrite=rewrites[index]) for index in scored],
+        prob_score=prob_score,
     )
     by_index = dict(zip(scored, losses, strict=True))
     results: list[tuple[Rewrite, dict[str, float] | None, str, bool | None]] = []
@@ -95,6 +101,7 @@ def tango_templates_fill(*, job: GenerationJob, loaded: LoadedModel, instance_id
         contexts=[generation.context for generation in todo],
         continuations=[generation.continuation for generation in todo],
         pronouns=[generation.instance.pronoun for generation in todo],
+        prob_score=job.prob_score,
     )
     rows = [
         TangoTemplate(

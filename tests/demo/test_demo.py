@@ -18,7 +18,7 @@ from rest_framework.authtoken.models import Token
 
 from annotation.models import Assignment, Pool
 from demo import services as demo
-from generation.models import DEFAULT_MODEL_NAME, GenerationJob, JobStatus, LanguageModel
+from generation.models import DEFAULT_MODEL_NAME, Dataset, GenerationJob, JobStatus, LanguageModel
 from generation.signals import job_finished
 from tests.annotation.factories import annotator_named
 from tests.factories import (
@@ -123,6 +123,18 @@ def test_load_demo_without_generation_queues_nothing():
     call_command("load_demo", "--no-generate")
     assert Pool.objects.get(name=demo.SHIPPED_POOL).items.count() == 48
     assert not GenerationJob.objects.exists()
+
+
+@pytest.mark.django_db
+def test_load_demo_imports_a_templates_dataset_with_ey_and_fae(capsys):
+    call_command("load_demo", "--no-generate")
+
+    dataset = Dataset.objects.get(name=demo.TEMPLATES_DATASET)
+    assert dataset.kind == "templates"
+    families = list(dict.fromkeys(dataset.pronoun_forms.order_by("pk").values_list("base", flat=True)))
+    assert families == ["he", "she", "they", "xe", "ey", "fae"]
+    assert dataset.instances.count() == 5 * 6 * 2
+    assert f"dataset {demo.TEMPLATES_DATASET}: 60 instances" in capsys.readouterr().out
 
 
 def _printed_logins(output: str) -> dict[str, str]:

@@ -7,6 +7,7 @@ from demo import services as demo
 from generation.models import DEFAULT_MODEL_NAME
 from generation.services.datasets import dataset_import_misgendered, dataset_import_ruff, dataset_import_tango
 from generation.services.jobs import job_create
+from generation.services.templates_kind import dataset_import_templates
 
 
 class Command(BaseCommand):
@@ -66,7 +67,16 @@ class Command(BaseCommand):
         # TANGO's demo contexts (and demo-ruff) are imported for admins to queue jobs on (`generate --dataset
         # demo-tango`); the first start's live job stays small (demo/services.py, LIVE_DATASETS).
         tango = dataset_import_tango(templates_path=demo.DEMO_DIR / "tango_misgendering.jsonl", name="demo-tango")
-        for result in [*results, tango]:
+        # A benchmark of one's own (docs/domain.md, 'Your own templates'): ey/em and fae/faer beside the four.
+        own = dataset_import_templates(
+            codebook_path=demo.DEMO_DIR / "templates_codebook.csv",
+            templates_path=demo.DEMO_DIR / "templates_templates.csv",
+            names_path=demo.DEMO_DIR / "templates_names.txt",
+            names_per_template=2,
+            seed=42,
+            name=demo.TEMPLATES_DATASET,
+        )
+        for result in [*results, tango, own]:
             self.stdout.write(f"dataset {result.dataset.name}: {result.instances} instances")
         return [result.dataset for result in results]
 

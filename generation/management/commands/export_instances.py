@@ -10,7 +10,8 @@ class Command(BaseCommand):
     help = (
         "Write a dataset's instances to CSV, one row per instance, streamed. RUFF datasets (with or without "
         "distractors) get RUFF's columns: uid, occupation, participant, word, pronoun_type, pronoun, "
-        "confuse_pronoun, distractors, text."
+        "confuse_pronoun, distractors, text. Templates datasets get template_id, group, base, name, form, "
+        "pre_context, post_context, candidates (a JSON list, codebook order, capitalised as scored)."
     )
 
     def add_arguments(self, parser):

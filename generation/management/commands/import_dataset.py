@@ -6,18 +6,23 @@ from django.core.management.base import BaseCommand, CommandError
 
 from generation.services.datasets import (
     ImportFailed,
+    ImportResult,
     dataset_import_misgendered,
     dataset_import_ruff,
     dataset_import_tango,
 )
 from generation.services.distractors import COUNTS, SAMPLE_SEED_CHOICES, dataset_import_ruff_distractors
+from generation.services.templates_kind import dataset_import_templates
 
 
 class Command(BaseCommand):
-    help = "Import a template dataset (MISGENDERED, RUFF or TANGO). Atomic and idempotent."
+    help = (
+        "Import a template dataset (MISGENDERED, RUFF, TANGO, or your own: templates --codebook C.csv --templates "
+        "T.csv|T.jsonl [--names NAMES.txt]). Atomic and idempotent."
+    )
 
     def add_arguments(self, parser):
-        parser.add_argument("kind", choices=["misgendered", "ruff", "tango", "ruff-distractors"])
+        parser.add_argument("kind", choices=["misgendered", "ruff", "tango", "ruff-distractors", "templates"])
         parser.add_argument("--templates", type=Path, help="the template file (CSV, TSV or JSONL)")
         parser.add_argument("--task", type=Path, help="ruff-distractors: RUFF's task.tsv")
         parser.add_argument("--context", type=Path, help="ruff-distractors: RUFF's context.tsv")
@@ -31,6 +36,10 @@ class Command(BaseCommand):
             help="ruff-distractors: store RUFF's sample for this seed (2,160 per count) instead of the full set",
         )
         parser.add_argument("--names-dir", type=Path, help="MISGENDERED: directory of *.txt name lists")
+        parser.add_argument(
+            "--codebook", type=Path, help="templates: the codebook CSV (base, nom, acc, pos_dep, pos_ind, ref)"
+        )
+        parser.add_argument("--names", type=Path, help="templates: a names file, one name a line (for {name})")
         parser.add_argument("--names-per-template", type=int, default=15)
         parser.add_argument("--seed", type=int, default=42)
         parser.add_argument("--name", help="dataset name (default: the kind)")
@@ -45,28 +54,11 @@ class Command(BaseCommand):
         name = options["name"] or kind
         if kind == "ruff-distractors":
             return self._distractors(name, options)
+        _templates_flags_only_there(kind, options)
         if templates is None:
             raise CommandError(f"{kind} needs --templates PATH")
         try:
-            if kind == "misgendered":
-                if names_dir is None:
-                    raise CommandError("misgendered needs --names-dir DIR (the directory of name lists)")
-                result = dataset_import_misgendered(
-                    templates_path=templates,
-                    names_dir=names_dir,
-                    names_per_template=options["names_per_template"],
-                    seed=options["seed"],
-                    name=name,
-                    replace=options["replace"],
-                )
-            elif kind == "tango":
-                if names_dir is not None:
-                    raise CommandError("tango takes no --names-dir: its contexts already hold their names")
-                result = dataset_import_tango(templates_path=templates, name=name)
-            else:
-                if names_dir is not None:
-                    raise CommandError("ruff takes no --names-dir: its sentences have no names")
-                result = dataset_import_ruff(templates_path=templates, name=name)
+            result = _import(kind, templates, names_dir, name, options)
         except ImportFailed as exc:
             raise CommandError(f"import failed, nothing written:\n{exc}") from None
         verb = "imported" if result.created else "already imported, unchanged:"
@@ -117,3 +109,48 @@ def _counts(value: str) -> list[int]:
     if not counts or any(c not in COUNTS for c in counts):
         raise argparse.ArgumentTypeError(f"{value!r}: distractor counts run from 0 to 5")
     return counts
+
+
+def _templates(templates: Path, names_dir: Path | None, name: str, options) -> ImportResult:
+    """The templates kind: a codebook, a templates file and optionally a names file (docs/domain.md)."""
+    if options["codebook"] is None:
+        raise CommandError("templates needs --codebook PATH (base, nom, acc, pos_dep, pos_ind, ref)")
+    if names_dir is not None:
+        raise CommandError("templates takes --names FILE (one name a line), not --names-dir")
+    return dataset_import_templates(
+        codebook_path=options["codebook"],
+        templates_path=templates,
+        names_path=options["names"],
+        names_per_template=options["names_per_template"],
+        seed=options["seed"],
+        name=name,
+    )
+
+
+def _templates_flags_only_there(kind: str, options) -> None:
+    if kind != "templates" and (options["codebook"] or options["names"]):
+        raise CommandError(f"{kind} takes no --codebook or --names (those are for the templates kind)")
+
+
+def _import(kind: str, templates: Path, names_dir: Path | None, name: str, options) -> ImportResult:
+    """One import of the kinds that read a template file."""
+    if kind == "templates":
+        return _templates(templates, names_dir, name, options)
+    if kind == "misgendered":
+        if names_dir is None:
+            raise CommandError("misgendered needs --names-dir DIR (the directory of name lists)")
+        return dataset_import_misgendered(
+            templates_path=templates,
+            names_dir=names_dir,
+            names_per_template=options["names_per_template"],
+            seed=options["seed"],
+            name=name,
+            replace=options["replace"],
+        )
+    if kind == "tango":
+        if names_dir is not None:
+            raise CommandError("tango takes no --names-dir: its contexts already hold their names")
+        return dataset_import_tango(templates_path=templates, name=name)
+    if names_dir is not None:
+        raise CommandError("ruff takes no --names-dir: its sentences have no names")
+    return dataset_import_ruff(templates_path=templates, name=name)
