@@ -103,6 +103,10 @@ EMPTY_TABLES: dict[str, tuple[list[str], str]] = {
     "judge_vs_heuristic": ([*_JUDGE_CELL_COLUMNS, "human_agreement", "agreement", "sem", "n"], _JUDGE_RUN),
     "judge_calibration": (["judge", "origin", "n", "accuracy", "ece", "brier", "brier_multiclass"], _JUDGED_HUMANS),
     "judge_reliability": (["judge", "low", "high", "n", "confidence", "accuracy"], _JUDGED_HUMANS),
+    "by_guideline_version": (
+        ["guideline_version", "n", "agreement", "sem"],
+        "annotations saved under two or more versions of the pool's guidelines",
+    ),
 }
 # Columns whose values are labels: shown with one spelling everywhere ("no pronoun", never "no_pronoun").
 LABEL_COLUMNS = {"human_label", "majority", "dawid_skene", "mace", "first_annotator", "label", "gold_label"}

@@ -137,6 +137,15 @@ class AggregateRow(Cell):
     mace: str
 
 
+class GuidelineVersionRow(TypedDict):
+    """Human vs heuristic over the annotations saved under one guideline version (null: before any)."""
+
+    guideline_version: int | None
+    n: int
+    agreement: float | None
+    sem: float | None
+
+
 class AnnotatorQualityRow(TypedDict):
     annotator: str
     items: int
@@ -264,6 +273,7 @@ class Report(TypedDict):
     judge_vs_heuristic: NotRequired[list[dict[str, str | int | float | None]]]  # issue 23
     judge_calibration: NotRequired[list[dict[str, str | int | float | None]]]  # issue 23
     judge_reliability: NotRequired[list[dict[str, str | int | float | None]]]  # issue 23
+    by_guideline_version: NotRequired[list[GuidelineVersionRow]]  # issue 38: empty while there is one version
 
 
 # --- the quality dashboard (analysis/selectors/quality.py) ----------------------------------------------------------

@@ -33,6 +33,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI's files, served from here rather than a CDN
     "axes",
+    "auditlog",  # the audit trail (docs/operations.md, "The audit trail")
     "accounts",
     "generation",
     "annotation",

@@ -67,6 +67,8 @@ SECTIONS: dict[str, Callable[[ReportInputs], Any]] = {
     "aggregates": lambda r: r.aggregates or [],
     # RUFF with distractors: accuracy against the distractor count (the heuristic marked not valid there).
     "distractors": lambda r: distractor_selectors.distractors(frame=r.frame),
+    # Guidelines edited mid-study: human vs heuristic per guideline version (empty while there is one version).
+    "by_guideline_version": lambda r: human.by_guideline_version(pool=r.pool),
 }
 
 # The per-cell tables (rows carrying model, dataset, setting, pronoun), in the order the report shows them.

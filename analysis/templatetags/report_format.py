@@ -31,6 +31,7 @@ TABLE_TITLES = {
     "judge_vs_heuristic": "LLM judge vs heuristic",
     "judge_calibration": "LLM judge calibration against the human label",
     "judge_reliability": "LLM judge reliability (per confidence bin)",
+    "by_guideline_version": "Human vs heuristic per guideline version",
 }
 
 COLUMN_TITLES = {
@@ -76,6 +77,7 @@ COLUMN_TITLES = {
     "dawid_skene_posterior": "Dawid-Skene posterior",
     "mace": "MACE",
     "n_ratings": "ratings",
+    "guideline_version": "guideline version",
 }
 
 NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
