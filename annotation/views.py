@@ -282,6 +282,7 @@ def pool_assign_page(request, name: str):
                 overlap=data["overlap"],
                 raters=data.get("raters") or 2,
                 seed=data["seed"],
+                user=request.user,
             )
         except AssignmentError as exc:
             form.add_error(None, str(exc))

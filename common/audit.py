@@ -10,11 +10,15 @@ An entry never holds a secret: `audit_record` refuses changes or data naming a p
 
 from __future__ import annotations
 
+import io
+import json
 from typing import Any
 
 from auditlog.models import LogEntry
 from django.contrib.contenttypes.models import ContentType
 from django.db import models
+
+from common.safe_csv import SafeDictWriter
 
 CREATE, UPDATE, DELETE = LogEntry.Action.CREATE, LogEntry.Action.UPDATE, LogEntry.Action.DELETE
 # Names that would carry a secret; an entry naming one is refused rather than stored.
@@ -69,3 +73,73 @@ def audit_event(entry: LogEntry) -> str:
     if named:
         return str(named)
     return f"{entry.content_type.model}.{entry.get_action_display()}"
+
+
+# --- reading it: the admins' page and its CSV (accounts/views.py) -------------------------------------------------
+
+AUDIT_COLUMNS = [
+    "timestamp",
+    "event",
+    "action",
+    "actor",
+    "object_type",
+    "object_id",
+    "object",
+    "changes",
+    "data",
+    "remote_addr",
+]
+
+
+def audit_entries(
+    *,
+    object_type: str = "",
+    object_id: str = "",
+    username: str = "",
+    since=None,
+    until=None,
+    event: str = "",
+):
+    """The entries, newest first, filtered by the object's type (its model's name, e.g. "pool") and id, the actor's
+    username, an event name and a date range (`since` and `until` are dates, both included)."""
+    entries = LogEntry.objects.select_related("content_type", "actor").order_by("-timestamp", "-pk")
+    if object_type:
+        entries = entries.filter(content_type__model=object_type.lower())
+    if object_id:
+        entries = entries.filter(object_pk=object_id)
+    if username:
+        entries = entries.filter(actor__username=username)
+    if event:
+        entries = entries.filter(additional_data__event=event)
+    if since is not None:
+        entries = entries.filter(timestamp__date__gte=since)
+    if until is not None:
+        entries = entries.filter(timestamp__date__lte=until)
+    return entries
+
+
+def audit_row(entry: LogEntry) -> dict[str, Any]:
+    """One entry as the page and the CSV show it (AUDIT_COLUMNS); `changes` and `data` as JSON text."""
+    data = {k: v for k, v in (entry.additional_data or {}).items() if k != "event"}
+    return {
+        "timestamp": entry.timestamp.isoformat(),
+        "event": audit_event(entry),
+        "action": entry.get_action_display(),
+        "actor": entry.actor.get_username() if entry.actor is not None else "",
+        "object_type": entry.content_type.model,
+        "object_id": entry.object_pk,
+        "object": entry.object_repr,
+        "changes": json.dumps(entry.changes, sort_keys=True, default=str) if entry.changes else "",
+        "data": json.dumps(data, sort_keys=True, default=str) if data else "",
+        "remote_addr": entry.remote_addr or "",
+    }
+
+
+def audit_csv(entries) -> str:
+    """The entries as CSV, every cell spreadsheet-safe (common/safe_csv.py)."""
+    buffer = io.StringIO()
+    writer = SafeDictWriter(buffer, fieldnames=AUDIT_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for entry in entries.iterator(chunk_size=2000):
+        writer.writerow(audit_row(entry))
+    return buffer.getvalue()

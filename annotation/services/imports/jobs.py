@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from annotation.models import ImportFileChunk, ImportJob, Pool
 from annotation.services.imports import KINDS, GenerationImportError, Stored, generations_import
+from common.audit import CREATE, audit_record
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +66,13 @@ def import_job_create(*, pool: Pool, kind: str, files: list[UploadedFile], creat
                 ImportFileChunk.objects.create(job=job, file_index=index, seq=seq, data=piece)
         ImportJob.objects.filter(pk=job.pk).update(bytes_total=total)
         job.bytes_total = total
+        audit_record(
+            event="import.create",
+            obj=job,
+            actor=created_by,
+            action=CREATE,
+            data={"pool": pool.name, "files": names, "kind": kind, "bytes": total},
+        )
         transaction.on_commit(lambda: import_job_dispatch(job_id=job.pk))
     return job
 
