@@ -4,6 +4,7 @@ caught."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import zipfile
@@ -13,7 +14,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from accounts.roles import ANNOTATOR
-from analysis.models import StudyPseudonym
+from analysis.models import StudyPseudonym, WeightsDigest
 from analysis.study.export import study_export
 from analysis.study.figures import figures
 from analysis.study.load import BundleError, study_bundle_read, study_import, study_verify
@@ -228,3 +229,32 @@ class TestImport:
         changed = rewritten(bundle, change={"annotations.jsonl": b""})
         with pytest.raises(BundleError, match="annotations.jsonl differ"):
             study_import(bundle=study_bundle_read(io.BytesIO(changed)), pool_name="x")
+
+
+@pytest.mark.django_db
+class TestDownloadAndProvenance:
+    def test_researchers_download_the_bundle_from_the_report_page(self, client, researcher, annotator, study):
+        client.force_login(researcher)
+        assert "study.zip" in client.get(f"/reports/{study.name}/").content.decode()
+
+        response = client.get(f"/reports/{study.name}/study.zip")
+
+        assert response.status_code == 200 and response["Content-Type"] == "application/zip"
+        assert "manifest.json" in zipfile.ZipFile(io.BytesIO(response.content)).namelist()
+        client.force_login(annotator)
+        assert client.get(f"/reports/{study.name}/study.zip").status_code == 403
+
+    def test_weights_are_hashed_once_per_file(self, tmp_path, monkeypatch):
+        weights = tmp_path / "model.safetensors"
+        weights.write_bytes(b"weights " * 1000)
+        model = LanguageModelFactory(name="local-lm", source_kind="path", source=str(tmp_path))
+        from analysis.study import provenance
+
+        first = provenance.model_provenance(model)
+        monkeypatch.setattr(provenance, "file_sha256", lambda path: pytest.fail("hashed twice"))
+        second = provenance.model_provenance(model)
+
+        assert first["weights"] == second["weights"] == [
+            {"file": "model.safetensors", "sha256": hashlib.sha256(b"weights " * 1000).hexdigest()}
+        ]
+        assert WeightsDigest.objects.count() == 1
