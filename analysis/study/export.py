@@ -22,7 +22,7 @@ from django.db import transaction
 
 from analysis import exports
 from analysis.models import StudyPseudonym
-from analysis.services import report_build_uncached
+from analysis.services import report_build
 from analysis.study.figures import figures_compare
 from analysis.study.provenance import dataset_provenance, model_provenance
 from analysis.study.tables import FORMAT, FORMAT_VERSION, TABLES, Scope, Table, columns
@@ -122,7 +122,8 @@ def _table_rows(table: Table, scope: Scope, pseudonyms: dict[int, str]) -> list[
 
 
 def _jsonl(rows: list[dict]) -> bytes:
-    return "".join(json.dumps(row, cls=DjangoJSONEncoder, ensure_ascii=False) + "\n" for row in rows).encode()
+    encode = DjangoJSONEncoder(ensure_ascii=False).encode
+    return "".join(encode(row) + "\n" for row in rows).encode()
 
 
 def _manifest(*, scope: Scope, pseudonyms: dict[int, str], files: dict[str, dict], report: dict) -> dict:
@@ -190,7 +191,8 @@ def study_export(*, pool: Pool, out: str | Path | IO[bytes]) -> dict:
     pseudonyms = study_pseudonyms(pool=pool)
     users = get_user_model().objects.in_bulk(list(pseudonyms))
     names = {users[uid].get_username(): name for uid, name in pseudonyms.items()}
-    report = json.loads(exports.report_json(report=report_build_uncached(pool=pool)))
+    # The pool's report as the pages show it (cached per data version: built once while nothing changes).
+    report = json.loads(exports.report_json(report=report_build(pool=pool)))
     report = _pseudonymised(report, names)
     payloads: dict[str, bytes] = {}
     files: dict[str, dict] = {}
@@ -204,11 +206,13 @@ def study_export(*, pool: Pool, out: str | Path | IO[bytes]) -> dict:
         files[name]["sha256"] = hashlib.sha256(data).hexdigest()
         files[name]["bytes"] = len(data)
     manifest = _manifest(scope=scope, pseudonyms=pseudonyms, files=files, report=report)
-    buffer = out if not isinstance(out, str | Path) else io.BytesIO()
+    buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         archive.writestr(MANIFEST_FILE, json.dumps(manifest, indent=1, ensure_ascii=False))
         for name, data in payloads.items():
             archive.writestr(name, data)
     if isinstance(out, str | Path):
-        Path(out).write_bytes(buffer.getvalue())  # type: ignore[union-attr]
+        Path(out).write_bytes(buffer.getvalue())  # whole or not at all: no half-written archive is left behind
+    else:
+        out.write(buffer.getvalue())
     return manifest

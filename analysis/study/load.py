@@ -150,6 +150,7 @@ class _Importer:
         self.ids: dict[str, dict[int, int]] = {}
         self.people: dict[str, int] = {}
         self.suffix = f"-{pool_name}"
+        self._pool_jobs_later: list[int] = []
 
     def person(self, pseudonym: str | None, *, role: str) -> int | None:
         if pseudonym is None:
@@ -232,7 +233,7 @@ class _Importer:
             self._item_ids([obj for _, obj in pending])
         for start in range(0, len(pending), BATCH):
             batch = pending[start : start + BATCH]
-            created = table.model.objects.bulk_create([obj for _, obj in batch])
+            created = table.model._default_manager.bulk_create([obj for _, obj in batch])
             mapping.update({old: obj.pk for (old, _), obj in zip(batch, created, strict=True)})
         self.ids[table.name] = mapping
         if table.model is Pool:
@@ -267,7 +268,6 @@ class _Importer:
         if Pool.objects.filter(name=self.pool_name).exists():
             raise BundleError(f"a pool named {self.pool_name!r} already exists here: choose another name with --pool")
         roles_ensure()
-        self._pool_jobs_later: list[int] = []
         counts = {}
         with _stamps_kept():
             for table in TABLES:
