@@ -73,8 +73,6 @@ def _saved(submitted: Submitted) -> dict:
         "notes": annotation.notes,
         "tags": list(annotation.tags),
         "feedback": submitted.feedback,
-        # The pool's guideline version in force at this save (null: the pool had none); the replay's is the stored one.
-        "guideline_version": annotation.guideline_version,
     }
 
 

@@ -26,10 +26,11 @@ from analysis.services import report_build
 from analysis.study.figures import figures_compare
 from analysis.study.provenance import dataset_provenance, model_provenance
 from analysis.study.tables import FORMAT, FORMAT_VERSION, TABLES, Scope, Table, columns
+from annotation.machine import HUMAN
 from annotation.models import Adjudication, Annotation, Assignment, ExtraneousSpan, Pool, Referent
 from config.version import VERSION, concord_commit
 from generation.models import Dataset, GenerationJob, LanguageModel
-from judging.models import Judge
+from judging.models import Judge, JudgeRun, MachineLabel
 
 REPORT_FILE = "report.json"
 MANIFEST_FILE = "manifest.json"
@@ -116,8 +117,13 @@ def _table_rows(table: Table, scope: Scope, pseudonyms: dict[int, str]) -> list[
         ):
             referents.setdefault(annotation_id, []).append([start, end, word, referent])
         for row in rows:
+            row["origin"] = HUMAN  # every export says which kind of rater a label came from
             row["spans"] = spans.get(row["id"], [])
             row["referents"] = referents.get(row["id"], [])
+    if table.model is MachineLabel:
+        origins = {run.pk: run.judge.origin for run in JudgeRun.objects.filter(pool=scope.pool).select_related("judge")}
+        for row in rows:
+            row["origin"] = origins[row["run_id"]]
     return rows
 
 

@@ -92,7 +92,8 @@ class TestExport:
         assert manifest["people"] == ["annotator-01", "annotator-02", "annotator-03"]
         assert {row["annotator"] for row in annotations} == {"annotator-01", "annotator-02"}
         assert {row["guideline_version"] for row in annotations} == {None, 2}
-        assert all({"created_at", "updated_at", "seconds", "spans"} <= set(row) for row in annotations)
+        assert all({"created_at", "updated_at", "seconds", "spans", "origin"} <= set(row) for row in annotations)
+        assert {row["origin"] for row in annotations} == {"human"}
 
     def test_no_username_password_or_email_is_anywhere_in_the_bundle(self, study, annotator, second_annotator):
         annotator.email = "ana@example.org"
