@@ -70,7 +70,8 @@ def instance_frame(*, job_ids: list[int]) -> pd.DataFrame:
     frame["m_prob"] = frame["m_prob"].astype(float)
     frame["first"] = np.where(frame["first_present"] > 0, frame["first_correct"], np.nan)
     frame = frame.merge(_jobs_frame(job_ids), on="job_id", how="left")
-    return frame
+    # A fixed order (the GROUP BY's is the database's choice): the bootstrap intervals resample rows by position.
+    return frame.sort_values(["job_id", "instance_id", "setting"], kind="stable", ignore_index=True)
 
 
 def _cells(frame: pd.DataFrame):
