@@ -167,11 +167,11 @@ class _Importer:
             self.people[pseudonym] = user.pk
         return self.people[pseudonym]
 
-    def value(self, column: models.Field, raw: Any, table: Table) -> Any:
+    def value(self, column: models.Field, raw: Any, table: Table, refs: dict[str, str]) -> Any:
         if raw is None:
             return None
-        if column.attname in references(table):
-            target = references(table)[column.attname]
+        if column.attname in refs:
+            target = refs[column.attname]
             try:
                 return self.ids[target][raw]
             except KeyError:
@@ -183,15 +183,15 @@ class _Importer:
         except Exception as exc:  # noqa: BLE001 - any field's refusal is the bundle's fault
             raise BundleError(f"{table.name}: bad {column.attname} {raw!r}: {exc}") from None
 
-    def build(self, table: Table, row: dict) -> models.Model:
+    def build(self, table: Table, row: dict, kept: list[models.Field], refs: dict[str, str]) -> models.Model:
         values = {}
-        for column in columns(table):
+        for column in kept:
             if column.attname in table.people:
                 pseudonym = row.get(table.people[column.attname])
                 role = ANNOTATOR if table.people[column.attname] == "annotator" else RESEARCHER
                 values[column.attname] = self.person(pseudonym, role=role)
             elif column.attname in row:
-                values[column.attname] = self.value(column, row[column.attname], table)
+                values[column.attname] = self.value(column, row[column.attname], table, refs)
         return table.model(**values)
 
     def natural(self, table: Table, obj: models.Model, row: dict) -> models.Model | None:
@@ -220,10 +220,11 @@ class _Importer:
         rows = self.bundle.rows(table.name)
         mapping: dict[int, int] = {}
         pending: list[tuple[int, models.Model]] = []
+        kept, refs = columns(table), references(table)
         for row in rows:
             if not isinstance(row, dict) or "id" not in row:
                 raise BundleError(f"{table.name}.jsonl has a row without an id")
-            obj = self.build(table, row)
+            obj = self.build(table, row, kept, refs)
             existing = self.natural(table, obj, row)
             if existing is not None:
                 mapping[row["id"]] = existing.pk
