@@ -273,7 +273,7 @@ class Report(TypedDict):
     judge_vs_heuristic: NotRequired[list[dict[str, str | int | float | None]]]  # issue 23
     judge_calibration: NotRequired[list[dict[str, str | int | float | None]]]  # issue 23
     judge_reliability: NotRequired[list[dict[str, str | int | float | None]]]  # issue 23
-    by_guideline_version: NotRequired[list[GuidelineVersionRow]]  # issue 38: empty while there is one version
+    by_guideline_version: NotRequired[list[GuidelineVersionRow]]  # guidelines edited mid-study: empty while there is one version
 
 
 # --- the quality dashboard (analysis/selectors/quality.py) ----------------------------------------------------------
