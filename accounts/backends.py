@@ -7,8 +7,19 @@ a script calling `authenticate()`) has no address to count and passes on to the 
 
 from __future__ import annotations
 
+import ipaddress
+import logging
+import re
+
 from axes.backends import AxesStandaloneBackend
 from django.conf import settings
+
+logger = logging.getLogger(__name__)
+
+# "1.2.3.4:5678" and "[2001:db8::1]:443" (some proxies write the client's port too), "[2001:db8::1]".
+_WITH_PORT = re.compile(r"^(?:\[(?P<bracketed>[^\]]+)\](?::\d{1,5})?|(?P<ipv4>[0-9.]+):\d{1,5})$")
+_UNREADABLE_LOGGED: set[str] = set()
+_UNREADABLE_LOGGED_MAX = 1000  # a flood of distinct junk entries must not grow memory without bound
 
 
 class AxesBackend(AxesStandaloneBackend):
@@ -29,5 +40,22 @@ def client_address(request) -> str | None:
     if proxies:
         chain = [entry.strip() for entry in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if entry.strip()]
         if len(chain) >= proxies:
-            return chain[-proxies]
+            return forwarded_address(chain[-proxies])
     return request.META.get("REMOTE_ADDR")
+
+
+def forwarded_address(entry: str) -> str | None:
+    """The IP address in one X-Forwarded-For entry: a bare address, or one with its port (`1.2.3.4:5678`,
+    `[2001:db8::1]:443`). Anything else is no address (the lockout then counts the attempt under none), logged once
+    per distinct entry; it must never reach the lockout's address column, which would refuse it with a 500."""
+    match = _WITH_PORT.match(entry)
+    candidate = (match.group("bracketed") or match.group("ipv4")) if match else entry
+    try:
+        return str(ipaddress.ip_address(candidate))
+    except ValueError:
+        if entry not in _UNREADABLE_LOGGED and len(_UNREADABLE_LOGGED) < _UNREADABLE_LOGGED_MAX:
+            _UNREADABLE_LOGGED.add(entry)
+            logger.warning(
+                "X-Forwarded-For entry %r is not an IP address: the login attempt is counted without one", entry
+            )
+        return None

@@ -101,7 +101,10 @@ EMPTY_TABLES: dict[str, tuple[list[str], str]] = {
     ),
     "human_vs_judge": ([*_JUDGE_CELL_COLUMNS, "human_agreement", "agreement", "sem", "n"], _JUDGED_HUMANS),
     "judge_vs_heuristic": ([*_JUDGE_CELL_COLUMNS, "human_agreement", "agreement", "sem", "n"], _JUDGE_RUN),
-    "judge_calibration": (["judge", "origin", "n", "accuracy", "ece", "brier", "brier_multiclass"], _JUDGED_HUMANS),
+    "judge_calibration": (
+        ["judge", "origin", "model", "dataset", "n", "accuracy", "ece", "brier", "brier_multiclass"],
+        _JUDGED_HUMANS,
+    ),
     "judge_reliability": (["judge", "low", "high", "n", "confidence", "accuracy"], _JUDGED_HUMANS),
     "by_guideline_version": (
         ["guideline_version", "n", "agreement", "sem"],
@@ -364,10 +367,29 @@ def _latex_human_vs_heuristic(report: dict) -> str:
     )
 
 
+# A prob-vs-gen kappa interval outside [-1, 1] is statsmodels' (its normal approximation on very few instances,
+# n = 2 say) and kept as the paper computes it (docs/domain.md, 'Metrics'); it is marked wherever it is shown.
+KAPPA_BEYOND_NOTE = (
+    "wider than [-1, 1]: statsmodels' interval on so few instances (n = 2, say), kept as the paper computes it."
+)
+KAPPA_BEYOND_MARK = "†"
+
+
+def kappa_ci_beyond_bounds(ci) -> bool:
+    """Whether a kappa interval reaches past [-1, 1]."""
+    return bool(ci) and (ci[0] < -1 or ci[1] > 1)
+
+
 def _latex_prob_vs_gen(report: dict) -> str:
-    return _latex_table(
+    dagger = Latex(r"$^\dagger$")
+    caption = latex_join(
         "Probability vs first-sample generation agreement: MCC and Cohen's kappa with 95% CIs; kappa as the paper "
-        "computes it (a one-sided table when one side is constant) and beside it on the square 2x2 table.",
+        "computes it (a one-sided table when one side is constant) and beside it on the square 2x2 table."
+    )
+    if any(kappa_ci_beyond_bounds(r["kappa_ci"]) for r in report["prob_vs_gen"]):
+        caption = latex_join(caption, " ", dagger, " An interval " + KAPPA_BEYOND_NOTE)
+    return _latex_table(
+        caption,
         [
             *CELL_HEADINGS,
             "Instances",
@@ -381,7 +403,9 @@ def _latex_prob_vs_gen(report: dict) -> str:
                 *_cell(r),
                 str(r["n"]),
                 _interval(r["mcc"], r["mcc_ci"]),
-                _interval(r["kappa"], r["kappa_ci"]),
+                latex_join(
+                    _interval(r["kappa"], r["kappa_ci"]), dagger if kappa_ci_beyond_bounds(r["kappa_ci"]) else ""
+                ),
                 _interval(r.get("kappa_square"), r.get("kappa_square_ci")),
                 _fmt(r["agreement"]),
             ]

@@ -1,7 +1,7 @@
 """The OpenAPI account of the analysis API (analysis/apis.py), generated from the report's types
 (analysis/report_types.py) with drf-spectacular's type-hint resolver, so that the schema and the code cannot drift
-apart. The report also comes as files (CSV, HTML, LaTeX), declared as binary. Loaded by config/urls.py with
-config/openapi.py, whose `_declared` helper attaches these declarations to the views without touching them."""
+apart. The report also comes as files (CSV, HTML, LaTeX), declared as binary. Loaded by config/urls.py;
+`common.openapi.declared` attaches these declarations to the views without touching them."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from drf_spectacular.plumbing import resolve_type_hint
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 
 from analysis.report_types import QualityDashboard, Report
-from config.openapi import FILE, Detail, FieldErrors, _declared
+from common.openapi import FILE, Detail, FieldErrors, declared
 
 REPORT_FORMAT = OpenApiParameter("format", str, enum=["json", "csv", "html", "latex"], description="default json")
 TABLE = OpenApiParameter("table", str, description="one table only (CSV: otherwise a zip of every table)")
@@ -32,7 +32,7 @@ def quality_schema() -> dict:
     return {**resolve_type_hint(QualityDashboard), "description": "the pool's quality dashboard"}
 
 
-ReportSchema = _declared(
+ReportSchema = declared(
     "analysis.apis.ReportApi",
     get=lambda view: {
         "parameters": [REPORT_FORMAT, TABLE, SEED, HUMAN],
@@ -46,7 +46,7 @@ ReportSchema = _declared(
         },
     },
 )
-PoolQualitySchema = _declared(
+PoolQualitySchema = declared(
     "analysis.apis.PoolQualityApi",
     get=lambda view: {"responses": {200: OpenApiResponse(quality_schema()), 404: Detail}},
 )

@@ -3,7 +3,8 @@
 tests/analysis/test_report_types.py checks a built report against them.
 
 Every figure that can be undefined is `float | None` (null in JSON, never NaN); intervals are `[low, high]` or null.
-The sections other issues add are marked `NotRequired` below: a report carries them once their code is in.
+The sections of RUFF with distractors and of the judges are marked `NotRequired` below; their rows are typed where
+their code is.
 """
 
 from typing import NotRequired, TypedDict
@@ -267,13 +268,14 @@ class Report(TypedDict):
     examples: list[Example]
     annotator_quality: list[AnnotatorQualityRow]
     aggregates: list[AggregateRow]
-    # Sections that other issues add; their rows are typed where their code is.
-    distractors: NotRequired[list[dict[str, str | int | float | None]]]  # issue 22: RUFF with distractors
-    human_vs_judge: NotRequired[list[dict[str, str | int | float | None]]]  # issue 23: machine raters
-    judge_vs_heuristic: NotRequired[list[dict[str, str | int | float | None]]]  # issue 23
-    judge_calibration: NotRequired[list[dict[str, str | int | float | None]]]  # issue 23
-    judge_reliability: NotRequired[list[dict[str, str | int | float | None]]]  # issue 23
-    by_guideline_version: NotRequired[list[GuidelineVersionRow]]  # guidelines edited mid-study: empty while there is one version
+    # The sections of RUFF with distractors and of the judges; their rows are typed where their code is.
+    distractors: NotRequired[list[dict[str, str | int | float | None]]]  # RUFF with distractors
+    human_vs_judge: NotRequired[list[dict[str, str | int | float | None]]]  # machine raters (judging)
+    judge_vs_heuristic: NotRequired[list[dict[str, str | int | float | None]]]
+    judge_calibration: NotRequired[list[dict[str, str | int | float | None]]]
+    judge_reliability: NotRequired[list[dict[str, str | int | float | None]]]
+    # Guidelines edited mid-study: empty while there is one version.
+    by_guideline_version: NotRequired[list[GuidelineVersionRow]]
 
 
 # --- the quality dashboard (analysis/selectors/quality.py) ----------------------------------------------------------

@@ -19,7 +19,7 @@ from rest_framework.views import APIView
 from accounts.roles import IsAnnotator
 from annotation import selectors
 from annotation.selectors import QualificationFailed
-from annotation.services import AnnotationRejected, Submitted, annotation_submit
+from annotation.services import AnnotationRejected, IdempotencyConflict, Submitted, annotation_submit
 
 MAX_SPANS = 500
 IDEMPOTENCY_KEY = r"\A[A-Za-z0-9_.:-]+\Z"
@@ -122,7 +122,8 @@ class AnnotationSubmitApi(APIView):
     `feedback` is null except for training items (the expected answer, and whether the label matched it).
 
     A save with the idempotency key (`idempotency_key` or the `Idempotency-Key` header) of the save that last wrote
-    the annotation is a replay: 200 with what is stored, `Idempotent-Replayed: true`, and nothing written.
+    the annotation is a replay: 200 with what is stored, `Idempotent-Replayed: true`, and nothing written; with a
+    different answer (its seconds aside), 422 naming the parts that differ in `conflicts`, and nothing written.
     """
 
     permission_classes = [IsAuthenticated, IsAnnotator]  # a list keeps IsAnnotator's message
@@ -169,6 +170,8 @@ class AnnotationSubmitApi(APIView):
                 idempotency_key=body_key or header,
                 referents=values["referents"],
             )
+        except IdempotencyConflict as exc:
+            return Response({"detail": str(exc), "field": exc.field, "conflicts": exc.conflicts}, status=exc.status)
         except AnnotationRejected as exc:
             return Response({"detail": str(exc), "field": exc.field}, status=exc.status)
         except QualificationFailed as exc:

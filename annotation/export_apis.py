@@ -5,29 +5,13 @@ from __future__ import annotations
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from rest_framework.permissions import IsAuthenticated
-from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.renderers import JSONRenderer
 from rest_framework.views import APIView
 
 from accounts.roles import IsResearcher
 from annotation.models import Pool
 from annotation.services.export import annotations_export
-from common.renderers import CsvRenderer
-
-CONTENT_TYPES = {"csv": "text/csv; charset=utf-8", "jsonl": "application/jsonl; charset=utf-8"}
-
-
-class _PassThrough(BaseRenderer):
-    """Lets `?format=` pass DRF's content negotiation; the view returns the bytes itself."""
-
-    charset = "utf-8"
-
-    def render(self, data, accepted_media_type=None, renderer_context=None):
-        return data if isinstance(data, bytes | str) else str(data or "")
-
-
-class JsonLinesRenderer(_PassThrough):
-    media_type = "application/jsonl"
-    format = "jsonl"
+from common.renderers import CONTENT_TYPES, CsvRenderer, JsonLinesRenderer
 
 
 class PoolAnnotationsExportApi(APIView):

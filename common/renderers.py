@@ -1,4 +1,4 @@
-"""The one CSV renderer of the APIs (DRF): every CSV an endpoint answers goes through `common.safe_csv`.
+"""The renderers of the APIs' file exports (DRF). Every CSV an endpoint answers goes through `common.safe_csv`:
 
 - rows (a list of mappings) are written with a header, the keys in the order they first appear, each cell made safe
   for spreadsheets (`safe_cell`);
@@ -6,6 +6,8 @@
   they are;
 - anything else, which is an error's data (`{"detail": ...}`, field errors), is written as JSON, as every other
   endpoint's errors are.
+
+`JsonLinesRenderer` only lets `?format=jsonl` pass DRF's content negotiation: the view writes the lines itself.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from collections.abc import Mapping
 from rest_framework.renderers import BaseRenderer
 
 from common.safe_csv import SafeDictWriter
+
+CONTENT_TYPES = {"csv": "text/csv; charset=utf-8", "jsonl": "application/jsonl; charset=utf-8"}
 
 
 def _is_rows(data) -> bool:
@@ -39,3 +43,17 @@ class CsvRenderer(BaseRenderer):
             writer.writerows(data)
             return buffer.getvalue().encode(self.charset)
         return json.dumps(data).encode(self.charset)
+
+
+class _PassThrough(BaseRenderer):
+    """Lets `?format=` pass DRF's content negotiation; the view returns the bytes itself."""
+
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        return data if isinstance(data, bytes | str) else str(data or "")
+
+
+class JsonLinesRenderer(_PassThrough):
+    media_type = "application/jsonl"
+    format = "jsonl"

@@ -11,24 +11,19 @@ Loaded by config/urls.py, before any schema is generated.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, cast
-
 from drf_spectacular.extensions import OpenApiSerializerFieldExtension, OpenApiViewExtension
 from drf_spectacular.plumbing import build_array_type, build_basic_type
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, inline_serializer
 from rest_framework import serializers
+
+from common.openapi import FILE, Detail, FieldErrors
+from common.openapi import declared as _declared  # the name these declarations used before it moved to common/
 
 
 class Spans(serializers.Field):
     """`[[start, end], ...]` in responses; documented as `annotation.apis.SpansField` is (below)."""
 
-
-Detail = inline_serializer(name="Detail", fields={"detail": serializers.CharField()})
-FieldErrors = OpenApiResponse(
-    OpenApiTypes.OBJECT, description="`{field: [message, ...]}` for each field that was refused"
-)
 
 # --- the annotator API (README, "Blinding and the annotator API") ---------------------------------------------------
 
@@ -111,28 +106,6 @@ class SpansFieldSchema(OpenApiSerializerFieldExtension):
         return {**build_array_type(pair), "description": "character spans [start, end) in the generated text"}
 
 
-def _declared(target: str, **methods: Callable[[Any], dict]) -> type[OpenApiViewExtension]:
-    """An extension that gives each named method of the view at `target` the `@extend_schema` arguments its callable
-    returns (called with the view class when the schema is built, so that a view's inner serializers can be named)."""
-
-    class Declared(OpenApiViewExtension):
-        target_class = target
-
-        def view_replacement(self):
-            def declared(arguments: dict):
-                @extend_schema(**arguments)
-                def handler(self, request, *args, **kwargs):
-                    pass  # pragma: no cover (schema only)
-
-                return handler
-
-            view = cast(type, self.target_class)  # drf-spectacular has loaded the class named by `target` by now
-            handlers = {method: declared(arguments(view)) for method, arguments in methods.items()}
-            return type(view.__name__, (view,), handlers)
-
-    return Declared
-
-
 AnnotateNextSchema = _declared(
     "annotation.apis.AnnotateNextApi",
     get=lambda view: {
@@ -210,7 +183,6 @@ JobResumeSchema = _job_action("generation.apis.JobResumeApi", "Resume a failed o
 
 # --- reports and exports --------------------------------------------------------------------------------------------
 
-FILE = OpenApiTypes.BINARY
 # The report's and the quality dashboard's declarations sit beside their views, built from the report's types:
 # analysis/openapi.py.
 

@@ -55,6 +55,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "config.errors.MethodNotAllowedPageMiddleware",  # an empty 405 gets the styled page (config/errors.py)
+    "config.retry.RetryReadMiddleware",  # a read whose database connection dropped is run once more (config/retry.py)
     "axes.middleware.AxesMiddleware",  # last: turns a locked-out login into its 429 answer
 ]
 
@@ -90,8 +91,15 @@ if DATABASES["default"]["ENGINE"].endswith("postgresql") and env_bool("DATABASE_
     # (PgBouncer in transaction mode before 1.21).
     DATABASES["default"].setdefault("OPTIONS", {}).update({"server_side_binding": True, "prepare_threshold": 5})
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
-    # Several writers (web, in-process jobs) share the file: wait for the lock rather than fail.
-    DATABASES["default"]["OPTIONS"] = {"timeout": 30, "transaction_mode": "IMMEDIATE"}
+    # Several writers (web, in-process jobs) share the file: wait for the lock rather than fail (the busy timeout), and
+    # in WAL mode readers never wait for a writer nor a writer for readers. Writers still take turns, so long writers
+    # (imports) commit in short transactions: a save waits for one of them, never a whole import (benchmarks/README.md,
+    # "A save during a large import").
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 30,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL;",
+    }
     DATABASES["default"]["CONN_MAX_AGE"] = 0
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -206,7 +214,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Generation jobs, blinded annotation and reports (README). Roles: annotator, researcher, admin.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
-    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    # Researchers and admins only: the schema describes their fields (judge labels, is_gold, the heuristic).
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated", "accounts.roles.IsResearcher"],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
@@ -227,9 +236,10 @@ CELERY_TASK_ROUTES = ["generation.engines.routing.task_route", {"generation.task
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=60)}
 # Crash recovery (generation/services/leases.py): a running chunk holds a lease its heartbeat renews every third of
 # it; a chunk whose runner is gone is queued again within a lease and a sweep. Transient database and broker errors
-# are retried this many times, after 1, 2, 4, ... seconds.
+# are retried this many times, after 1, 2, 4, ... seconds (the first pause, doubled each time up to 60 s).
 CONCORD_CHUNK_LEASE_SECONDS = env_int("CONCORD_CHUNK_LEASE_SECONDS", 30, minimum=3)
 CONCORD_TRANSIENT_RETRIES = env_int("CONCORD_TRANSIENT_RETRIES", 5, minimum=0)
+CONCORD_TRANSIENT_BACKOFF_SECONDS = 1.0
 # A chunk sent to the broker but claimed by no worker within this many seconds is sent again (a broker that lost its
 # queue); generation/services/runner.py's sweeper does it.
 CONCORD_CHUNK_UNCLAIMED_SECONDS = env_int("CONCORD_CHUNK_UNCLAIMED_SECONDS", 120, minimum=5)
@@ -256,16 +266,16 @@ CONCORD_MODEL_CACHE_SIZE = env_int("CONCORD_MODEL_CACHE_SIZE", 1, minimum=1)
 # safetensors, which later loads read instead (figures in benchmarks/README.md, "Test suite"). Empty: no copy.
 CONCORD_CONVERTED_MODELS_DIR = env_str("CONCORD_CONVERTED_MODELS_DIR", str(VAR_DIR / "models")) or ""
 # Prob-TANGO's rewriting needs an English spaCy pipeline with a dependency parser (generation/rewriting.py).
-CONCORD_SPACY_MODEL = env_str("CONCORD_SPACY_MODEL", "en_core_web_sm")
+CONCORD_SPACY_MODEL = (env_str("CONCORD_SPACY_MODEL", "") or "").strip() or "en_core_web_sm"
 # The generation engine of this worker for jobs that name none (generation/engines/): hf or vllm. Job creation
 # checks the engine, the model and the device on this host; "off" leaves that to the workers (a web host that
 # queues work for GPU workers elsewhere). vLLM's LLM(...) takes the extra arguments in CONCORD_VLLM_OPTIONS (JSON).
-CONCORD_ENGINE = (env_str("CONCORD_ENGINE", "hf") or "hf").strip().lower()
+CONCORD_ENGINE = (env_str("CONCORD_ENGINE", "") or "hf").strip().lower()
 if CONCORD_ENGINE not in ("hf", "vllm"):
     raise ImproperlyConfigured(f"CONCORD_ENGINE={CONCORD_ENGINE!r} is not an engine: use hf or vllm.")
 CONCORD_ENGINE_CHECK = "off" if not env_bool("CONCORD_ENGINE_CHECK", True) else "local"
 CONCORD_VLLM_OPTIONS = env_str("CONCORD_VLLM_OPTIONS", "") or ""
-CONCORD_VLLM_QUEUE = env_str("CONCORD_VLLM_QUEUE", "generation-gpu") or "generation-gpu"
+CONCORD_VLLM_QUEUE = env_str("CONCORD_VLLM_QUEUE", "") or "generation-gpu"
 
 LOGGING = {
     "version": 1,

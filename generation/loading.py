@@ -172,7 +172,7 @@ _COMPLETE = "concord-converted.json"  # written last: a directory without it is 
 
 def converted_directory(*, language_model: LanguageModel, source: str, dtype) -> Path | None:
     """Where the dequantized copy of a GGUF model lives (or would), or None when none is kept for it."""
-    root = getattr(settings, "CONCORD_CONVERTED_MODELS_DIR", "")
+    root = settings.CONCORD_CONVERTED_MODELS_DIR
     if not root or not language_model.gguf_file or language_model.load_in_4bit:
         return None
     gguf = Path(source) / language_model.gguf_file
@@ -231,7 +231,7 @@ def model_load(*, language_model: LanguageModel) -> LoadedModel:
             return loaded
         loaded = _load(language_model)
         _cache[key] = loaded
-        while len(_cache) > getattr(settings, "CONCORD_MODEL_CACHE_SIZE", 1):
+        while len(_cache) > settings.CONCORD_MODEL_CACHE_SIZE:
             _cache.popitem(last=False)
         return loaded
 

@@ -33,6 +33,8 @@ from rest_framework import serializers
 from generation.contexts import ALL_SETTINGS, SETTINGS, settings_for
 from generation.models import DEFAULT_MODEL_NAME, GENERATION_KIND, JOB_DEFAULTS, Dataset, LanguageModel
 from generation.pronouns import BASES
+from generation.services.distractors import SAMPLE_SEED_CHOICES, SAMPLE_SEEDS
+from generation.services.kinds import job_kind_get, job_kinds
 
 MAX_SEED = 2**32 - 1
 
@@ -240,12 +242,13 @@ class JobParametersSerializer(serializers.Serializer):
         help_text="RUFF with distractors: only instances with this many distractor sentences (0-5); empty = all",
     )
     sample_seed = serializers.ChoiceField(
-        choices=["13", "17", "19", "none"],
+        choices=SAMPLE_SEED_CHOICES,
         required=False,
         allow_null=True,
         allow_blank=True,
         default=None,
-        help_text="RUFF with distractors: only RUFF's evaluation sample drawn with this seed (13, 17, 19); none = all",
+        help_text="RUFF with distractors: only RUFF's evaluation sample drawn with this seed "
+        f"({', '.join(map(str, SAMPLE_SEEDS))}); none = all",
     )
     options = serializers.DictField(required=False, default=dict, help_text="the job kind's own parameters")
 
@@ -278,13 +281,9 @@ class JobParametersSerializer(serializers.Serializer):
     def check_together(self, values: dict[str, Any], errors: dict[str, Any]) -> None:
         """Rules between fields: the kind exists and says whether a dataset is needed; a dataset's kind says which
         settings it has (TANGO: open only). A field that already failed is not judged again."""
-        from generation.services.kinds import job_kind_get  # the registry imports this module
-
         kind = values.get("kind", GENERATION_KIND)
         handler = job_kind_get(kind) if "kind" not in errors else None
         if handler is None and "kind" not in errors:
-            from generation.services.kinds import job_kinds
-
             errors["kind"] = [f"unknown job kind {kind!r}; registered: {', '.join(job_kinds())}"]
         dataset = values.get("dataset")
         if handler is not None and handler.needs_dataset and dataset is None and "dataset" not in errors:

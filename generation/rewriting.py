@@ -84,7 +84,7 @@ _lock = threading.Lock()
 
 
 def spacy_pipeline_name() -> str:
-    return (getattr(settings, "CONCORD_SPACY_MODEL", "") or "").strip() or "en_core_web_sm"
+    return settings.CONCORD_SPACY_MODEL
 
 
 def spacy_pipeline(name: str | None = None):
@@ -241,10 +241,23 @@ def _finite(verb) -> bool:
 NOUN_CHILD_DEPS = {"compound", "det", "amod", "poss", "nummod"}
 
 
+def _a_word(token) -> bool:
+    """Whether a token is a word (it has letters and is not punctuation or a symbol), the only kind of token steps 3
+    and 4 may change as a verb. The parser may call anything a verb: a bullet "•" before "They/Them:" comes out VBP
+    with "They" its subject. Not `is_alpha`: upper-case contractions are one token ("DON'T")."""
+    return (
+        any(character.isalpha() for character in token.text)
+        and not token.is_punct
+        and token.pos_ not in ("PUNCT", "SYM", "SPACE", "NUM")
+    )
+
+
 def _singular_verb(token) -> bool:
     """A present-tense verb agreeing with he/she (or was): one that step 3 changes. The tagger is unreliable on
     upper-case text ("HE WORKS" comes out past tense) and on conjunct verbs ("and hugs" comes out a plural noun), so
     there the word's -s ending decides; a conjunct that has a noun's dependents (a determiner, a compound) stays."""
+    if not _a_word(token):
+        return False
     lower = token.lower_
     if lower in TO_PLURAL or token.tag_ == "VBZ":
         return True
@@ -257,11 +270,11 @@ def _singular_verb(token) -> bool:
 
 
 def _plural_verb(token) -> bool:
-    """A verb agreeing with they that step 4 makes singular."""
+    """A verb agreeing with they that step 4 makes singular: a word, or a contracted 're / 've."""
     lower = token.lower_
-    if lower in TO_SINGULAR or token.tag_ == "VBP":
+    if len(lower) == 3 and lower[0] in APOSTROPHES and lower[1:] in ("re", "ve"):
         return True
-    return len(lower) == 3 and lower[0] in APOSTROPHES and lower[1:] in ("re", "ve")
+    return _a_word(token) and (lower in TO_SINGULAR or token.tag_ == "VBP")
 
 
 @dataclass

@@ -7,18 +7,16 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from rest_framework import serializers
 from rest_framework.permissions import IsAuthenticated
-from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.roles import IsResearcher
 from annotation.models import Pool
-from common.renderers import CsvRenderer
+from common.renderers import CONTENT_TYPES, CsvRenderer, JsonLinesRenderer
 from judging.exports import labels_export
 from judging.models import JudgeRun
 from judging.selectors import pool_runs
-
-CONTENT_TYPES = {"csv": "text/csv; charset=utf-8", "jsonl": "application/jsonl; charset=utf-8"}
 
 
 class RunSerializer(serializers.ModelSerializer):
@@ -46,18 +44,6 @@ class PoolJudgeRunsApi(APIView):
         pool = get_object_or_404(Pool, name=name)
         runs = pool_runs(pool=pool).select_related("judge__model")
         return Response(RunSerializer(runs, many=True).data)
-
-
-class _PassThrough(BaseRenderer):
-    charset = "utf-8"
-
-    def render(self, data, accepted_media_type=None, renderer_context=None):
-        return data if isinstance(data, bytes | str) else str(data or "")
-
-
-class JsonLinesRenderer(_PassThrough):
-    media_type = "application/jsonl"
-    format = "jsonl"
 
 
 class JudgeRunLabelsApi(APIView):

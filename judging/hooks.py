@@ -47,7 +47,8 @@ class JudgeLabels:
 def connect() -> None:
     from annotation.machine import machine_label_source_register
     from generation.services.kinds import job_kind_register
-    from judging.kinds import KIND, JudgeKind
+    from judging.kinds import JudgeKind
+    from judging.models import JUDGE_KIND
 
-    job_kind_register(KIND, JudgeKind())
+    job_kind_register(JUDGE_KIND, JudgeKind())
     machine_label_source_register(JudgeLabels())

@@ -20,8 +20,7 @@ from generation.parameters import JobParameterError, JobParameters
 from generation.services.kinds import JobKind
 from generation.services.progress import job_rows_write
 from judging.models import Judge, JudgeRun, MachineLabel
-
-KIND = "judge"
+from judging.services.runs import judge_run_parameters_validate
 
 
 def judge_run_for_job(*, job: GenerationJob) -> JudgeRun:
@@ -46,7 +45,7 @@ def judge_run_for_job(*, job: GenerationJob) -> JudgeRun:
     return JudgeRun.objects.select_related("judge__model", "pool").get(pk=run.pk)
 
 
-class JudgeKind(JobKind):
+class JudgeKind(JobKind[JobParameters]):
     needs_dataset = False
     unit_label = "items"
     item_label = "labels"
@@ -54,8 +53,6 @@ class JudgeKind(JobKind):
     def options_validate(self, *, options: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
         """`pool` and `judge` by name (or `pool_id`, `judge_id`), `mode`, `k`, `temperature`; the seed is the job's.
         The job runs the judge's own model, whatever model was asked for."""
-        from judging.services.runs import judge_run_parameters_validate
-
         try:
             params = judge_run_parameters_validate(
                 pool=_row_or_name(options, "pool"),

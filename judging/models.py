@@ -50,6 +50,9 @@ class Judge(models.Model):
         return f"judge:{self.name}"
 
 
+JUDGE_KIND = "judge"  # the job kind a judge run's work is (judging/kinds.py)
+
+
 class JudgeRun(models.Model):
     """One judge version over one pool's items. Its work runs as a job of kind `judge` (chunks, leases, progress,
     cancel, resume); `job` is that job."""

@@ -74,22 +74,26 @@ def test_the_schema_names_token_and_session_authentication(schema):
 
 
 @pytest.mark.django_db
-def test_the_schema_and_docs_are_for_people_who_are_logged_in(annotator):
+def test_the_schema_and_docs_are_for_researchers_and_admins_not_annotators(annotator, researcher, admin_user):
     anonymous = Client()
     assert anonymous.get("/api/schema/").status_code == 401
     assert anonymous.get("/api/docs/").status_code == 401
 
-    client = Client()
-    client.force_login(annotator)
-    response = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
-    assert response.status_code == 200
-    assert "/api/annotate/next/" in response.json()["paths"]
+    for person, status in ((annotator, 403), (researcher, 200), (admin_user, 200)):
+        client = Client()
+        client.force_login(person)
+        response = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
+        assert (response.status_code, client.get("/api/docs/").status_code) == (status, status), person.username
+        if status == 200:
+            assert "/api/annotate/next/" in response.json()["paths"]
+        else:
+            assert "is_gold" not in response.content.decode()
 
 
 @pytest.mark.django_db
-def test_the_docs_page_loads_swagger_ui_from_this_site_with_no_inline_code(annotator):
+def test_the_docs_page_loads_swagger_ui_from_this_site_with_no_inline_code(researcher):
     client = Client()
-    client.force_login(annotator)
+    client.force_login(researcher)
     page = client.get("/api/docs/")
     html = page.content.decode()
 
@@ -111,7 +115,7 @@ def body(response) -> bytes:
 @pytest.mark.slow
 @pytest.mark.browser
 @pytest.mark.skipif(not shutil.which(CHROMIUM), reason="needs Chromium at /usr/bin/chromium")
-def test_swagger_ui_renders_the_operations_under_the_content_security_policy(live_server, annotator, monkeypatch):
+def test_swagger_ui_renders_the_operations_under_the_content_security_policy(live_server, researcher, monkeypatch):
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     from playwright.sync_api import sync_playwright
 
@@ -125,7 +129,7 @@ def test_swagger_ui_renders_the_operations_under_the_content_security_policy(liv
             violations: list[str] = []
             page.on("console", lambda message: violations.append(message.text))
             page.goto(f"{live_server.url}/login/?next=/api/docs/")
-            page.fill("#id_username", "ana")
+            page.fill("#id_username", researcher.username)
             page.fill("#id_password", PASSWORD)
             page.click("button[type=submit]")
             page.wait_for_selector("text=/api/annotate/next/")

@@ -1,4 +1,4 @@
-"""WCAG AA contrast on every page, in light and dark mode, at 1280 px and 390 px (issue 25, item 7).
+"""WCAG AA contrast on every page, in light and dark mode, at 1280 px and 390 px.
 
 Chromium computes each visible text element's colour and the background it sits on (its own and its ancestors'
 background colours, composited); the ratio is WCAG 2's relative-luminance contrast, which must reach 4.5:1 for text

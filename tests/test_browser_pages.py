@@ -1,5 +1,5 @@
-"""Pages that keep the reader where the news is, in headless Chromium at 1280 px and 390 px, light and dark
-(issue 25, items 8, 9 and 12): a failed upload's errors and a saved adjudication in view, the pool page's report
+"""Pages that keep the reader where the news is, in headless Chromium at 1280 px and 390 px, light and dark: a
+failed upload's errors and a saved adjudication in view, the pool page's report
 link, the cell explorer of an imported pool, the annotation page opening at its top with the labels and Save in
 reach on a phone, and the job form ticking TANGO's setting."""
 

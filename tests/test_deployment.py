@@ -403,3 +403,42 @@ def test_the_compose_proxy_answers_over_long_request_lines_and_passes_everything
             if process is not None and process.poll() is None:
                 process.kill()
                 process.wait()
+
+
+def test_the_compose_proxy_sets_x_forwarded_proto_from_its_own_scheme_not_the_clients(tmp_path):
+    """nginx is the edge: a client that claims `X-Forwarded-Proto: https` over plain HTTP must not reach Django as
+    HTTPS (with SECURE_PROXY_SSL_HEADER=1 that would mark the request secure)."""
+    import http.server
+    import threading
+
+    seen: list[str | None] = []
+
+    class Echo(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            seen.append(self.headers.get("X-Forwarded-Proto"))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    nginx = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
+    if nginx is None:
+        pytest.fail("nginx is not installed (scripts/test.sh installs Debian's nginx)")
+    upstream = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Echo)
+    threading.Thread(target=upstream.serve_forever, daemon=True).start()
+    proxy_port = free_port()
+    config = nginx_config(tmp_path, port=proxy_port, upstream=f"127.0.0.1:{upstream.server_address[1]}")
+    proxy = subprocess.Popen([nginx, "-p", str(tmp_path), "-c", str(config)], stderr=subprocess.PIPE)
+    try:
+        _wait_for_port(proxy_port, proxy, "nginx")
+        for claimed in (b"", b"X-Forwarded-Proto: https\r\n"):
+            request = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n" + claimed + b"Connection: close\r\n\r\n"
+            [(status, _)] = _raw_exchange(proxy_port, [("GET", request)])
+            assert status == 204
+    finally:
+        proxy.kill()
+        proxy.wait()
+        upstream.shutdown()
+
+    assert seen == ["http", "http"]

@@ -38,8 +38,9 @@ ACCESS: dict[str, dict[str, str]] = {
     "audit/": {"GET": ADMIN},
     "api/auth/token/": {"POST": PUBLIC, "OPTIONS": PUBLIC},
     "api/auth/logout/": {"POST": USER, "OPTIONS": USER},
-    "api/schema/": {"GET": USER, "OPTIONS": USER},
-    "api/docs/": {"GET": USER},
+    # The schema describes researchers' fields (judge labels, is_gold, the heuristic): not for annotators.
+    "api/schema/": {"GET": RESEARCHER, "OPTIONS": RESEARCHER},
+    "api/docs/": {"GET": RESEARCHER},
     # annotation: annotators
     "api/annotate/next/": {"GET": ANNOTATOR, "OPTIONS": ANNOTATOR},
     "api/annotate/items/<str:public_id>/": {"GET": ANNOTATOR, "OPTIONS": ANNOTATOR},
@@ -325,7 +326,7 @@ LONG_NAME = "u" * 300  # past the lockout store's 255 characters and the user mo
 
 @pytest.mark.django_db
 class TestBadInputIsRefusedAndWritesNothing:
-    """Issue 26, items 6 to 10: each input below once gave a 500 or a traceback."""
+    """Each input below once gave a 500 or a traceback; now it is refused with a message and writes nothing."""
 
     def test_a_username_of_300_characters_on_the_login_page_is_an_ordinary_failed_login(self, annotator):
         from axes.models import AccessAttempt
@@ -474,7 +475,7 @@ class TestBadInputIsRefusedAndWritesNothing:
 
 @pytest.mark.django_db
 class TestHostileTextInReports:
-    """Issue 26, items 9 and 10: text from imported files reaches matplotlib and LaTeX as text, never as markup."""
+    """Text from imported files reaches matplotlib and LaTeX as text, never as markup."""
 
     @pytest.fixture
     def dollar_study(self, annotator, second_annotator):

@@ -200,3 +200,28 @@ def test_the_helpers_name_the_variable_in_errors(monkeypatch):
     monkeypatch.setenv("NUMBER", "0")
     with pytest.raises(ImproperlyConfigured, match="NUMBER='0' must be at least 1"):
         env_int("NUMBER", 1, minimum=1)
+
+
+def test_the_embedded_sqlite_runs_in_wal_mode_with_a_busy_timeout(tmp_path):
+    """Readers never wait for a writer, and a writer waits for the lock (never 'database is locked' at once): an
+    import writing next to an annotator's save ."""
+    base = {k: v for k, v in os.environ.items() if k not in OWN}
+    probe = (
+        "import json, django; django.setup(); from django.db import connection; cursor = connection.cursor(); "
+        "print(json.dumps([cursor.execute(f'PRAGMA {p}').fetchone()[0] for p in ('journal_mode', 'busy_timeout')]))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=REPO,
+        env={
+            **base,
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+            "DATABASE_URL": f"sqlite:///{tmp_path / 'x.sqlite3'}",
+        },
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    journal_mode, busy_timeout_ms = json.loads(result.stdout.splitlines()[-1])
+    assert journal_mode == "wal"
+    assert busy_timeout_ms >= 5000

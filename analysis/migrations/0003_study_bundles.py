@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('analysis', '0002_repetition_rate_open_setting'),
-        ('annotation', '0009_pool_guidelines'),
+        ('annotation', '0010_pool_guidelines'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -13,7 +13,8 @@ def judge_reliability(report: dict) -> Figure:
     from analysis.plots.layout import PALETTE, WIDTH, _empty, _pyplot
 
     rows = report.get("judge_reliability") or []
-    calibration = {row["judge"]: row for row in report.get("judge_calibration") or []}
+    # The pooled row of each judge (the per model x dataset rows have a model).
+    calibration = {row["judge"]: row for row in report.get("judge_calibration") or [] if row.get("model") is None}
     judges = sorted({row["judge"] for row in rows}) or [""]
     plt = _pyplot()
     # The full text width, as every figure: a PNG sharp at column width, whatever the number of judges.

@@ -46,7 +46,8 @@ def instance_frame(*, job_ids: list[int]) -> pd.DataFrame:
             first_present=Count("id", filter=Q(sample_index=0)),
             first_correct=Count("id", filter=Q(sample_index=0, heuristic_correct=True)),
         )
-        .order_by()
+        # A fixed order for the bootstrap's resampling of instances (not whatever order the grouping returns).
+        .order_by("job_id", "instance_id", "setting")
         .values_list(
             "job_id",
             "instance_id",
@@ -70,8 +71,7 @@ def instance_frame(*, job_ids: list[int]) -> pd.DataFrame:
     frame["m_prob"] = frame["m_prob"].astype(float)
     frame["first"] = np.where(frame["first_present"] > 0, frame["first_correct"], np.nan)
     frame = frame.merge(_jobs_frame(job_ids), on="job_id", how="left")
-    # A fixed order (the GROUP BY's is the database's choice): the bootstrap intervals resample rows by position.
-    return frame.sort_values(["job_id", "instance_id", "setting"], kind="stable", ignore_index=True)
+    return frame
 
 
 def _cells(frame: pd.DataFrame):

@@ -47,8 +47,8 @@ ITEM_FIELDS = [
 def pool_item_frame(*, pool: Pool) -> pd.DataFrame:
     """One row per annotated study item: its cell, the heuristic, first and second annotations, every annotation
     (`annotators`, `labels`, `extraneous_flags`: lists in annotation order) and the human verdict."""
-    # In id order: the bootstrap intervals resample rows by position, so the rows' order must not be the database's
-    # whim (a study bundle's figures are recomputed elsewhere and must come out equal).
+    # Pool order (the order the items were stored in, docs/domain.md, 'The annotation pool'): the examples draw and
+    # the bootstrap resampling read the items in it, so they must not depend on how the database returns rows.
     items = pd.DataFrame.from_records(
         PoolItem.objects.filter(pool=pool, kind=STUDY).order_by("pk").values_list(*ITEM_FIELDS), columns=ITEM_FIELDS
     ).rename(columns={"model_name": "model"})

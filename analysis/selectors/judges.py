@@ -37,7 +37,8 @@ def judge_frame(*, pool: Pool, human: pd.DataFrame) -> pd.DataFrame:
                 "id", *_ITEM_CELL, "heuristic_correct"
             )
         )
-        labels = MachineLabel.objects.filter(run=run, item__kind=STUDY).exclude(label="")
+        # In pool order (docs/domain.md, 'Multi-rater statistics': the bootstrap resamples items in it).
+        labels = MachineLabel.objects.filter(run=run, item__kind=STUDY).exclude(label="").order_by("item_id")
         for item_id, label, confidence, scores in labels.values_list("item_id", "label", "confidence", "scores"):
             cell = items[item_id]
             rows.append(
@@ -140,32 +141,44 @@ def calibration(confidence: np.ndarray, correct: np.ndarray, *, bins: int = ECE_
     }
 
 
+# A model x dataset gets a calibration row of its own from this many judged, annotated items (docs/domain.md,
+# 'Machine raters'); ECE over 10 bins says little below it.
+CALIBRATION_MIN_ITEMS = 30
+
+
+def _calibration_row(part: pd.DataFrame) -> dict:
+    correct = (part["judge_label"] == part["human_label"]).to_numpy(dtype=float)
+    figures = calibration(part["confidence"].to_numpy(dtype=float), correct)
+    multiclass = [
+        sum((p - (1.0 if label == human else 0.0)) ** 2 for label, p in probabilities.items())
+        for probabilities, human in zip(part["option_probabilities"], part["human_label"], strict=True)
+    ]
+    return {
+        "n": figures["n"],
+        "accuracy": finite(float(correct.mean())),
+        "ece": figures["ece"],
+        "brier": figures["brier"],
+        "brier_multiclass": finite(float(np.mean(multiclass))),
+    }
+
+
 def judge_calibration(*, frame: pd.DataFrame) -> list[dict]:
     """Per judge, against the human label of each annotated study item (adjudicated, else the majority): accuracy,
     ECE over 10 bins, the Brier score of the label's confidence, the multi-class Brier score over the options
-    (probabilities: softmax of the scores, or vote shares) and n."""
+    (probabilities: softmax of the scores, or vote shares) and n. First the judge's pooled row (`model` and `dataset`
+    None), then one per model x dataset with at least CALIBRATION_MIN_ITEMS items."""
     if frame.empty:
         return []
     annotated = frame[frame["human_label"].notna()]
     rows = []
     for judge, part in annotated.groupby("judge", sort=True):
-        correct = (part["judge_label"] == part["human_label"]).to_numpy(dtype=float)
-        figures = calibration(part["confidence"].to_numpy(dtype=float), correct)
-        multiclass = [
-            sum((p - (1.0 if label == human else 0.0)) ** 2 for label, p in probabilities.items())
-            for probabilities, human in zip(part["option_probabilities"], part["human_label"], strict=True)
-        ]
-        rows.append(
-            {
-                "judge": judge,
-                "origin": part["origin"].iloc[0],
-                "n": figures["n"],
-                "accuracy": finite(float(correct.mean())),
-                "ece": figures["ece"],
-                "brier": figures["brier"],
-                "brier_multiclass": finite(float(np.mean(multiclass))),
-            }
-        )
+        origin = part["origin"].iloc[0]
+        rows.append({"judge": judge, "origin": origin, "model": None, "dataset": None, **_calibration_row(part)})
+        for (model, dataset), group in part.groupby(["model", "dataset"], sort=True):
+            if len(group) >= CALIBRATION_MIN_ITEMS:
+                rows.append(
+                    {"judge": judge, "origin": origin, "model": model, "dataset": dataset, **_calibration_row(group)}
+                )
     return rows
 
 

@@ -7,6 +7,8 @@ import re
 
 from django import template
 
+from analysis.exports import KAPPA_BEYOND_MARK, KAPPA_BEYOND_NOTE, kappa_ci_beyond_bounds
+
 register = template.Library()
 
 TABLE_TITLES = {
@@ -159,12 +161,15 @@ def presented(table: dict) -> dict:
         else:
             merged.append((column, [i]))
     rows = []
+    marked = False
     for row in table["rows"]:
         cells = []
-        for _, indices in merged:
+        for name, indices in merged:
             if len(indices) == 2:
                 low, high = row[indices[0]], row[indices[1]]
                 text = "—" if "—" in (low, high) else f"[{low}, {high}]"
+                if table["name"] == "prob_vs_gen" and name == "kappa_ci" and _beyond(low, high):
+                    text, marked = f"{text} {KAPPA_BEYOND_MARK}", True
                 cells.append({"text": text, "num": text != "—"})
             else:
                 text = row[indices[0]]
@@ -179,7 +184,16 @@ def presented(table: dict) -> dict:
         "title": table_title(table["name"]),
         "columns": [{"name": name, "title": column_title(name), "num": None} for name, _ in merged],
         "rows": rows,
+        "note": f"{KAPPA_BEYOND_MARK} {KAPPA_BEYOND_NOTE}" if marked else "",
     }
+
+
+def _beyond(low: str, high: str) -> bool:
+    """Whether a displayed kappa interval reaches past [-1, 1]."""
+    try:
+        return kappa_ci_beyond_bounds([float(low), float(high)])
+    except ValueError:
+        return False
 
 
 @register.filter

@@ -1,13 +1,14 @@
 """Writes for the annotation app. Every entry point (commands, pages, API) calls these functions."""
 
 from annotation.services.adjudication import adjudication_save
-from annotation.services.annotation import AnnotationRejected, Submitted, annotation_submit
+from annotation.services.annotation import AnnotationRejected, IdempotencyConflict, Submitted, annotation_submit
 from annotation.services.assignment import AssignmentError, AssignResult, assignments_create
 from annotation.services.imports import GenerationImportError, GenerationsImportResult, generations_import
 from annotation.services.pool import PoolSampleError, PoolSampleResult, ShortCell, pool_sample
 
 __all__ = [
     "AnnotationRejected",
+    "IdempotencyConflict",
     "AssignResult",
     "AssignmentError",
     "GenerationImportError",

@@ -31,6 +31,15 @@ class AnnotationRejected(ValueError):
         self.status = status
 
 
+class IdempotencyConflict(AnnotationRejected):
+    """A save with the key of the save that last wrote the annotation, but a different answer (422): `conflicts`
+    names the parts of the answer that differ. Replaying the old answer would silently lose the new one."""
+
+    def __init__(self, message: str, *, conflicts: list[str]):
+        super().__init__(message, field="idempotency_key", status=422)
+        self.conflicts = conflicts
+
+
 @dataclass(frozen=True)
 class Submitted:
     item: str  # the item's public id
@@ -389,10 +398,28 @@ def _feedback(*, locked: _Locked, label: str) -> dict | None:
     }
 
 
-def _replayed(*, annotation_id: int, public_id: str, locked: _Locked) -> Submitted:
-    """What is stored, for a save sent again with the key of the one that last wrote the annotation."""
+def _replayed(
+    *, annotation_id: int, public_id: str, locked: _Locked, fields: dict, spans: Sequence, referents: Sequence
+) -> Submitted:
+    """What is stored, for a save sent again with the key of the one that last wrote the annotation and the same
+    answer (its time aside: the clock runs between tries). IdempotencyConflict when the answer differs."""
     annotation = Annotation.objects.get(pk=annotation_id)
     stored = [(start, end) for start, end in annotation.spans.values_list("start", "end")]
+    conflicts = [name for name in ("label", "extraneous") if fields[name] != getattr(annotation, name)]
+    if _check_spans(spans, len(locked.continuation)) != stored:
+        conflicts.append("extraneous_spans")
+    conflicts.extend(name for name in ("notes", "tags") if fields[name] != getattr(annotation, name))
+    if (locked.distractors or referents) and _referents(locked=locked, referents=referents) != [
+        (start, end, word, referent)
+        for start, end, word, referent in annotation.referents.values_list("start", "end", "word", "referent")
+    ]:
+        conflicts.append("referents")
+    if conflicts:
+        raise IdempotencyConflict(
+            f"Idempotency-Key {fields['idempotency_key']!r} was used for a different answer (it differs in "
+            f"{', '.join(conflicts)}): nothing was saved; send a changed answer with a new key",
+            conflicts=conflicts,
+        )
     return Submitted(
         item=public_id,
         annotation=annotation,
@@ -421,8 +448,9 @@ def annotation_submit(
 
     The database allows one annotation per annotator and item; concurrent saves of one item by one annotator wait for
     each other on the assignment's row lock, so they neither duplicate nor lose work. Time is summed over visits. A
-    save whose `idempotency_key` last wrote the annotation is a replay: it writes nothing and returns what is stored
-    (docs/domain.md, "Assignment and the annotator's queue"). Raises AnnotationRejected (400, 403, 404, 409) or
+    save whose `idempotency_key` last wrote the annotation is a replay: it writes nothing and returns what is stored,
+    or, when its answer differs, IdempotencyConflict (422) (docs/domain.md, "Assignment and the annotator's queue").
+    Raises AnnotationRejected (400, 403, 404, 409, 422) or
     QualificationFailed (403) and then writes nothing.
     """
     tags = _check_input(tags=tags, seconds=seconds)
@@ -437,7 +465,14 @@ def annotation_submit(
         locked = _locked_assignment(user=user, public_id=public_id)
         existing = _existing(locked=locked, user=user)
         if idempotency_key and existing is not None and existing[1] == idempotency_key:
-            return _replayed(annotation_id=existing[0], public_id=public_id, locked=locked)
+            return _replayed(
+                annotation_id=existing[0],
+                public_id=public_id,
+                locked=locked,
+                fields=fields,
+                spans=spans,
+                referents=referents,
+            )
         checked = _check_item(locked=locked, user=user, label=label, extraneous=extraneous, spans=spans)
         resolved = _referents(locked=locked, referents=referents)
         annotation, created = _annotation_write(

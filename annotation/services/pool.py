@@ -7,6 +7,9 @@ Two draws are offered:
   released sample file holds exactly 5 distinct templates per pronoun, each 5 times. The draw is the seed's own:
   `df.sample(n=instances, random_state=seed)` over the cell's instances in the order of the seed's per-pronoun frame
   (name draw, then dataset order), so seed 131719 picks the released files' rows.
+- The items are stored in the released files' order (docs/domain.md, 'The annotation pool'), the pool order that
+  the examples draw and the bootstrap read: per job (model x dataset), per setting, the pronouns he, she, they, xe,
+  and within each the sample index first (the drawn instances, in draw order, for sample 1, then for sample 2, ...).
 - `per-sample-index` (an earlier reading, kept for comparison): `per_cell / samples` random instances drawn
   separately for each sample index, so one cell mixes up to `per_cell` different instances.
 """
@@ -23,7 +26,9 @@ from django.db import transaction
 
 from annotation.models import Pool, PoolItem
 from common.audit import CREATE, audit_record
+from generation.contexts import ALL_SETTINGS
 from generation.models import Generation, GenerationJob, JobStatus
+from generation.pronouns import BASES
 
 DRAW_INSTANCES = "instances"
 DRAW_PER_SAMPLE_INDEX = "per-sample-index"
@@ -136,12 +141,18 @@ def _seed_sample(population: list[int], n: int, seed: int) -> list[int]:
     return [population[position] for position in positions]
 
 
+def _in_order(values: list[str], order: tuple[str, ...]) -> list[str]:
+    """`values` in `order`, any others after them in their own order."""
+    return sorted(values, key=lambda value: order.index(value) if value in order else len(order))
+
+
 def _job_cells(job: GenerationJob, found: dict) -> Iterator[tuple[tuple[str, str, int | None], Cell]]:
-    """The job's cells; a distractor set has one per distractor count its generations hold."""
+    """The job's cells in pool order (docs/domain.md, 'The annotation pool'): per setting, the pronouns he, she, they,
+    xe (whatever order the job lists them in); a distractor set has one cell per distractor count it holds."""
     counts = sorted({count for _, _, count in found}, key=lambda count: -1 if count is None else count) or [None]
     kind = job.dataset.kind if job.dataset is not None else ""
-    for setting in job.settings:
-        for pronoun in job.pronouns:
+    for setting in _in_order(list(job.settings), ALL_SETTINGS):
+        for pronoun in _in_order(list(job.pronouns), BASES):
             for count in counts:
                 dataset = kind if count is None else f"{kind} ({count} distractors)"
                 yield (setting, pronoun, count), (job.model.name, dataset, setting, pronoun)
@@ -165,8 +176,9 @@ def _draw_whole_instances(
             picked = complete
         else:
             picked = _seed_sample(complete, instances, seed)
-        for ordinal in picked:
-            chosen.extend((job, by_instance[ordinal][index]) for index in range(job.samples))
+        # The released files' order: sample column first, the drawn instances in draw order within each.
+        for index in range(job.samples):
+            chosen.extend((job, by_instance[ordinal][index]) for ordinal in picked)
         result.cells[cell] = len(picked) * job.samples
     return chosen
 

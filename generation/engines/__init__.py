@@ -52,7 +52,7 @@ class Engine(Protocol):
 
 def worker_engine() -> str:
     """This worker's engine for jobs that name none: CONCORD_ENGINE (default hf)."""
-    name = (getattr(settings, "CONCORD_ENGINE", "") or HF).strip().lower()
+    name = settings.CONCORD_ENGINE
     if name not in ENGINES:
         raise EngineUnavailable(f"CONCORD_ENGINE={name!r} is not an engine: use one of {', '.join(ENGINES)}")
     return name
@@ -86,7 +86,7 @@ def engine_check(*, engine: str | None, language_model: LanguageModel, num_beams
     name = engine_name(engine)
     if name not in ENGINES:
         raise EngineUnavailable(f"unknown engine {name!r}: use one of {', '.join(ENGINES)}")
-    local = getattr(settings, "CONCORD_ENGINE_CHECK", "local") != "off"
+    local = settings.CONCORD_ENGINE_CHECK != "off"
     if name == VLLM:
         if num_beams != 1:
             raise EngineUnavailable("the vllm engine samples with one beam (num_beams 1); use the hf engine for beams")

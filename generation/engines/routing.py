@@ -22,5 +22,5 @@ def task_route(name: str, args: Any, kwargs: Any, options: Any, task: Any = None
 
     options_ = JobChunk.objects.filter(pk=chunk_id).values_list("job__options", flat=True).first() or {}
     if (options_ or {}).get("engine") == "vllm":
-        return {"queue": getattr(settings, "CONCORD_VLLM_QUEUE", "generation-gpu")}
+        return {"queue": settings.CONCORD_VLLM_QUEUE}
     return None

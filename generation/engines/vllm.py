@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
+from generation.seeds import seed_derive
+
 if TYPE_CHECKING:
     from generation.loading import LoadedModel
     from generation.models import LanguageModel
@@ -33,7 +35,7 @@ _lock = threading.Lock()
 
 def request_seed(chunk_seed: int, index: int) -> int:
     """The seed of request `index` of a chunk whose sampling seed is `chunk_seed` (32 bits, as vLLM takes)."""
-    return (chunk_seed * 1_000_003 + index) % 2**32
+    return seed_derive(seed=chunk_seed, offset=index)
 
 
 def vllm_model_problem(*, language_model: LanguageModel) -> str | None:
@@ -45,7 +47,7 @@ def vllm_model_problem(*, language_model: LanguageModel) -> str | None:
             f"model {language_model.name} is a GGUF file of a hub repository, which the vllm engine cannot read; "
             f"register the repository's Hugging Face weights (or a local copy), or use the hf engine"
         )
-    if not getattr(settings, "CONCORD_CONVERTED_MODELS_DIR", ""):
+    if not settings.CONCORD_CONVERTED_MODELS_DIR:
         return (
             f"model {language_model.name} is GGUF only: the vllm engine reads the dequantized copy that the worker "
             f"keeps in CONCORD_CONVERTED_MODELS_DIR, which is not set; set it, or use the hf engine"
@@ -75,7 +77,7 @@ def vllm_model_path(*, language_model: LanguageModel) -> str:
 
 def vllm_options() -> dict[str, Any]:
     """Extra `LLM(...)` arguments from CONCORD_VLLM_OPTIONS (a JSON object, e.g. {"gpu_memory_utilization": 0.85})."""
-    raw = getattr(settings, "CONCORD_VLLM_OPTIONS", "") or ""
+    raw = settings.CONCORD_VLLM_OPTIONS
     if not raw.strip():
         return {}
     options = json.loads(raw)

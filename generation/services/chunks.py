@@ -36,6 +36,7 @@ from generation.parameters import JobParameters
 from generation.pronouns import Codebook
 from generation.sampling import Decoding, Interrupted, sample_continuations
 from generation.scoring import ScoreItem, score_instances
+from generation.seeds import seed_derive
 from generation.selectors import dataset_codebook
 from generation.services.kinds import JobKind, job_kind_handler
 from generation.services.leases import (
@@ -60,15 +61,15 @@ Progress = Callable[[GenerationJob], None]
 
 def transient_delays() -> list[float]:
     """The pauses before each retry after a transient error: 1, 2, 4, 8, 16 s by default (bounded)."""
-    retries = getattr(django_settings, "CONCORD_TRANSIENT_RETRIES", 5)
-    first = getattr(django_settings, "CONCORD_TRANSIENT_BACKOFF_SECONDS", 1.0)
+    retries = django_settings.CONCORD_TRANSIENT_RETRIES
+    first = django_settings.CONCORD_TRANSIENT_BACKOFF_SECONDS
     return [min(first * 2**attempt, 60.0) for attempt in range(retries)]
 
 
 def chunk_seed(*, job_seed: int, chunk_index: int, setting: str) -> int:
     """The seed of one chunk's sampling for one setting: a re-run chunk draws the same numbers."""
     # ALL_SETTINGS starts with SETTINGS, so pre/post seeds are unchanged; open (TANGO) jobs have no other setting.
-    return (job_seed * 1_000_003 + chunk_index * len(SETTINGS) + ALL_SETTINGS.index(setting)) % 2**32
+    return seed_derive(seed=job_seed, offset=chunk_index * len(SETTINGS) + ALL_SETTINGS.index(setting))
 
 
 def _still_active(job: GenerationJob) -> bool:
@@ -252,7 +253,7 @@ def _give_up(*, chunk_id: int, owner: str, error: BaseException) -> None:
         connections_reset()
 
 
-class GenerationKind(JobKind):
+class GenerationKind(JobKind[JobParameters]):
     """The generation kind: a job's units are instances of its dataset; each gives settings x samples generations
     and, on the masked datasets, one probability result (TANGO: one Prob-TANGO template per generation)."""
 

@@ -31,6 +31,7 @@ PERSON = "$OCCUPATION/PARTICIPANT"
 POLARITIES = ("positive", "negative")
 COUNTS = (0, 1, 2, 3, 4, 5)
 SAMPLE_SEEDS = (13, 17, 19)
+SAMPLE_SEED_CHOICES = [*(str(seed) for seed in SAMPLE_SEEDS), "none"]  # as the command, the form and the API take them
 CONTEXT_ROWS = 10  # per pronoun type: 5 contents x 2 polarities
 CONTENTS = 5
 BATCH = 5000
@@ -497,7 +498,8 @@ def dataset_import_ruff_distractors(
     if bad or not counts_asked:
         raise ImportFailed([f"--distractors must be among 0-5 (got {', '.join(map(str, bad)) or 'nothing'})"])
     if sample_seed is not None and sample_seed not in SAMPLE_SEEDS:
-        raise ImportFailed([f"--sample-seed must be one of 13, 17, 19 or none (got {sample_seed})"])
+        seeds = ", ".join(map(str, SAMPLE_SEEDS))
+        raise ImportFailed([f"--sample-seed must be one of {seeds} or none (got {sample_seed})"])
     sources = distractor_sources_read(task_path=task_path, context_path=context_path)
     full = distractor_counts(sources)
     dataset, templates = _dataset_for(sources, name)

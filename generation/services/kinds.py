@@ -28,14 +28,17 @@ Register from the owning app's `AppConfig.ready()`: `job_kind_register("judge", 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
     from generation.models import GenerationJob, JobChunk
-    from generation.parameters import JobParameters
+
+# A validated job, `generation.parameters.JobParameters` (a handler may name it: `JobKind[JobParameters]`). This
+# module does not import it: the parameters' validation reads this registry, so the dependency runs that way only.
+Params = TypeVar("Params")
 
 
-class JobKind:
+class JobKind(Generic[Params]):
     """The interface of a job kind's handler (see the module docstring); subclass it and override what applies."""
 
     needs_dataset: bool = True
@@ -45,10 +48,10 @@ class JobKind:
     def options_validate(self, *, options: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
         return options
 
-    def units(self, *, params: JobParameters) -> list[int]:
+    def units(self, *, params: Params) -> list[int]:
         raise NotImplementedError
 
-    def items_per_unit(self, *, params: JobParameters) -> int:
+    def items_per_unit(self, *, params: Params) -> int:
         return 1
 
     def run_chunk(
@@ -66,21 +69,21 @@ class JobKind:
         return None
 
 
-_KINDS: dict[str, JobKind] = {}
+_KINDS: dict[str, JobKind[Any]] = {}
 
 
-def job_kind_register(name: str, handler: JobKind) -> None:
+def job_kind_register(name: str, handler: JobKind[Any]) -> None:
     """Register (or replace, e.g. in a test) the handler of a job kind."""
     if not name or len(name) > 32:
         raise ValueError(f"a job kind's name has 1 to 32 characters, got {name!r}")
     _KINDS[name] = handler
 
 
-def job_kind_get(name: str) -> JobKind | None:
+def job_kind_get(name: str) -> JobKind[Any] | None:
     return _KINDS.get(name)
 
 
-def job_kind_handler(name: str) -> JobKind:
+def job_kind_handler(name: str) -> JobKind[Any]:
     """The handler of a stored job's kind; a kind whose app is not installed is an error that names it."""
     handler = _KINDS.get(name)
     if handler is None:

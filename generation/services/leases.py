@@ -20,7 +20,7 @@ import uuid
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import DatabaseError, connections
+from django.db import DatabaseError, connections, models
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -32,7 +32,7 @@ _process: tuple[int, str] = (0, "")
 
 
 def lease_seconds() -> float:
-    return float(getattr(settings, "CONCORD_CHUNK_LEASE_SECONDS", 30))
+    return float(settings.CONCORD_CHUNK_LEASE_SECONDS)
 
 
 def heartbeat_seconds() -> float:
@@ -145,11 +145,15 @@ class Heartbeat:
     `lost` is set when the lease was taken over by another runner (ours had expired): the chunk then stops at its
     next step. A database error in a beat is logged and the beat tried again; the lease expires only if the database
     stays out of reach for the whole lease.
+
+    `model` is the leased row's model: a JobChunk, or any row with the same `lease_owner`, `lease_expires_at` and
+    `finished_at` columns (annotation's import jobs).
     """
 
-    def __init__(self, *, chunk_id: int, owner: str):
+    def __init__(self, *, chunk_id: int, owner: str, model: type[models.Model] = JobChunk):
         self.chunk_id = chunk_id
         self.owner = owner
+        self.model = model
         self.lost = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"concord-lease-{chunk_id}", daemon=True)
@@ -164,12 +168,13 @@ class Heartbeat:
 
     def beat(self) -> None:
         expires = timezone.now() + timedelta(seconds=lease_seconds())
-        rows = JobChunk.objects.filter(pk=self.chunk_id, lease_owner=self.owner, finished_at__isnull=True)
+        manager = self.model._default_manager
+        rows = manager.filter(pk=self.chunk_id, lease_owner=self.owner, finished_at__isnull=True)
         if rows.update(lease_expires_at=expires):
             return
         # Lost only when the row says so (another owner, or finished); a row this connection cannot see yet (the
         # claim is still inside a transaction) is no reason to stop.
-        holder = JobChunk.objects.filter(pk=self.chunk_id).values_list("lease_owner", "finished_at").first()
+        holder = manager.filter(pk=self.chunk_id).values_list("lease_owner", "finished_at").first()
         if holder is not None and (holder[0] != self.owner or holder[1] is not None):
             self.lost.set()
 

@@ -33,7 +33,7 @@ from generation.services.leases import (
     heartbeat_seconds,
 )
 from generation.services.progress import ACTIVE, job_fail, job_progress_refresh, job_requeue
-from generation.signals import resuming_on_start
+from generation.signals import resuming_on_start, sweeping
 
 logger = logging.getLogger(__name__)
 
@@ -146,7 +146,7 @@ def chunks_requeue_stale() -> list[int]:
 
 
 def unclaimed_seconds() -> float:
-    return float(getattr(django_settings, "CONCORD_CHUNK_UNCLAIMED_SECONDS", 120))
+    return float(django_settings.CONCORD_CHUNK_UNCLAIMED_SECONDS)
 
 
 def chunk_queues() -> list[str]:
@@ -158,9 +158,7 @@ def chunk_queues() -> list[str]:
             queues.update(
                 str(target["queue"]) for target in route.values() if isinstance(target, dict) and "queue" in target
             )
-    extra = getattr(django_settings, "CONCORD_VLLM_QUEUE", None)
-    if extra:
-        queues.add(str(extra))
+    queues.add(django_settings.CONCORD_VLLM_QUEUE)
     return sorted(queues)
 
 
@@ -221,16 +219,25 @@ def chunks_sweep() -> list[int]:
     return chunks_requeue_stale() + chunks_resend_unclaimed()
 
 
+def work_sweep() -> None:
+    """One round of the workers' sweeper: the chunks, then what other apps lease (imports; signals.sweeping)."""
+    chunks_sweep()
+    for receiver, response in sweeping.send_robust(sender=None):
+        if isinstance(response, Exception):
+            logger.warning("sweep: %r failed: %r", receiver, response)
+
+
 def stale_chunk_sweeper_start() -> threading.Thread:
     """In each Celery worker: a thread that every few seconds re-queues chunks whose runner is gone or whose message
     the broker lost, so that a chunk of a killed worker runs again within a minute (lease + one sweep), long before
-    the broker's visibility timeout, and a broker restarted empty gets its chunks again."""
+    the broker's visibility timeout, and a broker restarted empty gets its chunks again; imports likewise
+    (`work_sweep`)."""
 
     def sweep_forever() -> None:
         while True:
             time.sleep(heartbeat_seconds())
             try:
-                chunks_sweep()
+                work_sweep()
             except TRANSIENT_ERRORS as exc:
                 logger.warning("chunk sweep failed (%s); trying again", exc)
                 connections_reset()

@@ -13,13 +13,14 @@ from django.db import transaction
 
 from annotation.models import PoolItem
 from generation.loading import LoadedModel, model_load
+from generation.seeds import seed_derive
 from judging.models import JudgeMode, JudgeRun, MachineLabel
 from judging.scoring import likelihood_judge, sampling_judge
 from judging.selectors import item_prompt
 
 
 def chunk_seed(*, run_seed: int, chunk_index: int) -> int:
-    return (run_seed * 1_000_003 + chunk_index) % 2**32
+    return seed_derive(seed=run_seed, offset=chunk_index)
 
 
 def _write_now(save: Callable[[], object]) -> bool:

@@ -14,7 +14,7 @@ from django.db import transaction
 from annotation.models import Pool
 from generation.parameters import MAX_SEED, JobParameterError
 from generation.services.jobs import JobStateError, job_create, job_resume
-from judging.models import Judge, JudgeMode, JudgeRun
+from judging.models import JUDGE_KIND, Judge, JudgeMode, JudgeRun
 from judging.services.judges import judge_latest
 
 DEFAULT_K = 5
@@ -91,8 +91,6 @@ def judge_run_create(
     keyword arguments of `judge_run_parameters_validate`; bad input raises `JobParameterError` and writes nothing.
     The run is a job of kind `judge` (judging/kinds.py), queued once this commits (`queue=False`: the caller runs it
     with `generation.services.jobs.job_run`)."""
-    from judging.kinds import KIND
-
     params = judge_run_parameters_validate(**parameters)
     if not rerun:
         same = (
@@ -119,7 +117,7 @@ def judge_run_create(
             return same, False
     with transaction.atomic():
         job = job_create(
-            kind=KIND,
+            kind=JUDGE_KIND,
             model=params.judge.model,
             seed=params.seed,
             options={

@@ -208,6 +208,33 @@ class TestLoginLockout:
         assert locked.status_code == 429
         assert elsewhere.status_code == 302
 
+    @pytest.mark.parametrize(
+        ("entry", "counted"),
+        [
+            ("1.2.3.4:5678", "1.2.3.4"),
+            ("[2001:db8::1]:443", "2001:db8::1"),
+            ("[2001:db8::2]", "2001:db8::2"),
+            ("2001:db8::3", "2001:db8::3"),
+            ("not-an-ip", None),
+            ("1.2.3.4:not-a-port", None),
+        ],
+    )
+    def test_a_forwarded_entry_with_a_port_counts_its_address_and_anything_else_counts_none(
+        self, annotator, settings, caplog, entry, counted
+    ):
+        settings.CONCORD_TRUSTED_PROXY_COUNT = 2
+        proxy = {"REMOTE_ADDR": "10.0.0.1", "HTTP_X_FORWARDED_FOR": f"{entry}, 10.0.0.2"}
+
+        failed = wrong_logins(Client(), "ana", 2, **proxy)
+        counted_under = list(AccessAttempt.objects.values_list("ip_address", "failures_since_start"))
+        logged_in = Client().post("/login/", {"username": "ana", "password": PASSWORD}, **proxy)
+
+        assert failed == [200, 200]
+        assert counted_under == [(counted, 2)]
+        assert logged_in.status_code == 302
+        warnings = [record for record in caplog.records if entry in record.getMessage()]
+        assert len(warnings) == (0 if counted else 1)  # a bad entry is logged once, not per request
+
     def test_the_token_endpoint_counts_failures_and_answers_429_when_locked(self, api, annotator, settings):
         settings.AXES_FAILURE_LIMIT = 3
         statuses = [token_for(api, "ana", "wrong-password").status_code for _ in range(3)]

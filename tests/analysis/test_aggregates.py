@@ -294,3 +294,20 @@ class TestTango:
             assert row["prob_sem"] == pytest.approx(stats.sem(templates))
             assert row["gen"] == pytest.approx(np.mean(every))
             assert row["gen_first"] == pytest.approx(np.mean([samples[0][0] for samples in instances]))
+
+
+@pytest.mark.django_db
+def test_the_items_enter_the_analysis_in_pool_order_whatever_the_tables_physical_order(annotator, second_annotator):
+    # docs/domain.md, "Multi-rater statistics": bootstrap intervals resample items in pool order (the order they
+    # were stored in), not in whatever order a query without ORDER BY happens to return.
+    from analysis.selectors.human import pool_item_frame
+
+    pool = study_build(ana=annotator, bo=second_annotator)
+    first = PoolItem.objects.filter(pool=pool).order_by("pk").first()
+    # A new row version, later in the table and in its indexes (an indexed column changes: no in-place update).
+    PoolItem.objects.filter(pk=first.pk).update(public_id=first.public_id + "x")
+
+    frame = pool_item_frame(pool=pool)
+
+    stored = list(PoolItem.objects.filter(pool=pool).order_by("pk").values_list("pk", flat=True))
+    assert list(frame["id"]) == [pk for pk in stored if pk in set(frame["id"])]

@@ -107,6 +107,28 @@ class TestLatexExport:
         report["prob_vs_gen"][0].update(kappa=0.0, kappa_ci=None)
         assert "0.000 [undefined]" in exports.report_latex(report=report, table="prob_vs_gen")
 
+    def test_a_prob_vs_gen_kappa_interval_wider_than_minus_one_to_one_is_marked_in_latex_and_on_the_page(self, study):
+        # statsmodels' interval on the one-sided table of n = 2 (m_prob 1, 0 against a constant first sample): kept
+        # as the paper computes it, and marked.
+        import numpy as np
+        from statsmodels.stats.inter_rater import cohens_kappa as sm_cohens_kappa
+
+        wide = sm_cohens_kappa(np.array([[1], [1]]))
+        assert wide.kappa_low < -1 and wide.kappa_upp > 1
+        report = report_build(pool=study)
+        report["prob_vs_gen"][0].update(n=2, kappa=0.0, kappa_ci=[wide.kappa_low, wide.kappa_upp])
+        report["prob_vs_gen"][1:] = [{**report["prob_vs_gen"][0], "pronoun": "he", "kappa_ci": [-0.5, 0.5]}]
+
+        tex = exports.report_latex(report=report, table="prob_vs_gen")
+        html = exports.report_html(report=report)
+
+        low, high = f"{wide.kappa_low:.3f}", f"{wide.kappa_upp:.3f}"
+        assert f"0.000 [{low}, {high}]$^\\dagger$" in tex
+        assert "[-0.500, 0.500]$^\\dagger$" not in tex
+        assert "wider than [-1, 1]" in tex
+        assert f"[{low}, {high}] †" in html and "[-0.500, 0.500] †" not in html
+        assert "† wider than [-1, 1]" in html
+
 
 class TestSafeCsv:
     def test_report_csv_neutralises_formulas_but_keeps_negative_numbers(self, hostile):

@@ -1,5 +1,4 @@
-"""A report's first build shows its progress (issue 25, item 10): a browser opening a report that is not cached yet
-gets a page at once that builds it in the background and then opens it; a cached report, a script and `wait=1` get
+"""A report's first build shows its progress: a browser opening a report that is not cached yet gets a page at once that builds it in the background and then opens it; a cached report, a script and `wait=1` get
 the report itself."""
 
 from __future__ import annotations

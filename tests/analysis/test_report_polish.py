@@ -1,5 +1,4 @@
-"""What the report shows when parts are missing, and how it spells things (issue 25, item 11): no empty tables on
-the page or in the LaTeX (each says what would fill it), CSV headers on empty tables, word headings, one spelling
+"""What the report shows when parts are missing, and how it spells things: no empty tables on the page or in the LaTeX (each says what would fill it), CSV headers on empty tables, word headings, one spelling
 per label, times to the millisecond, and a beta landscape that draws what it names."""
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ class TestTypes:
     def test_the_report_has_every_required_key_and_no_other(self, pool):
         report = report_build(pool=pool)
         assert set(Report.__required_keys__) <= set(report) <= _keys(Report)
-        # the places left for the sections of the distractors (issue 22) and the machine raters (issue 23)
+        # the places left for the sections of RUFF with distractors and of the machine raters (judges)
         assert {"distractors", "human_vs_judge", "judge_vs_heuristic", "judge_calibration"} <= Report.__optional_keys__
 
     def test_the_rows_we_compute_are_typed_exactly(self, pool):

@@ -255,7 +255,9 @@ class TestDownloadAndProvenance:
         monkeypatch.setattr(provenance, "file_sha256", lambda path: pytest.fail("hashed twice"))
         second = provenance.model_provenance(model)
 
-        assert first["weights"] == second["weights"] == [
-            {"file": "model.safetensors", "sha256": hashlib.sha256(b"weights " * 1000).hexdigest()}
-        ]
+        assert (
+            first["weights"]
+            == second["weights"]
+            == [{"file": "model.safetensors", "sha256": hashlib.sha256(b"weights " * 1000).hexdigest()}]
+        )
         assert WeightsDigest.objects.count() == 1

@@ -1,6 +1,5 @@
 """The annotation page retries a save once on a 5xx, with the same idempotency key, so a try that was written before
-its answer was lost is not written twice (issue 26.2 and 26.3; docs/domain.md, "Assignment and the annotator's
-queue")."""
+its answer was lost is not written twice (docs/domain.md, "Assignment and the annotator's queue")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A save sent again with the same idempotency key changes nothing (issue 26.3: a replayed save after a server kill
+"""A save sent again with the same idempotency key changes nothing (a save replayed after a server was killed once
 counted its time twice); the annotation page retries with the same key (docs/domain.md, "Assignment and the
 annotator's queue")."""
 
@@ -51,7 +51,9 @@ class TestReplay:
 
         assert Annotation.objects.get(item=item).seconds == 2.0
 
-    def test_a_replay_changes_nothing_even_when_its_body_differs(self, api, annotator, item):
+    def test_a_reused_key_with_a_changed_answer_is_a_422_naming_the_conflict_and_writes_nothing(
+        self, api, annotator, item
+    ):
         api.force_authenticate(annotator)
         api.post(SUBMIT, body(item, seconds=3.0), format="json", HTTP_IDEMPOTENCY_KEY="same")
         before = stored(item)
@@ -63,8 +65,40 @@ class TestReplay:
             HTTP_IDEMPOTENCY_KEY="same",
         )
 
+        assert again.status_code == 422
+        assert again.json()["field"] == "idempotency_key"
+        assert again.json()["conflicts"] == ["label", "extraneous", "extraneous_spans"]
+        assert "'same'" in again.json()["detail"] and "new key" in again.json()["detail"]
+        assert "Idempotent-Replayed" not in again
         assert stored(item) == before
-        assert (again.json()["label"], again.json()["extraneous_spans"]) == ("correct", [[4, 7]])
+
+    @pytest.mark.parametrize(
+        ("changed", "conflict"),
+        [({"notes": "on second thought"}, "notes"), ({"tags": ["repetition"]}, "tags")],
+    )
+    def test_a_change_in_any_part_of_the_answer_is_a_conflict(self, api, annotator, item, changed, conflict):
+        api.force_authenticate(annotator)
+        api.post(SUBMIT, body(item), format="json", HTTP_IDEMPOTENCY_KEY="same")
+
+        again = api.post(SUBMIT, body(item, **changed), format="json", HTTP_IDEMPOTENCY_KEY="same")
+
+        assert (again.status_code, again.json()["conflicts"]) == (422, [conflict])
+
+    def test_the_same_answer_with_other_seconds_or_spans_in_another_order_is_still_a_replay(self, api, annotator, item):
+        api.force_authenticate(annotator)
+        api.post(
+            SUBMIT, body(item, extraneous_spans=[[4, 7], [0, 3]], seconds=3.0), format="json", HTTP_IDEMPOTENCY_KEY="k"
+        )
+
+        again = api.post(
+            SUBMIT,
+            body(item, extraneous_spans=[[0, 3], [4, 7], [4, 7]], seconds=8.0),
+            format="json",
+            HTTP_IDEMPOTENCY_KEY="k",
+        )
+
+        assert (again.status_code, again["Idempotent-Replayed"]) == (200, "true")
+        assert Annotation.objects.get(item=item).seconds == 3.0
 
     def test_saves_with_different_keys_are_visits_whose_time_adds_up(self, api, annotator, item):
         api.force_authenticate(annotator)

@@ -416,6 +416,60 @@ class TestImportJobs:
         assert not PoolItem.objects.exists()
 
 
+@pytest.mark.django_db(transaction=True)  # what other connections see while the import writes
+class TestShortTransactions:
+    """An import commits batch by batch, so a save (another connection) waits for one batch at most, never for the
+    whole import (on SQLite a 60,000-row import held the lock and a save failed after 30 s)."""
+
+    def test_each_batch_is_committed_before_the_next_is_written(self, tmp_path, monkeypatch):
+        import threading
+
+        from annotation.services import imports
+
+        monkeypatch.setattr(imports, "BATCH_ROWS", 2)
+        rows = [[MIS, MIS_PRE + f"Xe smiled, row {n}.", "1.0", "xe", "model-a"] for n in range(6)]
+        path = write(tmp_path / "gens.csv", "random_pre_gen", rows)
+        seen_elsewhere = []
+
+        def count_from_another_connection():
+            from django.db import connection
+
+            seen_elsewhere.append(PoolItem.objects.filter(pool__name="batched").count())
+            connection.close()
+
+        def progress(phase, done, total):
+            if phase == "writing":
+                reader = threading.Thread(target=count_from_another_connection)
+                reader.start()
+                reader.join()
+
+        result = generations_import(paths=[path], pool_name="batched", progress=progress)
+
+        assert result.items == 6
+        assert seen_elsewhere == [2, 4, 6]
+
+    def test_an_import_run_again_after_a_stop_between_batches_writes_the_rest_once(self, tmp_path, monkeypatch):
+        from annotation.services import imports
+
+        monkeypatch.setattr(imports, "BATCH_ROWS", 2)
+        rows = [[MIS, MIS_PRE + f"Xe smiled, row {n}.", "1.0", "xe", "model-a"] for n in range(5)]
+        rows.append(rows[0])  # an identical row: its own item (the second occurrence)
+        path = write(tmp_path / "gens.csv", "random_pre_gen", rows)
+
+        def stop_after_the_second_batch(phase, done, total):
+            if phase == "writing" and done == 4:
+                raise KeyboardInterrupt  # the process stops here
+
+        with pytest.raises(KeyboardInterrupt):
+            generations_import(paths=[path], pool_name="stopped", progress=stop_after_the_second_batch)
+        assert PoolItem.objects.filter(pool__name="stopped").count() == 4
+        again = generations_import(paths=[path], pool_name="stopped")
+
+        assert (again.rows, again.items) == (6, 2)
+        assert PoolItem.objects.filter(pool__name="stopped").count() == 6
+        assert generations_import(paths=[path], pool_name="stopped").items == 0
+
+
 def join_import_threads():
     import threading
 
@@ -479,6 +533,96 @@ class TestImportsLeftByAStoppedProcess:
 
         created = ImportJob.objects.get(pk=left_writing.pk).created_at
         assert imports_resume_on_start(started_before=created) == []  # created when this server had started
+
+    def lease(self, job, *, owner: str, seconds: float) -> None:
+        from datetime import timedelta
+
+        from django.utils import timezone
+
+        from annotation.models import ImportJob
+
+        ImportJob.objects.filter(pk=job.pk).update(
+            lease_owner=owner, lease_expires_at=timezone.now() + timedelta(seconds=seconds)
+        )
+
+    def test_a_workers_sweep_takes_over_an_import_whose_lease_expired_and_finishes_it(self, left_writing, pre_file):
+        # its Celery worker was killed (kill -9) while it was writing; its lease ran out.
+        from annotation.models import ImportFileChunk, ImportJob
+        from generation.services.runner import work_sweep
+
+        self.lease(left_writing, owner="gone-host:ns:4242:token:run", seconds=-1)
+
+        work_sweep()
+        join_import_threads()
+
+        job = ImportJob.objects.get(pk=left_writing.pk)
+        expected = generations_import(paths=[pre_file], pool_name="expected").items
+        assert (job.status, job.items_created, job.lease_owner) == ("done", expected, "")
+        assert PoolItem.objects.filter(pool__name="killed").count() == expected
+        assert not ImportFileChunk.objects.filter(job=job).exists()
+
+    def test_a_sweep_leaves_an_import_whose_runner_is_alive(self, left_writing):
+        from annotation.models import ImportJob
+        from annotation.services.imports.jobs import import_job_run, imports_requeue_stale
+
+        self.lease(left_writing, owner="other-host:ns:4242:token:run", seconds=20)
+
+        assert imports_requeue_stale() == []
+        assert import_job_run(job_id=left_writing.pk, restart=True) is None  # a redelivered message: left to it
+        assert ImportJob.objects.get(pk=left_writing.pk).status == "writing"
+
+    def test_a_running_import_holds_a_lease_that_its_heartbeat_renews(self, researcher, tmp_path, settings):
+        import time
+
+        from django.core.files.uploadedfile import SimpleUploadedFile
+        from django.utils import timezone
+
+        from annotation.models import ImportJob
+        from annotation.services import imports
+        from annotation.services.imports import jobs
+        from tests.factories import PoolFactory
+
+        settings.CONCORD_CHUNK_LEASE_SECONDS = 0.6  # a beat every 0.2 s
+        leases = []
+        original = imports._verdicts
+
+        def slow_verdicts(rows):
+            job = ImportJob.objects.get()
+            leases.append((job.lease_owner, (job.lease_expires_at - timezone.now()).total_seconds()))
+            time.sleep(0.5)
+            return original(rows)
+
+        rows = [[MIS, MIS_PRE + f"Xe smiled, row {n}.", "1.0", "xe", "model-a"] for n in range(3)]
+        body = write(tmp_path / "gens.csv", "random_pre_gen", rows).read_bytes()
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(imports, "BATCH_ROWS", 1)
+            patch.setattr(imports, "_verdicts", slow_verdicts)
+            job = jobs.import_job_create(
+                pool=PoolFactory(name="leased"), kind="study", files=[SimpleUploadedFile("g.csv", body)]
+            )
+            join_import_threads()
+
+        job = ImportJob.objects.get(pk=job.pk)
+        assert (job.status, job.items_created, job.lease_owner, job.lease_expires_at) == ("done", 3, "", None)
+        assert len(leases) == 3 and len({owner for owner, _ in leases}) == 1 and leases[0][0]
+        assert all(left > 0 for _, left in leases)  # 1.5 s of work under a 0.6 s lease: renewed, never lapsed
+
+    def test_resume_jobs_resumes_an_import_whose_runner_is_gone(self, left_writing, pre_file):
+        from io import StringIO
+
+        from django.core.management import call_command
+
+        from annotation.models import ImportJob
+
+        self.lease(left_writing, owner="gone-host:ns:4242:token:run", seconds=-1)
+        out = StringIO()
+
+        call_command("resume_jobs", stdout=out, stderr=StringIO())
+
+        expected = generations_import(paths=[pre_file], pool_name="expected").items
+        summary = json.loads(out.getvalue().strip().splitlines()[-1])
+        assert summary["imports"] == [{"import": left_writing.pk, "status": "done", "rows_written": 4}]
+        assert ImportJob.objects.get(pk=left_writing.pk).items_created == expected
 
     def test_the_embedded_start_up_sends_it_to_the_imports(self, left_writing, monkeypatch):
         from annotation.models import ImportJob

@@ -1,5 +1,5 @@
-"""Small gaps of the researchers' and admins' pages (issue 25, items 8 and 12), as the server renders them; the
-browser tests (tests/test_browser_pages.py) check what a reader then sees."""
+"""Small gaps of the researchers' and admins' pages (errors in view, links to the report, explained states), as the
+server renders them; the browser tests (tests/test_browser_pages.py) check what a reader then sees."""
 
 from __future__ import annotations
 

@@ -116,6 +116,30 @@ class TestPoolSampleWholeInstances:
         expected = set(frame.sample(n=5, random_state=131719))
         assert set(cells_of("p")[("test-model", "misgendered", "pre", "he")]) == expected
 
+    def test_it_stores_the_items_in_the_released_files_order(self):
+        # docs/domain.md, "The annotation pool": per setting, the pronouns he, she, they, xe; within each, sample
+        # column first (the 5 drawn instances, in draw order, for sample 1, then the same 5 for sample 2, ...).
+        job = job_with_generations(instances_per_pronoun=8, samples=3, pronouns=("xe", "he"), settings=("pre", "post"))
+
+        pool_sample(name="p", job_ids=[job.pk], instances=4, seed=131719)
+
+        stored = list(
+            PoolItem.objects.filter(pool__name="p")
+            .order_by("pk")
+            .values_list("setting", "pronoun", "sample_index", "generation__instance_id")
+        )
+        expected = []
+        for setting in ("pre", "post"):
+            for pronoun in ("he", "xe"):
+                frame = pd.Series(
+                    Instance.objects.filter(dataset=job.dataset, pronoun=pronoun)
+                    .order_by("ordinal")
+                    .values_list("pk", flat=True)
+                )
+                drawn = list(frame.sample(n=4, random_state=131719))  # in draw order
+                expected += [(setting, pronoun, index, instance) for index in range(3) for instance in drawn]
+        assert stored == expected
+
 
 @pytest.mark.django_db
 class TestPoolSample:

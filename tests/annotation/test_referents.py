@@ -130,6 +130,26 @@ class TestPayloadAndSave:
         body = api.get(f"/api/annotate/items/{scene.public_id}/").json()
         assert body["annotation"]["referents"][1] == {**referents[1]}
 
+    def test_a_reused_key_with_changed_referents_is_a_422_and_the_same_ones_a_replay(self, api, annotator, scene):
+        api.force_authenticate(annotator)
+        referents = all_referents(scene)
+        changed = all_referents(scene)
+        changed[1]["referent"] = "other"
+
+        def save(chosen):
+            return api.post(
+                "/api/annotations/",
+                {"item": scene.public_id, "label": "correct", "referents": chosen},
+                format="json",
+                HTTP_IDEMPOTENCY_KEY="one-answer",
+            )
+
+        first, replay, conflict = save(referents), save(list(reversed(referents))), save(changed)
+
+        assert (first.status_code, replay.status_code, conflict.status_code) == (201, 200, 422)
+        assert conflict.json()["conflicts"] == ["referents"]
+        assert list(Referent.objects.values_list("referent", flat=True)) == ["target"] * 4
+
     def test_it_replaces_the_referents_on_update(self, api, annotator, scene):
         api.force_authenticate(annotator)
         for choice in ("target", "unclear"):

@@ -1,5 +1,5 @@
-"""Marking emoji sequences on the annotation page (issue 26, item 13): each kind is one markable word, made of whole
-grapheme clusters, and the stored span is its code points exactly, as Python slices the text."""
+"""Marking emoji sequences on the annotation page: each kind is one markable word, made of whole grapheme clusters,
+and the stored span is its code points exactly, as Python slices the text."""
 
 from __future__ import annotations
 

@@ -254,7 +254,8 @@ class TestResume:
             "resumed": [
                 {"job": failed.pk, "status": "done", "generations": 16},
                 {"job": abandoned.pk, "status": "done", "generations": 16},
-            ]
+            ],
+            "imports": [],
         }
         for job in (failed, abandoned):
             assert rows_of(job) == expected_rows(job)
@@ -330,7 +331,7 @@ class TestCancelIsFinal:
         job_cancel(job=tiny_job)
         out = StringIO()
         call_command("resume_jobs", stdout=out, stderr=StringIO())
-        assert json.loads(out.getvalue().strip().splitlines()[-1]) == {"resumed": []}
+        assert json.loads(out.getvalue().strip().splitlines()[-1]) == {"resumed": [], "imports": []}
         assert Generation.objects.count() == 0
 
     def test_the_start_up_resume_skips_a_job_cancelled_after_it_was_listed(self, tiny_job, fake_model, monkeypatch):

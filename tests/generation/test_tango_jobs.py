@@ -153,7 +153,8 @@ def test_the_export_carries_each_generations_prob_tango_verdict(demo_tango):
 
 @pytest.mark.django_db
 def test_the_job_page_shows_prob_tango_m_prob_failed_templates_and_each_rewrite(demo_tango, client, researcher):
-    """Issue 25.4: the page read "Probability-based: 0 / 0 correct" while the export held Prob-TANGO's results."""
+    """The page shows Prob-TANGO's results as the export holds them (it once read "Probability-based: 0 / 0
+    correct")."""
     from generation.models import LanguageModel
 
     model = LanguageModel.objects.create(name="m1", source_kind="hub", source="example/m1")

@@ -380,6 +380,19 @@ TABLE = [
     (" He obeys the rules.", None, " They obey the rules.", " {Nom} obeys the rules."),
     (" She pays the bill.", None, " They pay the bill.", " {Nom} pays the bill."),
     (" He worries too much.", None, " They worry too much.", " {Nom} worries too much."),
+    # a bullet the parser calls a verb (VBP, with the pronoun its subject) is punctuation, and stays as written
+    (
+        "'\n  \u2022 They/Them: 'My child uses the pronouns they/them. Can you please make a note of this.'",
+        "'\n  \u2022 They/",
+        "'\n  \u2022 They/",
+        "'\n  \u2022 {Nom}/",
+    ),
+    (
+        "'\n  \u2022 She/Her: 'My child uses the pronouns she/her.'",
+        "'\n  \u2022 She/",
+        "'\n  \u2022 They/",
+        "'\n  \u2022 {Nom}/",
+    ),
 ]
 
 # Concord's deliberate differences from the seed's script (docs/domain.md, "TANGO and Prob-TANGO"), each with the

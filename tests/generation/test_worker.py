@@ -311,3 +311,68 @@ class TestBrokerLoss:
             assert "sent but never claimed" in (tmp_path / "worker-0.log").read_text(), workers.logs()
         finally:
             workers.stop()
+
+
+class TestImportRecovery:
+    def test_an_import_of_a_killed_worker_is_taken_over_by_a_new_one_and_ends_with_exact_counts(
+        self, researcher, workers, tmp_path
+    ):
+        # a browser import whose default-queue worker was killed (kill -9) while it was writing stayed
+        # "writing" until the broker's visibility timeout (an hour). Now its lease runs out and a sweeper sends it.
+        from django.core.files.uploadedfile import SimpleUploadedFile
+
+        from annotation.models import ImportJob, PoolItem
+        from annotation.services.imports import jobs
+        from tests.factories import PoolFactory
+
+        template = "Robin/'s pronouns are xe/xem/xyrs. Robin baked bread. {mask_token} sold it at the market."
+        pre = "Robin/'s pronouns are xe/xem/xyrs. Robin baked bread. "
+        rows = 6000
+        body = "template,random_pre_gen,correct,pronoun,model\n" + "".join(
+            f'"{template}","{pre}Xe smiled, row {n}, and walked to the market.",1.0,xe,m\n' for n in range(rows)
+        )
+        pool = PoolFactory(name="killed-import")
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(jobs, "import_job_dispatch", lambda **kwargs: None)  # queued on the test broker below
+            job = jobs.import_job_create(
+                pool=pool, kind="study", files=[SimpleUploadedFile("big.csv", body.encode())], created_by=researcher
+            )
+        first = workers.start()
+        publish = (
+            f"import django; django.setup(); from annotation.tasks import import_job_run_task as t; t.delay({job.pk})"
+        )
+        result = subprocess.run(
+            [sys.executable, "-c", publish],
+            cwd=REPO,
+            env={**_environment(), "DJANGO_SETTINGS_MODULE": "config.settings"},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert result.returncode == 0, result.stderr[-3000:]
+        _wait(
+            lambda: (
+                ImportJob.objects.filter(pk=job.pk, status="writing").exists()
+                and PoolItem.objects.filter(pool=pool).exists()
+            ),
+            seconds=300,
+            what="the import never got to writing",
+            workers=workers,
+        )
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+        killed_at = time.monotonic()
+        assert ImportJob.objects.get(pk=job.pk).lease_owner  # killed mid-import, its lease left behind
+
+        workers.start()
+        _wait(
+            lambda: ImportJob.objects.get(pk=job.pk).status == "done",
+            seconds=300,  # a lease (12 s here), a sweep, and the rest of the import
+            what="the import did not finish after its worker was killed",
+            workers=workers,
+        )
+        print(f"finished {time.monotonic() - killed_at:.0f} s after the kill")
+        job = ImportJob.objects.get(pk=job.pk)
+        assert (job.rows_read, job.rows_written) == (rows, rows)
+        assert PoolItem.objects.filter(pool=pool).count() == rows
+        assert "its runner is gone; queued again" in (workers.tmp_path / "worker-1.log").read_text()

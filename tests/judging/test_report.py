@@ -103,3 +103,37 @@ def test_the_page_says_a_judge_is_a_model(client, researcher, report):
     page = client.get(f"/reports/{report['pool']}/").content.decode()
     assert "A judge is a model; its agreement with humans is itself a result." in page
     assert 'id="plot-judge_reliability"' in page
+
+
+def test_calibration_has_a_row_per_model_and_dataset_with_at_least_30_items(judge, annotator):
+    # docs/domain.md, "Machine raters": pooled per judge run, and per model x dataset where each has >= 30 items.
+    from tests.factories import PoolFactory, PoolItemFactory
+
+    pool = PoolFactory(name="calibrated")
+    rng = np.random.default_rng(5)
+    groups = {("m1", "misgendered"): 30, ("m2", "misgendered"): 31, ("m1", "ruff"): 29}
+    labels, by_group = {}, {group: ([], []) for group in groups}
+    for (model, dataset), count in groups.items():
+        for _ in range(count):
+            item = PoolItemFactory(pool=pool, model_name=model, dataset=dataset)
+            human = str(rng.choice(OPTIONS))
+            AnnotationFactory(item=item, annotator=annotator, label=human)
+            label, confidence = str(rng.choice(OPTIONS)), float(rng.uniform(0.34, 1.0))
+            scores = {option: (-0.5 if option == label else -2.0) for option in OPTIONS}
+            labels[item] = (label, confidence, scores)
+            by_group[(model, dataset)][0].append(confidence)
+            by_group[(model, dataset)][1].append(float(label == human))
+    finished_run(judge=judge, pool=pool, labels=labels)
+
+    rows = report_data(pool=pool)["judge_calibration"]
+
+    assert [(row["model"], row["dataset"], row["n"]) for row in rows] == [
+        (None, None, 90),  # the pooled row first
+        ("m1", "misgendered", 30),
+        ("m2", "misgendered", 31),  # m1 x ruff has 29 items: no row of its own
+    ]
+    for row in rows[1:]:
+        confidence, correct = (np.array(v) for v in by_group[(row["model"], row["dataset"])])
+        assert row["brier"] == pytest.approx(brier_score_loss(correct, confidence))
+        assert row["accuracy"] == pytest.approx(correct.mean())
+        assert row["judge"] == "smol-judge"

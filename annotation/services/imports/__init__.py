@@ -111,6 +111,12 @@ def _check_every_row(rows: Iterator[Row], *, errors: list[str], progress: Progre
     return total
 
 
+def _keys_in_pool(pool: Pool, batch: list[Row]) -> set[str]:
+    """Which of the batch's keys (and the older identities of its rows) the pool already holds."""
+    keys = {key for row in batch for key in (row.key, row.legacy_key) if key}
+    return set(PoolItem.objects.filter(pool=pool, source_key__in=keys).values_list("source_key", flat=True))
+
+
 def _new_items(pool: Pool, batch: list[Row], verdicts: dict, *, existing: set[str], kind: str) -> list[PoolItem]:
     """The batch's rows not yet in the pool, as items; `existing` gains their keys."""
     items = []
@@ -138,8 +144,11 @@ def generations_import(
     nothing. `paths` may hold `Upload`s (files in memory) and `Stored` files (an import job's).
 
     Memory stays bounded whatever the files' size: they are read as streams twice, once to check every row and
-    once, in one transaction, to write them in batches of BATCH_ROWS; only the rows' keys are held in between.
-    `progress` is told the phase and the rows done after each batch.
+    once to write them in batches of BATCH_ROWS; only the rows' keys are held in between. Each batch is written in a
+    short transaction of its own (its heuristic computed before it), so that other writers (an annotator's save, on
+    SQLite where writers take turns) wait for one batch at most, never for the whole import. An import stopped
+    between batches keeps what it wrote; run again, it skips those rows and writes the rest, each once. `progress`
+    is told the phase and the rows done after each batch.
     """
     if kind not in KINDS:
         raise GenerationImportError([f"unknown item kind {kind!r}: use one of {', '.join(KINDS)}"])
@@ -155,33 +164,34 @@ def generations_import(
     total = _check_every_row(every_row(), errors=errors, progress=progress)
 
     mismatches = created = done = 0
-    with transaction.atomic():
-        pool, pool_created = Pool.objects.get_or_create(name=pool_name, defaults={"created_by": created_by})
-        if pool_created:
-            audit_record(event="pool.create", obj=pool, actor=created_by, action=CREATE, data={"by": "import"})
-        # Serialise concurrent imports into one pool so that the existence check stays true.
-        Pool.objects.select_for_update().get(pk=pool.pk)
-        existing = set(PoolItem.objects.filter(pool=pool).exclude(source_key="").values_list("source_key", flat=True))
-        for batch in _batches(every_row(), BATCH_ROWS):
-            verdicts = _verdicts(batch)
-            mismatches += sum(verdicts[row.key].correct != row.correct for row in batch)
-            items = _new_items(pool, batch, verdicts, existing=existing, kind=kind)
+    pool, pool_created = Pool.objects.get_or_create(name=pool_name, defaults={"created_by": created_by})
+    if pool_created:
+        audit_record(event="pool.create", obj=pool, actor=created_by, action=CREATE, data={"by": "import"})
+    for batch in _batches(every_row(), BATCH_ROWS):
+        verdicts = _verdicts(batch)  # the slow part, outside the transaction
+        mismatches += sum(verdicts[row.key].correct != row.correct for row in batch)
+        with transaction.atomic():
+            # Serialise concurrent imports into one pool so that the existence check stays true until the insert.
+            Pool.objects.select_for_update().get(pk=pool.pk)
+            # Earlier batches are committed: the same row in two files (or two batches) is one item.
+            known = _keys_in_pool(pool, batch)
+            items = _new_items(pool, batch, verdicts, existing=known, kind=kind)
             PoolItem.objects.bulk_create(items)
-            created += len(items)
-            done += len(batch)
-            if progress is not None:
-                progress("writing", done, total)
-        if errors:  # a file changed between the two readings
-            raise GenerationImportError(errors)
-        audit_record(
-            event="import.run",
-            obj=pool,
-            actor=created_by,
-            data={
-                "files": [getattr(source, "name", str(source)) for source in sources],
-                "kind": kind,
-                "rows": total,
-                "items": created,
-            },
-        )
+        created += len(items)
+        done += len(batch)
+        if progress is not None:
+            progress("writing", done, total)
+    if errors:  # a file changed between the two readings: what was written stays, and a rerun completes it
+        raise GenerationImportError(errors)
+    audit_record(
+        event="import.run",
+        obj=pool,
+        actor=created_by,
+        data={
+            "files": [getattr(source, "name", str(source)) for source in sources],
+            "kind": kind,
+            "rows": total,
+            "items": created,
+        },
+    )
     return GenerationsImportResult(pool=pool, rows=total, items=created, heuristic_mismatches=mismatches, kind=kind)

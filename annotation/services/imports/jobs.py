@@ -5,30 +5,44 @@ process (the embedded default, no broker) runs `generations_import` and keeps th
 The files are stored in the database (`ImportFileChunk`, 1 MiB each) rather than on a disk the worker may not
 share, and read back as a stream; they are deleted when the job ends. Running a job twice is safe: rows already in
 the pool are recognised by content and skipped.
+
+A running import holds a lease, as a generation chunk does (generation/services/leases.py): its runner's name and an
+expiry that a heartbeat renews. When its worker dies, the lease expires and any Celery worker's sweeper queues the
+import again (`imports_requeue_stale`, within a lease and a sweep, about a minute), rather than the broker's
+redelivery after its visibility timeout (an hour); `resume_jobs` resumes such imports too (`imports_resume`).
+
+
+This module stores, queues and sweeps a job; annotation/services/imports/job_run.py runs it (the Celery task imports
+only that one, so the task and the module that queues it never import each other).
 """
 
 from __future__ import annotations
 
-import io
 import logging
 import threading
 from collections.abc import Iterable
-from datetime import datetime
-from functools import partial
-from typing import BinaryIO, Protocol
+from datetime import datetime, timedelta
+from typing import Protocol
 
 from django.conf import settings
 from django.db import connections, transaction
 from django.utils import timezone
 
 from annotation.models import ImportFileChunk, ImportJob, Pool
-from annotation.services.imports import KINDS, GenerationImportError, Stored, generations_import
+from annotation.services.imports import KINDS
+from annotation.services.imports.job_run import (
+    CHUNK_BYTES,
+    RUNNING,
+    UNFINISHED,
+    import_job_finish,
+    import_job_progress,
+    import_job_run,
+)
 from common.audit import CREATE, audit_record
+from generation.services.leases import chunk_lease_stale, lease_seconds
 
 logger = logging.getLogger(__name__)
 
-CHUNK_BYTES = 1 << 20
-ERRORS_KEPT = 200  # of a failed import's FILE:LINE messages, the first ones are kept on the job
 THREAD_PREFIX = "concord-job-import-"  # tests/conftest.py lets threads named concord-job-* finish with their test
 
 
@@ -105,90 +119,60 @@ def import_job_dispatch(*, job_id: int, restart: bool = False) -> None:
     from annotation.tasks import import_job_run_task
 
     try:
-        import_job_run_task.delay(job_id)
+        import_job_run_task.delay(job_id, restart=restart)
     except Exception as exc:  # the broker is down: say so on the job rather than leave it queued for ever
         logger.error("import job %s: publishing failed: %s: %s", job_id, type(exc).__name__, exc)
-        _finish(job_id, status=ImportJob.FAILED, errors=[f"the task queue could not be reached ({exc}); try again"])
+        if not restart:  # a restart keeps its files: the next sweep or `resume_jobs` sends it again
+            import_job_finish(
+                job_id=job_id,
+                status=ImportJob.FAILED,
+                errors=[f"the task queue could not be reached ({exc}); try again"],
+            )
 
 
-class _StoredFile(io.RawIOBase):
-    """One stored file of a job, read piece by piece from the database."""
-
-    def __init__(self, job_id: int, file_index: int):
-        self._ids = list(
-            ImportFileChunk.objects.filter(job_id=job_id, file_index=file_index)
-            .order_by("seq")
-            .values_list("pk", flat=True)
-        )
-        self._piece = b""
-        self._offset = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        while self._offset >= len(self._piece):
-            if not self._ids:
-                return 0
-            self._piece = bytes(ImportFileChunk.objects.values_list("data", flat=True).get(pk=self._ids.pop(0)))
-            self._offset = 0
-        count = min(len(buffer), len(self._piece) - self._offset)
-        buffer[:count] = self._piece[self._offset : self._offset + count]
-        self._offset += count
-        return count
+def _lease_stale(job: ImportJob, *, now: datetime) -> bool:
+    """A running import whose runner is gone: its lease expired or its owner is a dead process of this host; or sent
+    again by a sweeper (no owner) and still unclaimed when that wait ran out."""
+    if not job.lease_owner:
+        return job.lease_expires_at is None or job.lease_expires_at < now
+    return chunk_lease_stale(job, now=now)  # type: ignore[arg-type]  # the same lease columns as a chunk's
 
 
-def _stored(job_id: int, file_index: int) -> BinaryIO:
-    return io.BufferedReader(_StoredFile(job_id, file_index), buffer_size=CHUNK_BYTES)
+def imports_requeue_stale() -> list[int]:
+    """Queue again the imports left reading or writing by a runner that is gone (the workers' sweeper calls this).
+    Each stale lease is freed by one UPDATE, so two sweepers never send the same import twice; the freed lease waits
+    `lease_seconds() * 4` for the new runner's claim before it counts as stale again (the message was lost)."""
+    now = timezone.now()
+    taken = []
+    for job in ImportJob.objects.filter(status__in=RUNNING).only("pk", "status", "lease_owner", "lease_expires_at"):
+        if not _lease_stale(job, now=now):
+            continue
+        freed = ImportJob.objects.filter(
+            pk=job.pk, status=job.status, lease_owner=job.lease_owner, lease_expires_at=job.lease_expires_at
+        ).update(lease_owner="", lease_expires_at=now + timedelta(seconds=lease_seconds() * 4))
+        if freed:
+            taken.append(job.pk)
+    for job_id in taken:
+        logger.warning("import job %s: its runner is gone; queued again", job_id)
+        import_job_dispatch(job_id=job_id, restart=True)
+    return taken
 
 
-UNFINISHED = (ImportJob.QUEUED, ImportJob.READING, ImportJob.WRITING)
-
-
-def import_job_run(*, job_id: int, restart: bool = False) -> ImportJob | None:
-    """Run a queued import job here. A job that is already running or has ended is left alone (a task delivered
-    twice); the job's row says how far it got, then how it ended.
-
-    `restart` also takes a job left reading or writing by a process that stopped (killed, or its worker lost): the
-    import is one transaction, so nothing of it was written, and its files are kept until it ends; it starts over.
-    """
-    claimed = ImportJob.objects.filter(pk=job_id, status__in=UNFINISHED if restart else [ImportJob.QUEUED]).update(
-        status=ImportJob.READING, started_at=timezone.now(), rows_read=0, rows_written=0
-    )
-    if not claimed:
-        return None
-    job = ImportJob.objects.select_related("pool").get(pk=job_id)
-    sources = [Stored(name=name, open=partial(_stored, job_id, index)) for index, name in enumerate(job.file_names)]
-
-    def progress(phase: str, done: int, total: int) -> None:
-        if phase == "reading":
-            ImportJob.objects.filter(pk=job_id).update(rows_read=done)
-        elif phase == "checked":
-            ImportJob.objects.filter(pk=job_id).update(rows_read=done, status=ImportJob.WRITING)
-        else:  # inside the import's transaction: the job's row would only change at its end, so the cache tells it
-            from django.core.cache import cache
-
-            cache.set(_progress_key(job_id), done, timeout=3600)
-
-    try:
-        result = generations_import(
-            paths=sources, pool_name=job.pool.name, kind=job.kind, created_by=job.created_by, progress=progress
-        )
-    except GenerationImportError as exc:
-        _finish(job_id, status=ImportJob.FAILED, errors=exc.errors)
-    except Exception as exc:
-        logger.exception("import job %s failed", job_id)
-        _finish(job_id, status=ImportJob.FAILED, errors=[f"the import stopped: {type(exc).__name__}: {exc}"])
-    else:
-        _finish(
-            job_id,
-            status=ImportJob.DONE,
-            rows_read=result.rows,
-            rows_written=result.rows,
-            items_created=result.items,
-            heuristic_mismatches=result.heuristic_mismatches,
-        )
-    return ImportJob.objects.get(pk=job_id)
+def imports_resume(*, foreground: bool) -> list[dict]:
+    """`resume_jobs`: the imports left queued, or reading or writing by a runner that is gone, run again: here, to
+    their end (`foreground`, no broker), or queued for the workers. An import whose runner is alive is left to it."""
+    now = timezone.now()
+    jobs = ImportJob.objects.filter(status__in=UNFINISHED).order_by("created_at", "pk")
+    job_ids = [job.pk for job in jobs if job.status == ImportJob.QUEUED or _lease_stale(job, now=now)]
+    resumed = []
+    for job_id in job_ids:
+        if foreground:
+            import_job_run(job_id=job_id, restart=True)
+        else:
+            import_job_dispatch(job_id=job_id, restart=True)
+        job = ImportJob.objects.get(pk=job_id)
+        resumed.append({"import": job_id, "status": job.status, "rows_written": job.rows_written})
+    return resumed
 
 
 def imports_resume_on_start(*, started_before: datetime) -> list[int]:
@@ -206,57 +190,14 @@ def imports_resume_on_start(*, started_before: datetime) -> list[int]:
     return job_ids
 
 
-def _finish(job_id: int, *, status: str, errors: list[str] | None = None, **counts: int) -> None:
-    errors = errors or []
-    with transaction.atomic():
-        ImportJob.objects.filter(pk=job_id).update(
-            status=status,
-            errors=errors[:ERRORS_KEPT],
-            error_count=len(errors),
-            finished_at=timezone.now(),
-            **counts,
-        )
-        ImportFileChunk.objects.filter(job_id=job_id).delete()
-
-
-def _progress_key(job_id: int) -> str:
-    return f"concord:import-job:{job_id}:written"
-
-
-def import_job_progress(*, job: ImportJob) -> dict:
-    """The job's state for the pages and the API: status, rows read and written, and its outcome once it ended."""
-    written = job.rows_written
-    if job.status == ImportJob.WRITING:
-        from django.core.cache import cache
-
-        cached = cache.get(_progress_key(job.pk))
-        if cached is not None:
-            written = int(cached)
-    return {
-        "id": job.pk,
-        "pool": job.pool.name,
-        "kind": job.kind,
-        "status": job.status,
-        "files": list(job.file_names),
-        "bytes": job.bytes_total,
-        "rows_read": job.rows_read,
-        "rows_written": written,
-        "items_created": job.items_created,
-        "already_imported": job.rows_read - job.items_created if job.status == ImportJob.DONE else 0,
-        "heuristic_mismatches": job.heuristic_mismatches,
-        "errors": list(job.errors),
-        "error_count": job.error_count,
-        "created_at": job.created_at,
-        "finished_at": job.finished_at,
-    }
-
-
 __all__ = [
     "ImportJobError",
     "import_job_create",
     "import_job_dispatch",
     "import_job_progress",
     "import_job_run",
+    "imports_requeue_stale",
+    "imports_resume",
     "imports_resume_on_start",
     "max_upload_bytes",
 ]

@@ -10,7 +10,7 @@ from generation.services.datasets import (
     dataset_import_ruff,
     dataset_import_tango,
 )
-from generation.services.distractors import COUNTS, dataset_import_ruff_distractors
+from generation.services.distractors import COUNTS, SAMPLE_SEED_CHOICES, dataset_import_ruff_distractors
 
 
 class Command(BaseCommand):
@@ -26,7 +26,7 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--sample-seed",
-            choices=["13", "17", "19", "none"],
+            choices=SAMPLE_SEED_CHOICES,
             default="none",
             help="ruff-distractors: store RUFF's sample for this seed (2,160 per count) instead of the full set",
         )

@@ -7,6 +7,7 @@ from generation.management.commands.generate import job_follow_with_bar, job_run
 from generation.models import GenerationJob
 from generation.services.jobs import JobDispatchError, JobStateError, job_resume, jobs_unfinished
 from generation.services.runner import chunks_requeue_stale
+from generation.signals import resuming_jobs
 
 
 class Command(BaseCommand):
@@ -15,7 +16,8 @@ class Command(BaseCommand):
         "is gone (a killed worker or web server); a cancelled job is never resumed. Rows already written are kept "
         "and none is duplicated. Without a "
         "broker the jobs run here, in the foreground; with one they are queued for the workers (--wait follows "
-        'them). The last line printed is {"resumed": [{"job", "status", "generations"}, ...]}.'
+        "them). Imports into pools left unfinished the same way are resumed after the jobs. The last line printed is "
+        '{"resumed": [{"job", "status", "generations"}, ...], "imports": [{"import", "status", "rows_written"}, ...]}.'
     )
 
     def add_arguments(self, parser):
@@ -46,10 +48,23 @@ class Command(BaseCommand):
                 elif wait:
                     resumed = job_follow_with_bar(resumed)
             results.append(self._summary(resumed))
-        self.stdout.write(json.dumps({"resumed": results}))
+        imports = self._imports(foreground=embedded) if job is None else []
+        self.stdout.write(json.dumps({"resumed": results, "imports": imports}))
         failed = [result["job"] for result in results if result["status"] == "failed"]
         if failed:
             raise CommandError(f"jobs {', '.join(map(str, failed))} failed again; see their error on the job page")
+
+    def _imports(self, *, foreground: bool) -> list[dict]:
+        """Other apps' unfinished work (annotation: imports whose runner is gone), through `resuming_jobs`."""
+        resumed: list[dict] = []
+        for receiver, response in resuming_jobs.send_robust(sender=None, foreground=foreground):
+            if isinstance(response, Exception):
+                self.stderr.write(f"resuming {getattr(receiver, '__name__', receiver)} failed: {response!r}")
+                continue
+            for entry in response:
+                self.stderr.write(f"import {entry['import']}: resumed, {entry['status']}")
+                resumed.append(entry)
+        return resumed
 
     def _summary(self, job: GenerationJob) -> dict:
         return {"job": job.pk, "status": job.status, "generations": job.done_generations}

@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("annotation", "0008_distractor_referents"),
+        ("annotation", "0009_import_job_leases"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -1,0 +1,45 @@
+"""How a view declares the OpenAPI shapes of the responses it builds by hand (drf-spectacular), and the shapes every
+API shares: an error's `{"detail": ...}`, a refusal's field errors and a file.
+
+`declared("app.apis.SomeApi", get=lambda view: {...})` returns an extension that drf-spectacular applies to the view
+named by the dotted path, leaving the view's own code alone. The extension is registered when the module that calls
+`declared` is imported (config/urls.py imports each such module before any schema is built).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, cast
+
+from drf_spectacular.extensions import OpenApiViewExtension
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import serializers
+
+Detail = inline_serializer(name="Detail", fields={"detail": serializers.CharField()})
+FieldErrors = OpenApiResponse(
+    OpenApiTypes.OBJECT, description="`{field: [message, ...]}` for each field that was refused"
+)
+FILE = OpenApiTypes.BINARY
+
+
+def declared(target: str, **methods: Callable[[Any], dict]) -> type[OpenApiViewExtension]:
+    """An extension that gives each named method of the view at `target` the `@extend_schema` arguments its callable
+    returns (called with the view class when the schema is built, so that a view's inner serializers can be named)."""
+
+    class Declared(OpenApiViewExtension):
+        target_class = target
+
+        def view_replacement(self):
+            def declared(arguments: dict):
+                @extend_schema(**arguments)
+                def handler(self, request, *args, **kwargs):
+                    pass  # pragma: no cover (schema only)
+
+                return handler
+
+            view = cast(type, self.target_class)  # drf-spectacular has loaded the class named by `target` by now
+            handlers = {method: declared(arguments(view)) for method, arguments in methods.items()}
+            return type(view.__name__, (view,), handlers)
+
+    return Declared
