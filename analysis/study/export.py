@@ -28,7 +28,7 @@ from analysis.study.provenance import dataset_provenance, model_provenance
 from analysis.study.tables import FORMAT, FORMAT_VERSION, TABLES, Scope, Table, columns
 from annotation.machine import HUMAN
 from annotation.models import Adjudication, Annotation, Assignment, ExtraneousSpan, Pool, Referent
-from config.version import VERSION, concord_commit
+from common.version import VERSION, concord_commit
 from generation.models import Dataset, GenerationJob, LanguageModel
 from judging.models import Judge, JudgeRun, MachineLabel
 

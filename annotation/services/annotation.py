@@ -213,7 +213,8 @@ def _locked_assignment(*, user, public_id: str) -> _Locked:
 
 def _existing(*, locked: _Locked, user) -> tuple[int, str, str, bool] | None:
     """The annotator's annotation of the item (its id, idempotency key, label and extraneous flag: the last two for
-    the audit row), read after the lock (so the latest committed), or None. Only an annotated assignment has one (the save sets both in one transaction)."""
+    the audit row), read after the lock (so the latest committed), or None. Only an annotated assignment has one
+    (the save sets both in one transaction)."""
     if not locked.annotated:
         return None
     with connection.cursor() as cursor:

@@ -8,7 +8,7 @@ from functools import cache
 from pathlib import Path
 
 VERSION = "1.0.0"
-_REPO = Path(__file__).resolve().parent.parent
+_REPO = Path(__file__).resolve().parent.parent  # common/ sits at the top of the repository
 
 
 @cache
