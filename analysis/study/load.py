@@ -122,7 +122,8 @@ def _manifest(data: bytes) -> dict:
 @contextmanager
 def _stamps_kept() -> Iterator[None]:
     """The bundle's own created_at/updated_at are written as they are, not replaced by now (the first annotator of an
-    item is the earliest annotation, so the stamps are data)."""
+    item is the earliest annotation, so the stamps are data). The fields' flags are the process's: only the
+    management commands import, never a web process serving other requests meanwhile."""
     touched = []
     for table in TABLES:
         for column in table.model._meta.concrete_fields:
