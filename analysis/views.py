@@ -64,7 +64,7 @@ def report_study_bundle(request: HttpRequest, pool: str) -> HttpResponse:
     """The pool's study bundle (analysis/study/export.py): the same archive as `manage.py export_study`."""
     pool_row = get_object_or_404(Pool, name=pool)
     buffer = io.BytesIO()
-    study_export(pool=pool_row, out=buffer)
+    study_export(pool=pool_row, out=buffer, user=request.user)
     response = HttpResponse(buffer.getvalue(), content_type="application/zip")
     response["Content-Disposition"] = f'attachment; filename="{pool_row.name}-study.zip"'
     return response

@@ -28,6 +28,7 @@ from analysis.study.provenance import dataset_provenance, model_provenance
 from analysis.study.tables import FORMAT, FORMAT_VERSION, TABLES, Scope, Table, columns
 from annotation.machine import HUMAN
 from annotation.models import Adjudication, Annotation, Assignment, ExtraneousSpan, Pool, Referent
+from common.audit import audit_record
 from common.version import VERSION, concord_commit
 from generation.models import Dataset, GenerationJob, LanguageModel
 from judging.models import Judge, JudgeRun, MachineLabel
@@ -191,8 +192,9 @@ def _manifest(*, scope: Scope, pseudonyms: dict[int, str], files: dict[str, dict
     }
 
 
-def study_export(*, pool: Pool, out: str | Path | IO[bytes]) -> dict:
-    """Write the pool's study bundle to `out` (a path or a binary file); returns the manifest."""
+def study_export(*, pool: Pool, out: str | Path | IO[bytes], user=None) -> dict:
+    """Write the pool's study bundle to `out` (a path or a binary file); returns the manifest. The audit trail
+    records who exported it (`user`; None for the command)."""
     scope = Scope.of(pool)
     pseudonyms = study_pseudonyms(pool=pool)
     users = get_user_model().objects.in_bulk(list(pseudonyms))
@@ -221,4 +223,10 @@ def study_export(*, pool: Pool, out: str | Path | IO[bytes]) -> dict:
         Path(out).write_bytes(buffer.getvalue())  # whole or not at all: no half-written archive is left behind
     else:
         out.write(buffer.getvalue())
+    audit_record(
+        event="study.export",
+        obj=pool,
+        actor=user,
+        data={"figures": manifest["report"]["figures"], "bytes": buffer.tell()},
+    )
     return manifest

@@ -10,6 +10,7 @@ import json
 import zipfile
 
 import pytest
+from auditlog.models import LogEntry
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
@@ -242,6 +243,7 @@ class TestDownloadAndProvenance:
 
         assert response.status_code == 200 and response["Content-Type"] == "application/zip"
         assert "manifest.json" in zipfile.ZipFile(io.BytesIO(response.content)).namelist()
+        assert LogEntry.objects.get(additional_data__event="study.export").actor == researcher
         client.force_login(annotator)
         assert client.get(f"/reports/{study.name}/study.zip").status_code == 403
 
