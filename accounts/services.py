@@ -10,6 +10,7 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from accounts.roles import ADMIN, ROLES
+from common.audit import CREATE, DELETE, audit_record
 
 
 def roles_ensure() -> None:
@@ -49,12 +50,18 @@ def token_issue(*, user) -> Token:
     token = Token.objects.select_for_update().filter(user=user).first()
     if token is not None and not token_is_expired(created=token.created):
         return token
+    expired = token is not None
     if token is not None:
         token.delete()
-    return Token.objects.create(user=user)
+    created = Token.objects.create(user=user)
+    # Recorded on the user, never on the token: a token's primary key is its secret.
+    audit_record(event="token.create", obj=user, actor=user, action=CREATE, data={"replaced_expired": expired})
+    return created
 
 
-def tokens_revoke(*, user) -> int:
+def tokens_revoke(*, user, actor=None) -> int:
     """Delete every API token of the user (logout, a changed password); returns how many there were."""
     deleted, _ = Token.objects.filter(user=user).delete()
+    if deleted:
+        audit_record(event="token.revoke", obj=user, actor=actor or user, action=DELETE, data={"revoked": deleted})
     return deleted

@@ -12,6 +12,7 @@ urlpatterns = [
         name="login",
     ),
     path("logout/", views.LogoutView.as_view(), name="logout"),
+    path("audit/", views.audit_log, name="audit-log"),
     path("api/auth/token/", apis.TokenObtainApi.as_view(), name="api-token"),
     path("api/auth/logout/", apis.TokenLogoutApi.as_view(), name="api-logout"),
 ]

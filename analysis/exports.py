@@ -149,6 +149,10 @@ EMPTY_TABLES: dict[str, tuple[list[str], str]] = {
         ["dataset_a", "method_a", "dataset_b", "method_b", "n_models", "tau", "p_value", "p_method", "note"],
         "accuracies of the same models on two datasets or by two methods",
     ),
+    "by_guideline_version": (
+        ["guideline_version", "n", "agreement", "sem"],
+        "annotations saved under two or more versions of the pool's guidelines",
+    ),
 }  # fmt: skip
 # Columns whose values are labels: shown with one spelling everywhere ("no pronoun", never "no_pronoun").
 LABEL_COLUMNS = {"human_label", "majority", "dawid_skene", "mace", "first_annotator", "label", "gold_label"}

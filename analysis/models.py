@@ -1,3 +1,4 @@
+from django.conf import settings
 from django.db import models
 
 from generation.models import Generation, GenerationJob
@@ -22,3 +23,39 @@ class RepetitionRate(models.Model):
 
     def __str__(self) -> str:
         return f"repetition of generation {self.generation_id}: {self.rate}"
+
+
+class StudyPseudonym(models.Model):
+    """The stable pseudonym of a person in a pool's study bundles (docs/domain.md, 'A study others can check'):
+    `annotator-01`, ... The key (who is who) stays here, never in a bundle."""
+
+    pool = models.ForeignKey("annotation.Pool", on_delete=models.CASCADE, related_name="pseudonyms")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    pseudonym = models.CharField(max_length=32)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["pool", "user"], name="study_pseudonym_one_per_user"),
+            models.UniqueConstraint(fields=["pool", "pseudonym"], name="study_pseudonym_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.pseudonym} in pool {self.pool_id}"
+
+
+class WeightsDigest(models.Model):
+    """A weights file's SHA-256, computed once: hashing a model's gigabytes for every bundle would take minutes. The
+    file is known by its resolved path, size and modification time; a changed file gets a new row."""
+
+    path = models.CharField(max_length=1000)
+    size = models.BigIntegerField()
+    mtime_ns = models.BigIntegerField()
+    sha256 = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["path", "size", "mtime_ns"], name="weights_digest_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.sha256}"

@@ -138,6 +138,15 @@ class AggregateRow(Cell):
     mace: str
 
 
+class GuidelineVersionRow(TypedDict):
+    """Human vs heuristic over the annotations saved under one guideline version (null: before any)."""
+
+    guideline_version: int | None
+    n: int
+    agreement: float | None
+    sem: float | None
+
+
 class AnnotatorQualityRow(TypedDict):
     annotator: str
     items: int
@@ -356,6 +365,8 @@ class Report(TypedDict):
     judge_verdict: NotRequired[list[JudgeVerdictRow]]  # the judge's verdict
     prediction_powered: NotRequired[list[PredictionPoweredRow]]  # rates once the judge labels the job
     ranking_agreement: NotRequired[list[RankingAgreementRow]]  # rankings across benchmarks
+    # Guidelines edited mid-study: empty while there is one version.
+    by_guideline_version: NotRequired[list[GuidelineVersionRow]]
 
 
 # --- the quality dashboard (analysis/selectors/quality.py) ----------------------------------------------------------

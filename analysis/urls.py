@@ -6,6 +6,7 @@ urlpatterns = [
     path("reports/", views.report_index, name="report-index"),
     path("reports/<slug:pool>/", views.report_detail, name="report-detail"),
     path("reports/<slug:pool>/export/<str:fmt>/", views.report_export, name="report-export"),
+    path("reports/<slug:pool>/study.zip", views.report_study_bundle, name="report-study-bundle"),
     path("reports/<slug:pool>/plots/<slug:name>.<str:fmt>", views.report_plot, name="report-plot"),
     path("reports/<slug:pool>/cells/", views.report_cells, name="report-cells"),
     path("reports/<slug:pool>/escalate/", views.report_escalate, name="report-escalate"),

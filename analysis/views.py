@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from urllib.parse import urlencode
 
 from django.contrib import messages
@@ -26,6 +27,7 @@ from analysis.selectors.report import pool_list_for_reports
 from analysis.selectors.verdict import NOTE as VERDICT_NOTE
 from analysis.selectors.verdict import VerdictQuery, verdict_display, verdict_parameters
 from analysis.services import EscalationError, pool_escalate, report_build, report_is_cached
+from analysis.study.export import study_export
 from annotation.models import Pool
 from annotation.selectors.aggregate import AggregationError
 from judging.models import JudgeRun
@@ -65,6 +67,18 @@ def report_detail(request: HttpRequest, pool: str) -> HttpResponse:
         "cell_links": [{**row, "query": urlencode({c: row[c] for c in CELL})} for row in report["accuracy"]],
     }
     return render(request, "analysis/report_detail.html", context)
+
+
+@require_safe
+@role_required(RESEARCHER)
+def report_study_bundle(request: HttpRequest, pool: str) -> HttpResponse:
+    """The pool's study bundle (analysis/study/export.py): the same archive as `manage.py export_study`."""
+    pool_row = get_object_or_404(Pool, name=pool)
+    buffer = io.BytesIO()
+    study_export(pool=pool_row, out=buffer, user=request.user)
+    response = HttpResponse(buffer.getvalue(), content_type="application/zip")
+    response["Content-Disposition"] = f'attachment; filename="{pool_row.name}-study.zip"'
+    return response
 
 
 @require_safe

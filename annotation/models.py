@@ -42,12 +42,35 @@ class Pool(models.Model):
     )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
+    # The current guidelines' version (docs/domain.md, 'A study others can check'), kept here beside the versions
+    # themselves so that the annotator's save reads it with the pool's row it already locks (no extra statement).
+    guideline_version = models.PositiveIntegerField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
         return self.name
+
+
+class PoolGuideline(models.Model):
+    """One version of a pool's guidelines (Markdown). An edit adds a version; none is ever changed or deleted."""
+
+    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="guidelines")
+    version = models.PositiveIntegerField()
+    text = models.TextField()
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["pool", "version"]
+        constraints = [
+            models.UniqueConstraint(fields=["pool", "version"], name="pool_guideline_unique_version"),
+            models.CheckConstraint(condition=Q(version__gte=1), name="pool_guideline_version_from_1"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.pool} guidelines v{self.version}"
 
 
 STUDY = "study"
@@ -168,6 +191,8 @@ class Annotation(models.Model):
     # The idempotency key of the save that wrote it last: a save sent again with the same key changes nothing
     # (docs/domain.md, "Assignment and the annotator's queue").
     idempotency_key = models.CharField(max_length=64, blank=True, editable=False)
+    # The pool's guideline version in force when the annotation was last saved; null: the pool had none then.
+    guideline_version = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

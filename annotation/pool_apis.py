@@ -277,6 +277,7 @@ class PoolAssignApi(APIView):
                 overlap=data["overlap"],
                 raters=data["raters"],
                 seed=data["seed"],
+                user=request.user,
             )
         except AssignmentError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)

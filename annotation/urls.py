@@ -17,6 +17,7 @@ urlpatterns = [
     path("pools/<slug:name>/assign/", views.pool_assign_page, name="pool-assign"),
     path("pools/<slug:name>/adjudicate/", views.pool_adjudicate, name="pool-adjudicate"),
     path("pools/<slug:name>/import/", views.pool_import, name="pool-import"),
+    path("pools/<slug:name>/guidelines/", views.pool_guidelines, name="pool-guidelines"),
     path(
         "api/pools/<slug:name>/annotations/",
         export_apis.PoolAnnotationsExportApi.as_view(),

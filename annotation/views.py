@@ -25,6 +25,7 @@ from annotation.services import (
     pool_sample,
 )
 from annotation.services.adjudication import AdjudicationError
+from annotation.services.guidelines import GuidelineError, pool_guideline, pool_guidelines_set
 from annotation.services.imports.jobs import ImportJobError, import_job_create, import_job_progress
 
 
@@ -60,6 +61,7 @@ def _annotate_page(request, *, pool: str, pools: list):
             "label_names": {label["key"]: label["name"] for label in labels},
             "tags": TAGS,
             "several_pools": len(pools) > 1,
+            "guideline": pool_guideline(pool=pool_row),
         },
     )
 
@@ -112,6 +114,28 @@ def pool_import(request, name: str):
     response = render(request, "annotation/pool_detail.html", _pool_detail_context(pool, form))
     response.status_code = 400
     return response
+
+
+@require_http_methods(["GET", "HEAD", "POST"])
+@role_required(RESEARCHER)
+def pool_guidelines(request, name: str):
+    """The pool's guidelines: every version, readable; a POST saves the text as a new version."""
+    pool = get_object_or_404(Pool, name=name)
+    status = 200
+    text = request.POST.get("text", "") if request.method == "POST" else ""
+    if request.method == "POST":
+        try:
+            guideline = pool_guidelines_set(pool=pool, text=text, user=request.user)
+        except GuidelineError as exc:
+            messages.error(request, f"Not saved: {exc}.")
+            status = 400
+        else:
+            messages.success(request, f"Saved as version {guideline.version}.")
+            return redirect("annotation:pool-guidelines", name=pool.name)
+    versions = list(pool.guidelines.order_by("-version"))
+    current = versions[0].text if versions else ""
+    context = {"pool": pool, "versions": versions, "text": text or current}
+    return render(request, "annotation/pool_guidelines.html", context, status=status)
 
 
 def _holds_nul(form) -> bool:
@@ -258,6 +282,7 @@ def pool_assign_page(request, name: str):
                 overlap=data["overlap"],
                 raters=data.get("raters") or 2,
                 seed=data["seed"],
+                user=request.user,
             )
         except AssignmentError as exc:
             form.add_error(None, str(exc))

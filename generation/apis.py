@@ -192,7 +192,7 @@ class JobCancelApi(APIView):
         if job is None:
             return _not_found(job_id)
         try:
-            job = job_cancel(job=job)
+            job = job_cancel(job=job, user=request.user)
         except JobStateError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
         return Response(JobOutputSerializer(job_get(job_id=job.pk)).data)
@@ -208,7 +208,7 @@ class JobResumeApi(APIView):
         if job is None:
             return _not_found(job_id)
         try:
-            job_resume(job_id=job.pk)
+            job_resume(job_id=job.pk, user=request.user)
         except JobStateError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
         except JobDispatchError as exc:

@@ -135,7 +135,7 @@ def dataset_list_page(request):
 def job_cancel_page(request, job_id: int):
     job = _job_or_404(job_id)
     try:
-        job_cancel(job=job)
+        job_cancel(job=job, user=request.user)
     except JobStateError as exc:
         messages.error(request, str(exc))
     else:
@@ -148,7 +148,7 @@ def job_cancel_page(request, job_id: int):
 def job_resume_page(request, job_id: int):
     job = _job_or_404(job_id)
     try:
-        job = job_resume(job_id=job.pk)
+        job = job_resume(job_id=job.pk, user=request.user)
     except (JobStateError, JobDispatchError) as exc:
         messages.error(request, str(exc))
     else:

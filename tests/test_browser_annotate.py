@@ -201,6 +201,30 @@ def test_it_shows_the_expected_answer_after_each_training_item_and_why_a_failed_
     assert not Annotation.objects.filter(annotator=annotator, item=study).exists()
 
 
+def test_the_key_g_opens_the_current_guidelines_and_the_help_lists_it(live_server, annotator, page):
+    from playwright.sync_api import expect
+
+    from annotation.services.guidelines import pool_guidelines_set
+
+    pool, _ = pool_for(annotator, items=1)
+    pool_guidelines_set(pool=pool, text="# Old rules", user=None)
+    pool_guidelines_set(pool=pool, text="# Rules\nMark every <b>wrong</b> pronoun.", user=None)
+    log_in(page, live_server.url, "ana")
+    expect(page.locator("#annotate-position")).to_have_text("Item 1 of 1 · 0 done")
+
+    guide = page.locator("#annotate-guide")
+    page.keyboard.press("g")
+    expect(guide).to_be_visible()
+    expect(guide).to_contain_text("version 2")
+    expect(guide).to_contain_text("Mark every <b>wrong</b> pronoun.")  # the Markdown as written, nothing rendered
+    page.keyboard.press("1")  # keys go to the dialog, not the item
+    page.keyboard.press("Escape")
+    expect(guide).to_be_hidden()
+    expect(page.locator("input[name=label]:checked")).to_have_count(0)
+    page.keyboard.press("?")
+    expect(page.locator("#annotate-help")).to_contain_text("the pool's guidelines (version 2)")
+
+
 def test_the_help_overlay_opens_with_a_question_mark_and_single_key_shortcuts_can_be_turned_off(
     live_server, annotator, page
 ):

@@ -35,6 +35,7 @@ ACCESS: dict[str, dict[str, str]] = {
     "": {"GET": USER},
     "login/": {"GET": PUBLIC, "POST": PUBLIC},
     "logout/": {"POST": PUBLIC},
+    "audit/": {"GET": ADMIN},
     "api/auth/token/": {"POST": PUBLIC, "OPTIONS": PUBLIC},
     "api/auth/logout/": {"POST": USER, "OPTIONS": USER},
     # The schema describes researchers' fields (judge labels, is_gold, the heuristic): not for annotators.
@@ -53,6 +54,7 @@ ACCESS: dict[str, dict[str, str]] = {
     "pools/<slug:name>/assign/": {"GET": ADMIN, "POST": ADMIN},
     "pools/<slug:name>/adjudicate/": {"GET": RESEARCHER, "POST": RESEARCHER},
     "pools/<slug:name>/import/": {"GET": RESEARCHER, "POST": RESEARCHER},  # GET goes back to the pool page
+    "pools/<slug:name>/guidelines/": {"GET": RESEARCHER, "POST": RESEARCHER},
     "api/pools/<slug:name>/annotations/": {"GET": RESEARCHER, "OPTIONS": RESEARCHER},
     "api/pools/": {"GET": RESEARCHER, "POST": ADMIN, "OPTIONS": RESEARCHER},
     "api/pools/<slug:name>/": {"GET": RESEARCHER, "OPTIONS": RESEARCHER},
@@ -77,6 +79,7 @@ ACCESS: dict[str, dict[str, str]] = {
     "reports/": {"GET": RESEARCHER},
     "reports/<slug:pool>/": {"GET": RESEARCHER},
     "reports/<slug:pool>/export/<str:fmt>/": {"GET": RESEARCHER},
+    "reports/<slug:pool>/study.zip": {"GET": RESEARCHER},
     "reports/<slug:pool>/plots/<slug:name>.<str:fmt>": {"GET": RESEARCHER},
     "reports/<slug:pool>/cells/": {"GET": RESEARCHER},
     "reports/<slug:pool>/escalate/": {"POST": RESEARCHER},  # the verdict section's escalation

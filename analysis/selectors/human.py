@@ -310,3 +310,27 @@ def disagreements(*, frame: pd.DataFrame) -> list[dict]:
         }
         for row in rows.itertuples()
     ]
+
+
+def by_guideline_version(*, pool: Pool) -> list[dict]:
+    """Human vs heuristic per guideline version (docs/domain.md, 'A study others can check'), so a researcher sees
+    whether an edit of the guidelines changed the labelling. The unit is the annotation, not the item (an item's
+    annotators may have worked under different versions): `agreement` is the share of the pool's study annotations
+    saved under that version whose binary label (0 iff misgendering) equals the heuristic's verdict, with its SEM; `n`
+    counts them. Empty unless the annotations span two or more versions (null, saved before any guidelines, is one)."""
+    rows = list(
+        Annotation.objects.filter(item__pool=pool, item__kind=STUDY).values_list(
+            "guideline_version", "label", "item__heuristic_correct"
+        )
+    )
+    versions = {version for version, _, _ in rows}
+    if len(versions) < 2:
+        return []
+    out = []
+    for version in sorted(versions, key=lambda v: -1 if v is None else v):
+        agree = np.array([float(human_binary(label) == int(heuristic)) for v, label, heuristic in rows if v == version])
+        figures = mean_sem(agree)
+        out.append(
+            {"guideline_version": version, "n": int(agree.size), "agreement": figures["mean"], "sem": figures["sem"]}
+        )
+    return out

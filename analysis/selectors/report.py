@@ -82,6 +82,8 @@ SECTIONS: dict[str, Callable[[ReportInputs], Any]] = {
     "distractors": lambda r: distractor_selectors.distractors(frame=r.frame),
     # Do datasets and methods rank the models alike? Kendall's tau per pair of (dataset, method).
     "ranking_agreement": lambda r: rankings.ranking_agreement(accuracy=r.accuracy),
+    # Guidelines edited mid-study: human vs heuristic per guideline version (empty while there is one version).
+    "by_guideline_version": lambda r: human.by_guideline_version(pool=r.pool),
 }
 
 # The per-cell tables (rows carrying model, dataset, setting, pronoun), in the order the report shows them.

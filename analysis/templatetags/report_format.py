@@ -38,6 +38,7 @@ TABLE_TITLES = {
     "judge_verdict_annotators": "Alternative Annotator Test per annotator",
     "prediction_powered": "Prediction-powered misgendering rates (per context)",
     "ranking_agreement": "Rankings across benchmarks (Kendall's τ; with 6 models only τ ≥ 0.87 is significant at 0.05)",
+    "by_guideline_version": "Human vs heuristic per guideline version",
 }
 
 COLUMN_TITLES = {
@@ -83,6 +84,7 @@ COLUMN_TITLES = {
     "dawid_skene_posterior": "Dawid-Skene posterior",
     "mace": "MACE",
     "n_ratings": "ratings",
+    "guideline_version": "guideline version",
 }
 
 NUMBER = re.compile(r"^-?\d+(\.\d+)?$")

@@ -39,6 +39,7 @@ EXPORT_COLUMNS = [
     "seconds",
     "created_at",
     "updated_at",
+    "guideline_version",
     "adjudicated_label",
     "adjudicated_extraneous",
     "adjudicated_spans",
@@ -121,6 +122,7 @@ def pool_annotation_rows(*, pool: Pool) -> list[dict]:
                 "seconds": round(annotation.seconds, 3),  # to the millisecond
                 "created_at": annotation.created_at.isoformat(),
                 "updated_at": annotation.updated_at.isoformat(),
+                "guideline_version": annotation.guideline_version,
                 "adjudicated_label": verdict.label if verdict is not None else "",
                 "adjudicated_extraneous": verdict.extraneous if verdict is not None else None,
                 "adjudicated_spans": verdict_spans,

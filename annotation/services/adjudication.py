@@ -6,8 +6,11 @@ adjudicated) and the marked words (None: not adjudicated; a list, possibly empty
 
 from __future__ import annotations
 
+from django.db import transaction
+
 from annotation.models import STUDY, Adjudication, PoolItem
 from annotation.referents import ReferentsRejected, referents_check
+from common.audit import CREATE, UPDATE, audit_record
 
 
 class AdjudicationError(ValueError):
@@ -59,15 +62,29 @@ def adjudication_save(
             raise AdjudicationError(str(exc)) from None
     if not label and extraneous is None and cleaned is None and settled is None and not notes.strip():
         raise AdjudicationError("nothing to save: settle the label, the extraneous flag or the marked words")
-    adjudication, _ = Adjudication.objects.update_or_create(
-        item=item,
-        defaults={
-            "label": label,
-            "extraneous": extraneous,
-            "spans": cleaned,
-            "referents": settled,
-            "notes": notes,
-            "adjudicator": adjudicator,
-        },
-    )
+    with transaction.atomic():
+        before = Adjudication.objects.select_for_update().filter(item=item).first()
+        adjudication, created = Adjudication.objects.update_or_create(
+            item=item,
+            defaults={
+                "label": label,
+                "extraneous": extraneous,
+                "spans": cleaned,
+                "referents": settled,
+                "notes": notes,
+                "adjudicator": adjudicator,
+            },
+        )
+        fields = ("label", "extraneous", "spans", "referents")
+        audit_record(
+            event="adjudication.save",
+            obj=adjudication,
+            actor=adjudicator,
+            action=CREATE if created else UPDATE,
+            changes={
+                name: [getattr(before, name) if before is not None else None, getattr(adjudication, name)]
+                for name in fields
+            },
+            data={"item": item.public_id, "pool": item.pool.name},
+        )
     return adjudication

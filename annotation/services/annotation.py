@@ -7,8 +7,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
+from auditlog.models import LogEntry
+from django.contrib.contenttypes.models import ContentType
 from django.db import connection, transaction
-from django.db.models import Field
+from django.db.models import Field, Model
 from django.utils import timezone
 
 from annotation.models import TRAINING, Annotation, Assignment, ExtraneousSpan, Pool, PoolItem, Referent, json_column
@@ -89,7 +91,7 @@ def _check_input(*, tags: Sequence[str], seconds: float) -> list[str]:
 # is asked with the kind as a literal, so that the index `pool_item_kind` answers at once.
 _LOCK_SQL = """
 SELECT a.id, a.annotated, i.id, i.kind, i.continuation, i.gold_label, i.gold_extraneous, i.explanation,
-       p.labels, p.pass_mark, p.id,
+       p.labels, p.pass_mark, p.id, p.guideline_version,
        EXISTS (SELECT 1 FROM {item} r WHERE r.pool_id = a.pool_id AND r.kind = '{training}'),
        EXISTS (SELECT 1 FROM {generation} g JOIN {instance} s ON s.id = g.instance_id
                WHERE g.id = i.generation_id AND s.distractors IS NOT NULL)
@@ -104,13 +106,24 @@ WHERE a.annotator_id = %s AND i.public_id = %s{lock}
 # parameter, an updated row keeps its earlier `created_at`.
 _UPSERT_SQL = """
 INSERT INTO {annotation}
-    (item_id, annotator_id, label, extraneous, notes, tags, idempotency_key, seconds, created_at, updated_at)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+    (item_id, annotator_id, label, extraneous, notes, tags, idempotency_key, guideline_version, seconds, created_at,
+     updated_at)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 ON CONFLICT (item_id, annotator_id) DO UPDATE SET
     label = excluded.label, extraneous = excluded.extraneous, notes = excluded.notes, tags = excluded.tags,
-    idempotency_key = excluded.idempotency_key, seconds = {annotation}.seconds + excluded.seconds,
-    updated_at = excluded.updated_at
+    idempotency_key = excluded.idempotency_key, guideline_version = excluded.guideline_version,
+    seconds = {annotation}.seconds + excluded.seconds, updated_at = excluded.updated_at
 RETURNING id, seconds, created_at = updated_at
+"""
+
+# The audit trail's row for the save (common/audit.py): the old and new label, flag and spans, written in the same
+# transaction. Hand-written like the rest: the ORM's LogEntry.objects.create costs a model instance and a signal
+# dispatch per save; this is one cheap INSERT (benchmarks/README.md, "The audit trail").
+_AUDIT_SQL = """
+INSERT INTO {logentry}
+    (content_type_id, object_pk, object_id, object_repr, action, changes_text, changes, actor_id, timestamp,
+     additional_data)
+VALUES (%s, %s, %s, %s, %s, '', %s, %s, %s, %s)
 """
 
 
@@ -125,14 +138,20 @@ def _sql() -> dict[str, str]:
         "span": quote(ExtraneousSpan._meta.db_table),
         "generation": quote(Generation._meta.db_table),
         "instance": quote(Instance._meta.db_table),
+        "logentry": quote(LogEntry._meta.db_table),
     }
     lock = f" {connection.ops.for_update_sql(of=('a',))}" if connection.features.has_select_for_update_of else ""
     return {
         "lock": _LOCK_SQL.format(**tables, training=TRAINING, lock=lock),
-        "existing": f"SELECT id, idempotency_key FROM {tables['annotation']} WHERE item_id = %s AND annotator_id = %s",
+        "existing": (
+            f"SELECT id, idempotency_key, label, extraneous FROM {tables['annotation']} "
+            "WHERE item_id = %s AND annotator_id = %s"
+        ),
         "upsert": _UPSERT_SQL.format(**tables),
         "mark": f"UPDATE {tables['assignment']} SET annotated = %s WHERE id = %s",
-        "unspan": f"DELETE FROM {tables['span']} WHERE annotation_id = %s",
+        # The old spans come back for the audit row (DELETE ... RETURNING: PostgreSQL, SQLite >= 3.35).
+        "unspan": f"DELETE FROM {tables['span']} WHERE annotation_id = %s RETURNING start, {quote('end')}",
+        "audit": _AUDIT_SQL.format(**tables),
         "span": f"INSERT INTO {tables['span']} (annotation_id, start, {quote('end')}) VALUES ",
     }
 
@@ -152,6 +171,7 @@ class _Locked:
     labels: list[str]
     pass_mark: float
     pool_id: int
+    guideline_version: int | None
     pool_has_training: bool
     distractors: bool
 
@@ -169,7 +189,7 @@ def _locked_assignment(*, user, public_id: str) -> _Locked:
         row = cursor.fetchone()
     if row is not None:
         assignment_id, annotated, item_id, kind, continuation, gold_label, gold_extraneous, explanation, *pool = row
-        labels, pass_mark, pool_id, training, distractors = pool
+        labels, pass_mark, pool_id, guideline_version, training, distractors = pool
         return _Locked(  # SQLite gives booleans as 0 and 1
             assignment_id=assignment_id,
             annotated=bool(annotated),
@@ -182,6 +202,7 @@ def _locked_assignment(*, user, public_id: str) -> _Locked:
             labels=json_column(Pool, "labels", labels),
             pass_mark=pass_mark,
             pool_id=pool_id,
+            guideline_version=guideline_version,
             pool_has_training=bool(training),
             distractors=bool(distractors),
         )
@@ -190,9 +211,10 @@ def _locked_assignment(*, user, public_id: str) -> _Locked:
     raise AnnotationRejected("this item is not assigned to you", field="item", status=403)
 
 
-def _existing(*, locked: _Locked, user) -> tuple[int, str] | None:
-    """The annotator's annotation of the item (its id and idempotency key), read after the lock (so the latest
-    committed), or None. Only an annotated assignment has one (the save sets both in one transaction)."""
+def _existing(*, locked: _Locked, user) -> tuple[int, str, str, bool] | None:
+    """The annotator's annotation of the item (its id, idempotency key, label and extraneous flag: the last two for
+    the audit row), read after the lock (so the latest committed), or None. Only an annotated assignment has one
+    (the save sets both in one transaction)."""
     if not locked.annotated:
         return None
     with connection.cursor() as cursor:
@@ -241,11 +263,48 @@ def _referents(*, locked: _Locked, referents: Sequence) -> list[tuple[int, int, 
 
 
 @cache
-def _prep(name: str):
+def _prep(name: str, model: type[Model] = Annotation):
     """The model field's conversion of a Python value into what the database driver takes (JSON, datetimes)."""
-    field = Annotation._meta.get_field(name)
+    field = model._meta.get_field(name)
     assert isinstance(field, Field)  # a concrete column, not a relation's reverse side
     return lambda value: field.get_db_prep_save(value, connection)
+
+
+def _audit(
+    cursor,
+    *,
+    annotation_id: int,
+    user,
+    created: bool,
+    old: tuple[str, bool] | None,
+    old_spans: list[tuple[int, int]] | None,
+    fields: dict,
+    spans: list[tuple[int, int]],
+    guideline_version: int | None,
+    stamp,
+) -> None:
+    """The save's audit row: old and new label, extraneous flag and spans ([] for none; null old values for a new
+    annotation), the guideline version in `additional_data`. No username: the actor is the user's id."""
+    old_label, old_extraneous = old if old is not None else (None, None)
+    changes = {
+        "label": [old_label, fields["label"]],
+        "extraneous": [None if old_extraneous is None else bool(old_extraneous), fields["extraneous"]],
+        "spans": [None if old_spans is None else [list(span) for span in old_spans], [list(span) for span in spans]],
+    }
+    cursor.execute(
+        _sql()["audit"],
+        [
+            ContentType.objects.get_for_model(Annotation).pk,  # cached by Django after the first call
+            str(annotation_id),
+            annotation_id,
+            f"annotation {annotation_id}",
+            LogEntry.Action.CREATE if created else LogEntry.Action.UPDATE,
+            _prep("changes", LogEntry)(changes),
+            user.pk,
+            stamp,
+            _prep("additional_data", LogEntry)({"event": "annotation.save", "guideline_version": guideline_version}),
+        ],
+    )
 
 
 def _annotation_write(
@@ -256,6 +315,7 @@ def _annotation_write(
     seconds: float,
     spans: list[tuple[int, int]],
     referents: list[tuple[int, int, str, str]],
+    old: tuple[str, bool] | None = None,
 ) -> tuple[Annotation, bool]:
     """Create the annotation, or update the annotator's earlier one; then its spans, its referents and the `annotated`
     mark. True if created.
@@ -263,7 +323,8 @@ def _annotation_write(
     The assignment's lock covers the annotation too: every save of it takes that lock first. This path is the mark's
     only writer besides `assign` (the admin is read-only), in the same transaction as the annotation. Spans and
     referents are deleted only from an earlier annotation (a new one has none) and inserted only when there are
-    some; the mark is written only when it changes.
+    some; the mark is written only when it changes. The audit row (`_audit`) goes last, with the old spans that
+    their DELETE returned.
     """
     sql = _sql()
     now = timezone.now()
@@ -279,19 +340,34 @@ def _annotation_write(
                 fields["notes"],
                 _prep("tags")(fields["tags"]),
                 fields["idempotency_key"],
+                locked.guideline_version,
                 seconds,
                 stamp,
                 stamp,
             ],
         )
         annotation_id, total_seconds, created = cursor.fetchone()
+        old_spans = None
         if not created:
             cursor.execute(sql["unspan"], [annotation_id])
+            old_spans = sorted((start, end) for start, end in cursor.fetchall())
         if spans:
             rows = ", ".join(["(%s, %s, %s)"] * len(spans))
             cursor.execute(sql["span"] + rows, [value for span in spans for value in (annotation_id, *span)])
         if not locked.annotated:
             cursor.execute(sql["mark"], [True, locked.assignment_id])
+        _audit(
+            cursor,
+            annotation_id=annotation_id,
+            user=user,
+            created=bool(created),
+            old=old,
+            old_spans=old_spans,
+            fields=fields,
+            spans=spans,
+            guideline_version=locked.guideline_version,
+            stamp=stamp,
+        )
     if locked.distractors:
         # Distractor items: one referent per pronoun token, replaced whole.
         if not created:
@@ -306,6 +382,7 @@ def _annotation_write(
         annotator_id=user.pk,
         seconds=total_seconds,
         updated_at=now,
+        guideline_version=locked.guideline_version,
         **fields,
     )
     return annotation, bool(created)  # SQLite gives booleans as 0 and 1
@@ -400,7 +477,13 @@ def annotation_submit(
         checked = _check_item(locked=locked, user=user, label=label, extraneous=extraneous, spans=spans)
         resolved = _referents(locked=locked, referents=referents)
         annotation, created = _annotation_write(
-            locked=locked, user=user, fields=fields, seconds=seconds, spans=checked, referents=resolved
+            locked=locked,
+            user=user,
+            fields=fields,
+            seconds=seconds,
+            spans=checked,
+            referents=resolved,
+            old=(existing[2], existing[3]) if existing is not None else None,
         )
     return Submitted(
         item=public_id,

@@ -16,6 +16,7 @@ from django.db import transaction
 
 from accounts.roles import ANNOTATOR, has_role
 from annotation.models import GOLD, STUDY, TRAINING, Annotation, Assignment, Pool, PoolItem
+from common.audit import audit_record
 
 DEFAULT_RATERS = 2
 
@@ -264,7 +265,7 @@ def _write(*, pool: Pool, layouts: dict[int, tuple[dict[int, int], list[tuple[in
 
 
 def assignments_create(
-    *, pool: Pool, usernames: list[str], overlap: int = 0, raters: int = DEFAULT_RATERS, seed: int = 0
+    *, pool: Pool, usernames: list[str], overlap: int = 0, raters: int = DEFAULT_RATERS, seed: int = 0, user=None
 ) -> AssignResult:
     """Give every unassigned study item to one annotator, make sure `overlap` study items in all have `raters`
     different annotators, and give every annotator each gold and training item they lack.
@@ -290,6 +291,18 @@ def assignments_create(
                 rows=state.queues[user_id], new_items=new[user_id] + shared, state=state, rng=rng
             )
         created = _write(pool=pool, layouts=layouts, state=state)
+        audit_record(
+            event="pool.assign",
+            obj=pool,
+            actor=user,
+            data={
+                "annotators": sorted(users),
+                "overlap": overlap,
+                "raters": raters,
+                "seed": seed,
+                "created": created,
+            },
+        )
 
     totals = {user_id: len(state.queues[user_id]) + len(layouts[user_id][1]) for user_id in user_ids}
     by_pk = {user.pk: name for name, user in users.items()}

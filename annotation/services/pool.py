@@ -25,6 +25,7 @@ import numpy as np
 from django.db import transaction
 
 from annotation.models import Pool, PoolItem
+from common.audit import CREATE, audit_record
 from generation.contexts import ALL_SETTINGS
 from generation.models import Generation, GenerationJob, JobStatus
 from generation.pronouns import BASES
@@ -219,6 +220,13 @@ def _write_pool(
     with transaction.atomic():
         pool = Pool.objects.create(name=name, per_cell=per_cell, seed=seed, created_by=created_by)
         pool.jobs.set(jobs)
+        audit_record(
+            event="pool.create",
+            obj=pool,
+            actor=created_by,
+            action=CREATE,
+            data={"per_cell": per_cell, "seed": seed, "jobs": [job.pk for job in jobs], "items": len(chosen)},
+        )
         items = [
             PoolItem(
                 pool=pool,

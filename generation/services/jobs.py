@@ -21,6 +21,7 @@ import math
 from django.db import transaction
 from django.utils import timezone
 
+from common.audit import CREATE, audit_record
 from generation.models import GENERATION_KIND, GenerationJob, JobChunk, JobStatus
 from generation.parameters import JobParameterError, JobParameters, job_parameters_validate
 from generation.services.kinds import job_kind_handler
@@ -117,6 +118,13 @@ def job_create(
             total_generations=len(unit_ids) * handler.items_per_unit(params=params),
             created_by=created_by,
         )
+        audit_record(
+            event="job.create",
+            obj=job,
+            actor=created_by,
+            action=CREATE,
+            data={"kind": job.kind, "model": job.model.name, "seed": job.seed, "options": job.options},
+        )
         JobChunk.objects.bulk_create(
             JobChunk(job=job, index=index, instance_ids=unit_ids[start : start + chunk_size])
             for index, start in enumerate(range(0, len(unit_ids), chunk_size))
@@ -128,23 +136,25 @@ def job_create(
     return job
 
 
-def job_cancel(*, job: GenerationJob) -> GenerationJob:
+def job_cancel(*, job: GenerationJob, user=None) -> GenerationJob:
     """Stop a queued or running job, for good: chunks not yet started are skipped, a running chunk writes nothing
     more and stops at its next batch, and nothing resumes it (docs/domain.md, 'Crash recovery')."""
     with transaction.atomic():
         job = GenerationJob.objects.select_for_update().get(pk=job.pk)
         if job.status not in ACTIVE:
             raise JobStateError(f"job {job.pk} is {job.status}; only queued or running jobs can be cancelled")
+        before = job.status
         job.status = JobStatus.CANCELLED
         job.finished_at = timezone.now()
         job.save(update_fields=["status", "finished_at"])
+        audit_record(event="job.cancel", obj=job, actor=user, changes={"status": [before, job.status]})
     return job
 
 
 RESUMABLE = (JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.FAILED)
 
 
-def job_resume(*, job_id: int, queue: bool = True) -> GenerationJob:
+def job_resume(*, job_id: int, queue: bool = True, user=None) -> GenerationJob:
     """Resume a job that did not finish (failed, or left queued or running by a runner that is gone); a cancelled
     job stays cancelled.
 
@@ -160,6 +170,7 @@ def job_resume(*, job_id: int, queue: bool = True) -> GenerationJob:
             raise JobStateError(f"job {job.pk} was cancelled; a cancelled job is never resumed (queue a new one)")
         if job.status not in RESUMABLE:
             raise JobStateError(f"job {job.pk} is {job.status}; only unfinished jobs can be resumed")
+        audit_record(event="job.resume", obj=job, actor=user, data={"status": job.status})
         job_requeue(job=job)
     if not JobChunk.objects.filter(job=job, finished_at__isnull=True).exists():
         job_start(job_id=job.pk)  # every chunk finished before the stop: only the final recount was missing

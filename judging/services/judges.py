@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 
+from common.audit import CREATE, audit_record
 from generation.models import LanguageModel
 from generation.services.jobs import JobParameterError
 from judging.models import Judge, JudgeMode
@@ -73,6 +74,13 @@ def judge_add(
                     template=template,
                     options=pairs,
                     created_by=created_by,
+                )
+                audit_record(
+                    event="judge.add",
+                    obj=judge,
+                    actor=created_by,
+                    action=CREATE,
+                    data={"name": name, "version": version, "model": chosen.name, "mode": mode},
                 )
             return judge, True
         except IntegrityError:

@@ -509,6 +509,16 @@ function openHelp() {
   if (!els.help.open) els.help.showModal();
 }
 
+// The pool's current guidelines (present only when the researcher has written some).
+const guide = document.getElementById("annotate-guide");
+
+function openGuide() {
+  if (guide && !guide.open) guide.showModal();
+}
+
+document.getElementById("annotate-guide-open")?.addEventListener("click", () => openGuide());
+guide?.querySelector("[data-close]").addEventListener("click", () => guide.close());
+
 els.shortcuts.checked = shortcutsOn();
 els.shortcuts.addEventListener("change", () => {
   localStorage.setItem(SHORTCUTS_KEY, els.shortcuts.checked ? "on" : "off");
@@ -585,6 +595,7 @@ function onNavigationKey(event) {
 // Single characters: only while the switch is on, and only with an item on screen (except `?`).
 const CHARACTER_KEYS = {
   "?": openHelp,
+  g: openGuide,
   e: () => setExtraneous(!els.extraneous.checked),
   n: () => els.notes.focus(),
   w: enterWords,
@@ -597,7 +608,7 @@ const CHARACTER_KEYS = {
 function onCharacterKey(event) {
   if (!shortcutsOn()) return;
   const action = CHARACTER_KEYS[event.key];
-  if (action && (current || event.key === "?")) {
+  if (action && (current || event.key === "?" || event.key === "g")) {
     event.preventDefault();
     action();
   } else if (current && /^[1-9]$/.test(event.key)) {
@@ -607,7 +618,7 @@ function onCharacterKey(event) {
 }
 
 function onKeydown(event) {
-  if (event.altKey || els.help.open) return; // the help dialog handles its own keys (Esc closes it)
+  if (event.altKey || els.help.open || guide?.open) return; // the dialogs handle their own keys (Esc closes them)
   if (event.ctrlKey || event.metaKey) return onModifiedKey(event);
   if (isTyping(event.target)) return onTypingKey(event);
   if (goOn) return onFeedbackKey(event);

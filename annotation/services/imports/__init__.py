@@ -23,6 +23,7 @@ from annotation.models import GOLD, STUDY, TRAINING, Pool, PoolItem
 from annotation.schema import DEFAULT_LABELS
 from annotation.services.imports.reading import Source, Stored, Upload, file_rows
 from annotation.services.imports.rows import Row
+from common.audit import CREATE, audit_record
 from generation.heuristic import Verdict, heuristic_verdicts
 from generation.pronouns import codebook_for
 from generation.textfiles import InputErrors
@@ -163,7 +164,9 @@ def generations_import(
     total = _check_every_row(every_row(), errors=errors, progress=progress)
 
     mismatches = created = done = 0
-    pool, _ = Pool.objects.get_or_create(name=pool_name, defaults={"created_by": created_by})
+    pool, pool_created = Pool.objects.get_or_create(name=pool_name, defaults={"created_by": created_by})
+    if pool_created:
+        audit_record(event="pool.create", obj=pool, actor=created_by, action=CREATE, data={"by": "import"})
     for batch in _batches(every_row(), BATCH_ROWS):
         verdicts = _verdicts(batch)  # the slow part, outside the transaction
         mismatches += sum(verdicts[row.key].correct != row.correct for row in batch)
@@ -180,4 +183,15 @@ def generations_import(
             progress("writing", done, total)
     if errors:  # a file changed between the two readings: what was written stays, and a rerun completes it
         raise GenerationImportError(errors)
+    audit_record(
+        event="import.run",
+        obj=pool,
+        actor=created_by,
+        data={
+            "files": [getattr(source, "name", str(source)) for source in sources],
+            "kind": kind,
+            "rows": total,
+            "items": created,
+        },
+    )
     return GenerationsImportResult(pool=pool, rows=total, items=created, heuristic_mismatches=mismatches, kind=kind)

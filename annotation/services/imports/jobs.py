@@ -38,6 +38,7 @@ from annotation.services.imports.job_run import (
     import_job_progress,
     import_job_run,
 )
+from common.audit import CREATE, audit_record
 from generation.services.leases import chunk_lease_stale, lease_seconds
 
 logger = logging.getLogger(__name__)
@@ -79,6 +80,13 @@ def import_job_create(*, pool: Pool, kind: str, files: list[UploadedFile], creat
                 ImportFileChunk.objects.create(job=job, file_index=index, seq=seq, data=piece)
         ImportJob.objects.filter(pk=job.pk).update(bytes_total=total)
         job.bytes_total = total
+        audit_record(
+            event="import.create",
+            obj=job,
+            actor=created_by,
+            action=CREATE,
+            data={"pool": pool.name, "files": names, "kind": kind, "bytes": total},
+        )
         transaction.on_commit(lambda: import_job_dispatch(job_id=job.pk))
     return job
 

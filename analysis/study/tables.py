@@ -1,0 +1,139 @@
+"""The tables of a study bundle, declared once (docs/domain.md, 'A study others can check'): each is a model, the
+rows of it that a pool's study reads, and the file they go to. The export writes them in this order; the import
+reads them in the same order, so every reference points to a row already written.
+
+A row is the model's concrete columns by attribute name (`job_id`, not `job`), with the row's own id under `id`.
+References to other tables keep the exported ids, and the import maps each to the row it wrote. References to
+people never leave the database: an annotator or adjudicator becomes a pseudonym column (`annotator`,
+`adjudicator`), and every other person (who created a job, a judge, a pool) is dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.db import models
+from django.db.models import QuerySet
+
+from annotation.models import Adjudication, Annotation, Assignment, Pool, PoolGuideline, PoolItem
+from generation.models import Dataset, Generation, GenerationJob, Instance, LanguageModel, ProbResult
+from generation.models.datasets import PronounForm, Template
+from generation.models.tango import TangoTemplate
+from judging.models import Judge, JudgeRun, MachineLabel
+
+FORMAT = "concord-study"
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The rows a pool's study reads: the pool, its generation jobs and its judges' runs (with their jobs)."""
+
+    pool: Pool
+    job_ids: list[int]  # the pool's generation jobs and its judge runs' jobs
+    dataset_ids: list[int]
+    model_ids: list[int]
+    judge_names: list[str]
+
+    @classmethod
+    def of(cls, pool: Pool) -> Scope:
+        runs = JudgeRun.objects.filter(pool=pool)
+        job_ids = sorted(
+            {*pool.jobs.values_list("pk", flat=True), *runs.exclude(job=None).values_list("job_id", flat=True)}
+        )
+        jobs = GenerationJob.objects.filter(pk__in=job_ids)
+        judge_names = sorted(set(runs.values_list("judge__name", flat=True)))
+        judges = Judge.objects.filter(name__in=judge_names)
+        return cls(
+            pool=pool,
+            job_ids=job_ids,
+            dataset_ids=sorted(set(jobs.exclude(dataset=None).values_list("dataset_id", flat=True))),
+            model_ids=sorted({*jobs.values_list("model_id", flat=True), *judges.values_list("model_id", flat=True)}),
+            judge_names=judge_names,
+        )
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str  # the file is `<name>.jsonl`
+    model: type[models.Model]
+    rows: Callable[[Scope], QuerySet]
+    # Columns that never leave the database (besides references to people, always dropped or pseudonymised).
+    drop: tuple[str, ...] = ()
+    # A reference to a person that the bundle keeps, as a pseudonym column: attribute name -> column.
+    people: dict[str, str] = field(default_factory=dict)
+
+
+TABLES: list[Table] = [
+    Table("language_models", LanguageModel, lambda s: LanguageModel.objects.filter(pk__in=s.model_ids)),
+    Table("datasets", Dataset, lambda s: Dataset.objects.filter(pk__in=s.dataset_ids)),
+    Table("pronoun_forms", PronounForm, lambda s: PronounForm.objects.filter(dataset_id__in=s.dataset_ids)),
+    Table("templates", Template, lambda s: Template.objects.filter(dataset_id__in=s.dataset_ids)),
+    Table("instances", Instance, lambda s: Instance.objects.filter(dataset_id__in=s.dataset_ids)),
+    Table("judges", Judge, lambda s: Judge.objects.filter(name__in=s.judge_names)),
+    # The pool's row carries its jobs' ids too (`jobs`), and the guidelines every version of their text.
+    Table("pools", Pool, lambda s: Pool.objects.filter(pk=s.pool.pk)),
+    Table("guidelines", PoolGuideline, lambda s: PoolGuideline.objects.filter(pool=s.pool)),
+    # The jobs' parameters and seeds; a judge job's options name its pool and judge by id (mapped on import).
+    Table("jobs", GenerationJob, lambda s: GenerationJob.objects.filter(pk__in=s.job_ids), drop=("error",)),
+    Table("generations", Generation, lambda s: Generation.objects.filter(job_id__in=s.job_ids)),
+    Table("prob_results", ProbResult, lambda s: ProbResult.objects.filter(job_id__in=s.job_ids)),
+    Table("tango_templates", TangoTemplate, lambda s: TangoTemplate.objects.filter(job_id__in=s.job_ids)),
+    Table("pool_items", PoolItem, lambda s: PoolItem.objects.filter(pool=s.pool)),
+    Table(
+        "assignments",
+        Assignment,
+        lambda s: Assignment.objects.filter(pool=s.pool),
+        people={"annotator_id": "annotator"},
+    ),
+    # Spans and referents ride along on their annotation's row (`spans`, `referents`); the idempotency key is a
+    # browser's retry token, nothing a reader needs.
+    Table(
+        "annotations",
+        Annotation,
+        lambda s: Annotation.objects.filter(item__pool=s.pool),
+        drop=("idempotency_key",),
+        people={"annotator_id": "annotator"},
+    ),
+    Table(
+        "adjudications",
+        Adjudication,
+        lambda s: Adjudication.objects.filter(item__pool=s.pool),
+        people={"adjudicator_id": "adjudicator"},
+    ),
+    Table("judge_runs", JudgeRun, lambda s: JudgeRun.objects.filter(pool=s.pool)),
+    Table("machine_labels", MachineLabel, lambda s: MachineLabel.objects.filter(run__pool=s.pool)),
+]
+TABLE_OF_MODEL: dict[type[models.Model], str] = {table.model: table.name for table in TABLES}
+# Keys of a job's options that name a row of another table.
+OPTION_REFERENCES = {"pool_id": "pools", "judge_id": "judges"}
+
+
+def columns(table: Table) -> list[models.Field]:
+    """The table's exported columns: concrete, not the id, not dropped, and no reference to a person that the table
+    does not keep as a pseudonym."""
+    kept = []
+    for column in table.model._meta.concrete_fields:
+        if column.primary_key or column.name in table.drop:
+            continue
+        if column.is_relation and column.related_model is _user_model() and column.attname not in table.people:
+            continue
+        kept.append(column)
+    return kept
+
+
+def references(table: Table) -> dict[str, str]:
+    """The table's references to other bundle tables: attribute name -> table name."""
+    found = {}
+    for column in columns(table):
+        if column.is_relation and column.related_model in TABLE_OF_MODEL:
+            found[column.attname] = TABLE_OF_MODEL[column.related_model]  # type: ignore[index]
+    return found
+
+
+def _user_model():
+    from django.apps import apps
+
+    return apps.get_model(settings.AUTH_USER_MODEL)
