@@ -3,7 +3,8 @@
 A figure is a numeric leaf of the report's JSON: an int or a float (booleans and text are not figures), or null
 where the other report has a number there. Its name is its path: keys joined by `.`, and a table's row named in
 brackets by the row's short text fields (`human_vs_heuristic[m1/misgendered/pre/xe].agreement`), or by its index when those
-do not tell the rows apart. Integers must be equal; floats equal within a relative tolerance of 1e-12
+do not tell the rows apart. Database ids (`run`, `id`, `item`, `job`, `generation`: a judge run's or an item's key) are
+not figures: an import gives rows new keys, and the figures beside them are what must not move. Integers must be equal; floats equal within a relative tolerance of 1e-12
 (|a - b| <= 1e-12 * max(1, |a|, |b|)), which allows for a sum's rounding on another machine and nothing more.
 """
 
@@ -13,6 +14,7 @@ import math
 from typing import Any
 
 TOLERANCE = 1e-12
+IDENTIFIERS = frozenset({"run", "id", "item", "job", "generation"})
 NAME_FIELD_CHARS = 40  # text fields longer than this (a generation, a context) do not name a row
 
 
@@ -36,6 +38,8 @@ def figures(report: Any, prefix: str = "") -> dict[str, Any]:
     found: dict[str, Any] = {}
     if isinstance(report, dict):
         for key, value in report.items():
+            if key in IDENTIFIERS:
+                continue
             found.update(figures(value, f"{prefix}.{key}" if prefix else str(key)))
     elif isinstance(report, list):
         for name, value in zip(_row_names(report), report, strict=True):
