@@ -7,6 +7,8 @@ import re
 
 from django import template
 
+from annotation.schema import label_display
+
 register = template.Library()
 
 TABLE_TITLES = {
@@ -100,7 +102,7 @@ ALL_RATERS = [
 @register.filter
 def label_name(label: object) -> str:
     """One spelling per label wherever it is shown: `no_pronoun` reads "no pronoun"."""
-    return "" if label is None else str(label).replace("_", " ")
+    return label_display(label)
 
 
 @register.filter
