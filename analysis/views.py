@@ -52,6 +52,9 @@ def report_detail(request: HttpRequest, pool: str) -> HttpResponse:
         "plot_version": report_remember(report=report),
         "conflict_all": next((row for row in report["conflict_rate"] if row["scope"] == "all"), None),
         "cell_links": [{**row, "query": urlencode({c: row[c] for c in CELL})} for row in report["accuracy"]],
+        # An imported pool has no generation job: its probability- and generation-based columns are left out.
+        "automatic_accuracy": any(row["n"] and row["prob_n"] + row["gen_n"] for row in report["accuracy"])
+        or bool(report["prob_vs_gen"]),
     }
     return render(request, "analysis/report_detail.html", context)
 

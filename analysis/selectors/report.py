@@ -16,7 +16,8 @@ from typing import Any
 import pandas as pd
 from django.db.models import Count, Max, OuterRef, Q, QuerySet, Subquery, Sum
 
-from analysis.selectors import automatic, examples, human, quality, tango
+from analysis.cells import CELL
+from analysis.selectors import automatic, examples, explorer, human, quality, tango
 from analysis.selectors import distractors as distractor_selectors
 from analysis.selectors import judges as judge_selectors
 from annotation.models import STUDY, Adjudication, Annotation, Assignment, Pool, PoolItem
@@ -54,7 +55,7 @@ SECTIONS: dict[str, Callable[[ReportInputs], Any]] = {
     "tango_failure_rate": lambda r: tango.tango_failure_rate(frame=r.tango),
     "tango_variation": lambda r: tango.tango_variation(frame=r.tango),
     "repetition": lambda r: automatic.repetition(job_ids=r.job_ids),
-    "accuracy": lambda r: automatic.accuracy(frame=r.instances, human_frame=r.frame, tango=r.tango),
+    "accuracy": lambda r: _accuracy(r),
     "conflict_rate": lambda r: automatic.conflict_rate(frame=r.instances, tango=r.tango),
     "disagreements": lambda r: human.disagreements(frame=r.frame),
     "examples": lambda r: examples.examples(frame=r.frame, seed=r.examples_seed),
@@ -68,6 +69,19 @@ SECTIONS: dict[str, Callable[[ReportInputs], Any]] = {
     # RUFF with distractors: accuracy against the distractor count (the heuristic marked not valid there).
     "distractors": lambda r: distractor_selectors.distractors(frame=r.frame),
 }
+
+
+def _accuracy(r: ReportInputs) -> list[dict]:
+    """Accuracy per cell, whose `n` counts a cell's instances as the cell explorer does: a cell with no job
+    instances (an imported pool) counts one instance per template of its study items."""
+    rows = automatic.accuracy(frame=r.instances, human_frame=r.frame, tango=r.tango)
+    if any(row["n"] == 0 for row in rows):
+        counted = {tuple(cell[c] for c in CELL): cell["instances"] for cell in explorer.pool_cells(pool=r.pool)}
+        for row in rows:
+            if row["n"] == 0:
+                row["n"] = counted.get(tuple(row[c] for c in CELL), 0)
+    return rows
+
 
 # The per-cell tables (rows carrying model, dataset, setting, pronoun), in the order the report shows them.
 TABLES = [

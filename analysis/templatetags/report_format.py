@@ -106,6 +106,12 @@ def label_name(label: object) -> str:
 
 
 @register.filter
+def table_total(table: dict[str, dict[str, int]]) -> int:
+    """The count in a confusion table: 0 means it has nothing to show (a sentence replaces its zeros)."""
+    return sum(sum(counts.values()) for counts in table.values())
+
+
+@register.filter
 def table_title(name: str) -> str:
     return TABLE_TITLES.get(name) or name.replace("_", " ").capitalize()
 
