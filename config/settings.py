@@ -121,6 +121,8 @@ EMBEDDED = DATABASES["default"]["ENGINE"].endswith("sqlite3")
 # installs it on PostgreSQL too (the test suite does). Its logins are kept in DEMO_LOGINS_FILE (mode 0600).
 if env_bool("CONCORD_DEMO", default=EMBEDDED):
     INSTALLED_APPS.append("demo")
+    # The pool pages say what the pool `demo-live` waits for (demo/services.py, live_pool_waiting).
+    TEMPLATES[0]["OPTIONS"]["context_processors"].append("demo.context_processors.demo_live")
 DEMO_LOGINS_FILE = Path(env_str("CONCORD_DEMO_LOGINS", "") or VAR_DIR / "demo-logins.json")
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = True

@@ -6,7 +6,9 @@ Two pools, so that an annotator can start at once and still sees a live model's 
   other file with the import service; ready as soon as `load_demo` returns.
 - `demo-live`: drawn from the default model's own continuations of the demo templates. `load_demo` only queues
   that job; the web process runs it in the background (the embedded task runner starts queued jobs when it starts)
-  and, when the job finishes, the receiver below (connected in demo/apps.py) draws the pool and assigns it.
+  and, when the job finishes, the receiver below (connected in demo/apps.py) draws the pool and assigns it. The
+  job's id is recorded when `load_demo` queues it (`LiveJob`): the pool follows that job, whatever other jobs
+  admins queue (and cancel) on the demo datasets, and the pool pages say what it waits for (`live_pool_waiting`).
 
 The demo logins are kept in `settings.DEMO_LOGINS_FILE` (mode 0600) so that a restart keeps every session and token.
 """
@@ -28,6 +30,7 @@ from accounts.roles import ADMIN, ANNOTATOR, RESEARCHER
 from accounts.services import user_create_or_update
 from annotation.models import Pool
 from annotation.services import assignments_create, generations_import, pool_sample
+from demo.models import LiveJob
 from generation.models import DEFAULT_MODEL_NAME, GenerationJob, JobStatus
 
 logger = logging.getLogger(__name__)
@@ -122,13 +125,59 @@ def _shipped_rows() -> int:
 
 
 def live_jobs() -> list[GenerationJob]:
-    """The newest default-model job over each live demo dataset (one each once `load_demo` has queued them)."""
-    jobs = []
-    for name in LIVE_DATASETS:
-        job = GenerationJob.objects.filter(dataset__name=name, model__name=DEFAULT_MODEL_NAME).order_by("-pk").first()
-        if job is not None:
-            jobs.append(job)
-    return jobs
+    """The demo's own job over each live demo dataset, as `load_demo` recorded it (one each once it has queued them)."""
+    recorded = {row.dataset_name: row.job for row in LiveJob.objects.select_related("job", "job__dataset")}
+    return [recorded[name] for name in LIVE_DATASETS if name in recorded]
+
+
+def live_job_record(*, job: GenerationJob) -> GenerationJob:
+    """Record `job` as the demo's own job over its dataset (the one `demo-live` is drawn from)."""
+    LiveJob.objects.update_or_create(dataset_name=job.dataset.name, defaults={"job": job})
+    return job
+
+
+def live_job_adopt(*, dataset_name: str) -> GenerationJob | None:
+    """A demo installed before jobs were recorded: its own job is the first default-model job that `load_demo`
+    queued over the dataset (one instance per pronoun, seed 0). Recorded and returned; None when there is none."""
+    job = (
+        GenerationJob.objects.filter(
+            dataset__name=dataset_name, model__name=DEFAULT_MODEL_NAME, per_pronoun=LIVE_PER_PRONOUN, seed=0
+        )
+        .order_by("pk")
+        .first()
+    )
+    return None if job is None else live_job_record(job=job)
+
+
+WAITING = {
+    JobStatus.QUEUED: "queued: it starts when the server's job runner is free",
+    JobStatus.RUNNING: "running",
+    JobStatus.FAILED: "failed: an admin can resume it from its page",
+    JobStatus.CANCELLED: "cancelled: the pool will not appear",
+}
+
+
+def live_pool_waiting() -> dict | None:
+    """What the pool `demo-live` waits for, for the pool pages: {"pool", "jobs": [{"id", "status", "done", "total",
+    "text"}]}; None once the pool exists, or when the demo queued no job (`--no-generate`)."""
+    if Pool.objects.filter(name=LIVE_POOL).exists():
+        return None
+    jobs = live_jobs()
+    if not jobs:
+        return None
+    return {
+        "pool": LIVE_POOL,
+        "jobs": [
+            {
+                "id": job.pk,
+                "status": job.status,
+                "done": job.done_generations,
+                "total": job.total_generations,
+                "text": WAITING.get(job.status, str(job.status)),
+            }
+            for job in jobs
+        ],
+    }
 
 
 def live_pool_draw() -> Pool | None:
@@ -155,6 +204,6 @@ def live_pool_draw() -> Pool | None:
 
 
 def on_job_finished(sender, job_id: int, **kwargs) -> None:
-    """Receiver of generation's `job_finished`: once the live demo jobs are done, the live demo pool appears."""
-    if GenerationJob.objects.filter(pk=job_id, dataset__name__in=LIVE_DATASETS).exists():
+    """Receiver of generation's `job_finished`: once the demo's own jobs are done, the live demo pool appears."""
+    if LiveJob.objects.filter(job_id=job_id, dataset_name__in=LIVE_DATASETS).exists():
         live_pool_draw()

@@ -67,7 +67,7 @@ def demo_annotators(db):
 
 
 def test_it_draws_the_live_pool_only_once_the_live_demo_job_has_finished(demo_annotators):
-    job = demo_job("demo-misgendered", status=JobStatus.RUNNING)
+    job = demo.live_job_record(job=demo_job("demo-misgendered", status=JobStatus.RUNNING))
     job_finished.send(sender=GenerationJob, job_id=job.pk)
     assert not Pool.objects.filter(name=demo.LIVE_POOL).exists()
 
@@ -88,7 +88,7 @@ def test_it_draws_the_live_pool_only_once_the_live_demo_job_has_finished(demo_an
 
 
 def test_it_ignores_jobs_that_are_not_the_demos(demo_annotators):
-    demo_job("demo-misgendered", status=JobStatus.DONE)
+    demo.live_job_record(job=demo_job("demo-misgendered", status=JobStatus.DONE))
     other = demo_job("misgendered", status=JobStatus.DONE)
     job_finished.send(sender=GenerationJob, job_id=other.pk)
     assert not Pool.objects.filter(name=demo.LIVE_POOL).exists()
@@ -207,3 +207,45 @@ def test_the_demo_app_is_installed_by_the_embedded_default_only(tmp_path, databa
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == str(installed)
+
+
+def test_the_live_pool_follows_the_demos_own_job_not_a_newer_one_an_admin_cancelled(demo_annotators):
+    own = demo_job("demo-misgendered", status=JobStatus.RUNNING)
+    demo.live_job_record(job=own)
+    admins = GenerationJobFactory(model=own.model, dataset=own.dataset, status=JobStatus.CANCELLED)
+    job_finished.send(sender=GenerationJob, job_id=admins.pk)
+    assert not Pool.objects.filter(name=demo.LIVE_POOL).exists()
+
+    GenerationJob.objects.filter(pk=own.pk).update(status=JobStatus.DONE)
+    job_finished.send(sender=GenerationJob, job_id=own.pk)
+
+    pool = Pool.objects.get(name=demo.LIVE_POOL)
+    assert set(pool.items.values_list("generation__job", flat=True)) == {own.pk}
+
+
+@pytest.mark.django_db
+def test_load_demo_records_its_own_job_once(capsys):
+    call_command("load_demo")
+    [job] = demo.live_jobs()
+    other = GenerationJobFactory(model=job.model, dataset=job.dataset, status=JobStatus.CANCELLED)
+    call_command("load_demo")
+    assert demo.live_jobs() == [job] and other.pk > job.pk
+    assert GenerationJob.objects.filter(dataset=job.dataset).count() == 2
+
+
+@pytest.mark.django_db
+def test_the_pool_pages_say_what_the_live_pool_waits_for(client, researcher, annotator, capsys):
+    call_command("load_demo")
+    [job] = demo.live_jobs()
+    client.force_login(researcher)
+
+    page = client.get("/pools/").content.decode()
+
+    assert "demo-live" in page and f"job {job.pk}</a>" in page
+    assert "queued: it starts when the server" in page and "0 of 20 continuations" in page
+
+    GenerationJob.objects.filter(pk=job.pk).update(status=JobStatus.CANCELLED)
+    assert "cancelled: the pool will not appear" in client.get("/pools/").content.decode()
+
+    Pool.objects.create(name=demo.LIVE_POOL, labels=["correct"])
+    assert 'id="demo-live-waiting"' not in client.get("/pools/").content.decode()

@@ -80,7 +80,7 @@ class Command(BaseCommand):
         for dataset in datasets:
             if dataset.name not in demo.LIVE_DATASETS:
                 continue
-            job = existing.get(dataset.pk)
+            job = existing.get(dataset.pk) or demo.live_job_adopt(dataset_name=dataset.name)
             if job is None:
                 job = job_create(
                     model=DEFAULT_MODEL_NAME,
@@ -90,6 +90,7 @@ class Command(BaseCommand):
                     seed=0,
                     queue=False,
                 )
+                demo.live_job_record(job=job)
                 self.stdout.write(
                     f"queued job {job.pk}: {job.total_generations} continuations of {dataset.name} by "
                     f"{DEFAULT_MODEL_NAME} on the CPU (first start only)"
