@@ -6,7 +6,8 @@ import dataclasses
 from collections.abc import Iterator
 from datetime import datetime
 
-from django.db.models import Q, QuerySet
+from django.db.models import Case, F, IntegerField, Min, Q, QuerySet, Value, When
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from generation.models import (
@@ -53,6 +54,31 @@ RECENT_CHUNKS = 8  # the pace is that of the last few chunks, so it follows a ch
 ETA_FLOOR_SECONDS = 1.0
 
 
+def model_seconds_per_row(
+    *, model: LanguageModel, kind: str = "generation", exclude_job_id: int | None = None
+) -> float | None:
+    """The recent throughput of the runners on a model's jobs of one kind, as seconds per result row (a
+    continuation): the last RECENT_CHUNKS finished chunks of its other jobs, their run time over their rows (model
+    loading included, so it errs long). None when no such chunk has finished yet."""
+    chunks = (
+        JobChunk.objects.filter(
+            job__model=model,
+            job__kind=kind,
+            finished_at__isnull=False,
+            started_at__isnull=False,
+            job__total_instances__gt=0,
+        )
+        .exclude(job_id=exclude_job_id)
+        .order_by("-finished_at")
+        .values_list("started_at", "finished_at", "instance_ids", "job__total_generations", "job__total_instances")
+    )[:RECENT_CHUNKS]
+    seconds = rows = 0.0
+    for started, finished, ids, generations, instances in chunks:
+        seconds += max((finished - started).total_seconds(), 0.0)
+        rows += len(ids) * generations / instances
+    return seconds / rows if rows and seconds else None
+
+
 def job_timing(*, job: GenerationJob, now: datetime | None = None) -> JobTiming:
     """Elapsed time and the estimate of the time left, with a range (docs/domain.md, 'Jobs').
 
@@ -97,9 +123,29 @@ def job_timing(*, job: GenerationJob, now: datetime | None = None) -> JobTiming:
     done_in_run = job.done_generations - job.run_done_at_start
     run_seconds = (now - job.run_started_at).total_seconds()
     if done_in_run <= 0 or run_seconds <= 0:
-        return JobTiming(elapsed_seconds=elapsed, eta_seconds=None)
+        # Nothing of this run finished yet: the model's recent pace on other jobs, with a wide range; with none,
+        # the estimate comes with the first finished batch.
+        per_row = model_seconds_per_row(model=job.model, kind=job.kind, exclude_job_id=job.pk)
+        if per_row is None:
+            return JobTiming(elapsed_seconds=elapsed, eta_seconds=None)
+        eta = max(left * per_row - max(run_seconds, 0.0), ETA_FLOOR_SECONDS)
+        return JobTiming(elapsed, eta, eta_low_seconds=eta * 0.5, eta_high_seconds=eta * 2)
     eta = left * run_seconds / done_in_run
     return JobTiming(elapsed, eta, eta_low_seconds=eta * 0.5, eta_high_seconds=eta * 2)
+
+
+def job_run_order(*, job_ids=None) -> list[int]:
+    """The queued and running jobs of every kind (generation, judge, ...) in the order they run: running jobs first,
+    then each queued job by when its chunks were handed to a runner (the broker's queue is first in, first out; the
+    embedded runner takes its jobs in this same order, generation/services/runner.py), then by creation."""
+    active = GenerationJob.objects.filter(status__in=(JobStatus.QUEUED, JobStatus.RUNNING))
+    if job_ids is not None:
+        active = active.filter(pk__in=job_ids)
+    ordered = active.annotate(
+        running=Case(When(status=JobStatus.RUNNING, then=Value(0)), default=Value(1), output_field=IntegerField()),
+        handed=Coalesce(Min("chunks__sent_at", filter=Q(chunks__finished_at__isnull=True)), F("created_at")),
+    ).order_by("running", "handed", "created_at", "id")
+    return list(ordered.values_list("id", flat=True))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,15 +155,13 @@ class QueuePlace:
 
 
 def job_queue_place(*, job: GenerationJob) -> QueuePlace | None:
-    """A queued job's place among the unfinished jobs (runners take jobs oldest first); None unless queued."""
+    """A queued job's place in the run order of every kind's unfinished jobs (`job_run_order`); None unless queued."""
     if job.status != JobStatus.QUEUED:
         return None
-    ahead = list(
-        GenerationJob.objects.filter(status__in=(JobStatus.QUEUED, JobStatus.RUNNING))
-        .filter(Q(created_at__lt=job.created_at) | Q(created_at=job.created_at, pk__lt=job.pk))
-        .order_by("created_at", "id")
-        .values_list("id", flat=True)
-    )
+    order = job_run_order()
+    if job.pk not in order:
+        return None
+    ahead = order[: order.index(job.pk)]
     return QueuePlace(position=len(ahead) + 1, after=ahead[-1] if ahead else None)
 
 

@@ -11,7 +11,7 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 from accounts.roles import ADMIN, RESEARCHER, has_role, role_required
 from common.safe_csv import SafeDictWriter
 from generation.forms import JobForm
-from generation.models import Generation, ProbResult, TangoTemplate
+from generation.models import Generation, JobStatus, ProbResult, TangoTemplate
 from generation.selectors import (
     EXPORT_COLUMNS,
     job_export_rows,
@@ -54,6 +54,10 @@ def job_list_page(request):
     return render(request, "generation/job_list.html", {"jobs": rows, "can_manage": can_manage})
 
 
+# A running job with no estimate yet: nothing of this run finished and no recent pace of its model is known.
+ETA_PENDING = "estimated after the first batch"
+
+
 def _job_row(job, *, can_manage: bool) -> dict:
     """A job with its elapsed time, estimate of the time left, and the actions an admin may take on it."""
     timing = job_timing(job=job)
@@ -63,7 +67,9 @@ def _job_row(job, *, can_manage: bool) -> dict:
         "description": handler.describe(job=job) if handler is not None else job.kind,
         "status_text": job_status_text(job=job),
         "elapsed": duration_text(timing.elapsed_seconds),
-        "eta": duration_text(timing.eta_seconds),
+        "eta": ETA_PENDING
+        if job.status == JobStatus.RUNNING and timing.eta_seconds is None
+        else duration_text(timing.eta_seconds),
         "eta_range": duration_range_text(timing.eta_low_seconds, timing.eta_high_seconds),
         "cancellable": can_manage and job.status in ACTIVE,
         "resumable": can_manage and job_resumable(job=job),
