@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Iterator
 from datetime import datetime
 
-from django.db.models import Case, F, IntegerField, Min, Q, QuerySet, Value, When
+from django.db.models import Case, Count, F, IntegerField, Min, Q, QuerySet, Value, When
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -14,6 +14,7 @@ from generation.models import (
     Dataset,
     Generation,
     GenerationJob,
+    Instance,
     JobChunk,
     JobStatus,
     LanguageModel,
@@ -146,6 +147,18 @@ def job_run_order(*, job_ids=None) -> list[int]:
         handed=Coalesce(Min("chunks__sent_at", filter=Q(chunks__finished_at__isnull=True)), F("created_at")),
     ).order_by("running", "handed", "created_at", "id")
     return list(ordered.values_list("id", flat=True))
+
+
+def job_sizing() -> dict:
+    """What the job form's script needs to show a job's size and time as it is filled in: each dataset's instances
+    per pronoun (before the distractor filters), and each model's recent seconds per continuation (None before it ran
+    anything). The server's "Show size and time" counts exactly (generation/services/jobs.py, job_size)."""
+    instances: dict[str, dict[str, int]] = {}
+    counted = Instance.objects.values_list("dataset__name", "pronoun").annotate(n=Count("id")).order_by()
+    for dataset, pronoun, n in counted:
+        instances.setdefault(dataset, {})[pronoun] = n
+    paces = {model.name: model_seconds_per_row(model=model) for model in LanguageModel.objects.order_by("name")}
+    return {"instances": instances, "seconds_per_row": paces}
 
 
 @dataclasses.dataclass(frozen=True)

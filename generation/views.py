@@ -21,6 +21,7 @@ from generation.selectors import (
     job_prob_results,
     job_prob_summary,
     job_resumable,
+    job_sizing,
     job_status_text,
     job_tango_results,
     job_timing,
@@ -33,6 +34,7 @@ from generation.services.jobs import (
     job_cancel,
     job_create,
     job_resume,
+    job_size,
 )
 from generation.services.kinds import job_kind_get
 
@@ -80,8 +82,11 @@ def _job_row(job, *, can_manage: bool) -> dict:
 @role_required(ADMIN)
 def job_new_page(request):
     form = JobForm(request.POST or None)
-    unsent = None
-    if request.method == "POST" and form.is_valid():
+    unsent = size = None
+    if request.method == "POST" and form.is_valid() and "preview" in request.POST:
+        assert form.parameters is not None
+        size = job_size(params=form.parameters)  # "Show size and time": nothing is queued
+    elif request.method == "POST" and form.is_valid():
         try:
             job = job_create(created_by=request.user, params=form.parameters)
         except JobParameterError as exc:
@@ -93,7 +98,13 @@ def job_new_page(request):
         else:
             messages.success(request, f"Job {job.pk} queued: {job.total_instances} instances.")
             return redirect("generation-jobs")
-    return render(request, "generation/job_new.html", {"form": form, "unsent": unsent}, status=503 if unsent else 200)
+    context = {"form": form, "unsent": unsent, "size": size, "sizing": job_sizing()}
+    if size is not None:
+        context |= {
+            "size_time": duration_text(size.seconds),
+            "size_range": duration_range_text(size.seconds_low, size.seconds_high),
+        }
+    return render(request, "generation/job_new.html", context, status=503 if unsent else 200)
 
 
 @require_POST

@@ -5,9 +5,10 @@
 const ACTIVE = new Set(["queued", "running"]);
 const POLL_MS = 2000;
 
-// The same wording as generation/views.py duration_text: 12 s, 3 min 05 s, 2 h 04 min; a dash when unknown.
+// A running job without an estimate yet, as generation/views.py ETA_PENDING.
 const ETA_PENDING = "estimated after the first batch";
 
+// The same wording as generation/views.py duration_text: 12 s, 3 min 05 s, 2 h 04 min; a dash when unknown.
 export function durationText(seconds) {
   if (seconds === null || seconds === undefined) return "—";
   let rest = Math.round(seconds);
