@@ -122,7 +122,8 @@ def test_load_demo_makes_the_hand_written_pool_ready_and_only_queues_the_live_jo
 def test_load_demo_without_generation_queues_nothing():
     call_command("load_demo", "--no-generate")
     assert Pool.objects.get(name=demo.SHIPPED_POOL).items.count() == 48
-    assert not GenerationJob.objects.exists()
+    # only the hand-written distractor texts' finished job (demo-features): nothing queued, no model run
+    assert list(GenerationJob.objects.values_list("model__name", "status")) == [(demo.HAND_WRITTEN, JobStatus.DONE)]
 
 
 def _printed_logins(output: str) -> dict[str, str]:
@@ -249,3 +250,42 @@ def test_the_pool_pages_say_what_the_live_pool_waits_for(client, researcher, ann
 
     Pool.objects.create(name=demo.LIVE_POOL, labels=["correct"])
     assert 'id="demo-live-waiting"' not in client.get("/pools/").content.decode()
+
+
+@pytest.mark.django_db
+def test_the_demo_shows_a_qualification_round_gold_items_and_distractor_items(capsys):
+    from annotation.models import GOLD, STUDY, TRAINING
+    from annotation.referents import item_people
+
+    call_command("load_demo", "--no-generate")
+    assert "pool demo-features: made" in capsys.readouterr().out
+    pool = Pool.objects.get(name=demo.FEATURES_POOL)
+
+    kinds = {kind: pool.items.filter(kind=kind).count() for kind in (TRAINING, GOLD, STUDY)}
+    assert kinds == {TRAINING: 4, GOLD: 3, STUDY: 4 + len(demo.DISTRACTOR_CONTINUATIONS)}
+    assert pool.pass_mark == 0.75
+    assert all(item.explanation for item in pool.items.filter(kind=TRAINING))
+    for name in demo.ANNOTATORS:  # everyone meets the training and the gold items
+        mine = Assignment.objects.filter(pool=pool, annotator__username=name)
+        assert mine.filter(item__kind=TRAINING).count() == 4 and mine.filter(item__kind=GOLD).count() == 3
+
+    distractor_items = [item for item in pool.items.filter(kind=STUDY) if item_people(item)]
+    assert len(distractor_items) == 3
+    people = item_people(distractor_items[0])
+    assert [person["role"] for person in people["people"]] == ["target", "other"]
+    words = {token["word"].lower() for item in distractor_items for token in item_people(item)["pronoun_tokens"]}
+    assert {"xe", "she", "they"} <= words  # a pronoun for the target, the other person, and one that is unclear
+
+    call_command("load_demo", "--no-generate")  # again: nothing more
+    assert "pool demo-features: ready" in capsys.readouterr().out
+    assert pool.items.count() == sum(kinds.values())
+
+
+@pytest.mark.django_db
+def test_an_annotator_of_the_features_pool_starts_with_the_qualification_round(api):
+    call_command("load_demo", "--no-generate")
+    api.force_authenticate(get_user_model().objects.get(username="annotator1"))
+
+    first = api.get("/api/annotate/next/?pool=demo-features").json()
+
+    assert first["phase"] == "training"

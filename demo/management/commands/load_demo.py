@@ -44,6 +44,11 @@ class Command(BaseCommand):
             )
         else:
             self.stdout.write(f"pool {pool.name}: ready ({pool.items.count()} items)")
+        features, made = demo.features_pool_load()
+        self.stdout.write(
+            f"pool {features.name}: {'made' if made else 'ready'} ({features.items.count()} items: a qualification "
+            "round of training items, gold items among the study items, RUFF items with a distractor)"
+        )
         if not no_generate:
             self._live_job(datasets, url=url)
 
