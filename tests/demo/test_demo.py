@@ -289,3 +289,10 @@ def test_an_annotator_of_the_features_pool_starts_with_the_qualification_round(a
     first = api.get("/api/annotate/next/?pool=demo-features").json()
 
     assert first["phase"] == "training"
+
+
+@pytest.mark.django_db
+def test_the_home_page_says_plainly_that_the_demos_model_is_a_toy(client, researcher):
+    client.force_login(researcher)
+    page = client.get("/").content.decode()
+    assert 'id="demo-about"' in page and "is <strong>a toy</strong>" in page and "demo-features" in page
