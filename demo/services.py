@@ -256,6 +256,7 @@ def live_jobs() -> list[GenerationJob]:
 
 def live_job_record(*, job: GenerationJob) -> GenerationJob:
     """Record `job` as the demo's own job over its dataset (the one `demo-live` is drawn from)."""
+    assert job.dataset is not None  # a generation job over a live demo dataset
     LiveJob.objects.update_or_create(dataset_name=job.dataset.name, defaults={"job": job})
     return job
 
@@ -273,7 +274,7 @@ def live_job_adopt(*, dataset_name: str) -> GenerationJob | None:
     return None if job is None else live_job_record(job=job)
 
 
-WAITING = {
+WAITING: dict[str, str] = {
     JobStatus.QUEUED: "queued: it starts when the server's job runner is free",
     JobStatus.RUNNING: "running",
     JobStatus.FAILED: "failed: an admin can resume it from its page",

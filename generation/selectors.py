@@ -75,6 +75,7 @@ def model_seconds_per_row(
     )[:RECENT_CHUNKS]
     seconds = rows = 0.0
     for started, finished, ids, generations, instances in chunks:
+        assert started is not None and finished is not None  # filtered above
         seconds += max((finished - started).total_seconds(), 0.0)
         rows += len(ids) * generations / instances
     return seconds / rows if rows and seconds else None

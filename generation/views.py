@@ -98,7 +98,7 @@ def job_new_page(request):
         else:
             messages.success(request, f"Job {job.pk} queued: {job.total_instances} instances.")
             return redirect("generation-jobs")
-    context = {"form": form, "unsent": unsent, "size": size, "sizing": job_sizing()}
+    context: dict[str, object] = {"form": form, "unsent": unsent, "size": size, "sizing": job_sizing()}
     if size is not None:
         context |= {
             "size_time": duration_text(size.seconds),
