@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections.abc import Iterator
 from datetime import datetime
 
+from django.core.cache import cache
 from django.db.models import Case, Count, F, IntegerField, Min, Q, QuerySet, Value, When
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -154,10 +156,19 @@ def job_sizing() -> dict:
     """What the job form's script needs to show a job's size and time as it is filled in: each dataset's instances
     per pronoun (before the distractor filters), and each model's recent seconds per continuation (None before it ran
     anything). The server's "Show size and time" counts exactly (generation/services/jobs.py, job_size)."""
-    instances: dict[str, dict[str, int]] = {}
-    counted = Instance.objects.values_list("dataset__name", "pronoun").annotate(n=Count("id")).order_by()
-    for dataset, pronoun, n in counted:
-        instances.setdefault(dataset, {})[pronoun] = n
+    # A dataset's instances never change once imported (a new import is a new dataset), and counting a distractor
+    # set's millions of rows takes a while: the counts are kept per set of imported datasets.
+    signature = "|".join(
+        f"{pk}:{sig}" for pk, sig in Dataset.objects.order_by("pk").values_list("pk", "import_signature")
+    )
+    key = "job-sizing:" + hashlib.sha256(signature.encode()).hexdigest()
+    instances: dict[str, dict[str, int]] | None = cache.get(key)
+    if instances is None:
+        instances = {}
+        counted = Instance.objects.values_list("dataset__name", "pronoun").annotate(n=Count("id")).order_by()
+        for dataset, pronoun, n in counted:
+            instances.setdefault(dataset, {})[pronoun] = n
+        cache.set(key, instances, timeout=24 * 3600)
     paces = {model.name: model_seconds_per_row(model=model) for model in LanguageModel.objects.order_by("name")}
     return {"instances": instances, "seconds_per_row": paces}
 
