@@ -344,19 +344,58 @@ def _ci(ci) -> str:
 
 
 def _mean_sem(value, sem) -> Latex:
+    r"""`0.500 $\pm$ 0.100`; a missing value reads `--` alone (never `-- $\pm$ --`), a missing spread the value alone."""
+    if value is None:
+        return Latex("--")
+    if sem is None:
+        return Latex(_fmt(value))
     return latex_join(_fmt(value), " ", PM, " ", _fmt(sem))
 
 
+# A body cell that is a number: `12`, `0.500`, `0.500 $\pm$ 0.1`, `0.123 [0.045, 0.201]`, `[0.8, 0.9]`, `0.5 (3)`, `--`.
+NUMERIC_CELL = re.compile(r"(--|-?\d+(\.\d+)?(\s.*)?|\[.*\])")
+
+
+def _column_spec(body: list[list]) -> str:
+    """Right-aligned columns for numbers, left-aligned for words: a column is numeric when every cell is a number
+    (or `--`) and one at least is not `--`."""
+    spec = ""
+    for column in zip(*body, strict=True):
+        cells = [str(cell) for cell in column]
+        numeric = all(NUMERIC_CELL.fullmatch(cell) for cell in cells) and any(cell != "--" for cell in cells)
+        spec += "r" if numeric else "l"
+    return spec
+
+
+def latex_label(*parts: str) -> str:
+    r"""`\label{tab:...}` for a table: its name (and, for the examples, its kind, dataset and setting)."""
+    return "tab:" + "-".join(re.sub(r"[^a-z0-9]+", "-", part.lower()).strip("-") for part in parts)
+
+
 def _latex_table(
-    caption: str, header: list[str], body: Iterable[list], *, spec: str | None = None, fit: bool = False
+    caption: str,
+    header: list[str],
+    body: Iterable[list],
+    *,
+    label: str | None = None,
+    spec: str | None = None,
+    fit: bool = False,
 ) -> str:
     """A booktabs table; every header cell, body cell and the caption pass through `latex_escape`. No rows: nothing
-    (report_latex says what would fill it). `fit`: scaled to the text width (graphicx's \\resizebox), for tables
-    whose last column would otherwise run off the page."""
+    (report_latex says what would fill it). Numbers sit in right-aligned columns unless `spec` says otherwise;
+    `label` is the table's `\\label`. `fit`: scaled to the text width (graphicx's \\resizebox), for tables whose
+    last column would otherwise run off the page."""
     body = list(body)
     if not body:
         return ""
-    lines = [r"\begin{table}[t]", r"\centering", r"\begin{tabular}{" + (spec or "l" * len(header)) + "}", r"\toprule"]
+    # A column with no value in any row (an imported pool has no probability side) is left out, and said so once.
+    empty = [k for k, column in enumerate(zip(*body, strict=True)) if all(str(cell) == "--" for cell in column)]
+    if empty and spec is None:
+        names = [part for k in empty for part in (", ", header[k])][1:]
+        caption = latex_join(caption, " No values in this pool, left out: ", *names, ".")
+        header = [h for k, h in enumerate(header) if k not in empty]
+        body = [[cell for k, cell in enumerate(row) if k not in empty] for row in body]
+    lines = [r"\begin{table}[t]", r"\centering", r"\begin{tabular}{" + (spec or _column_spec(body)) + "}", r"\toprule"]
     lines.append(" & ".join(latex_escape(h) for h in header) + r" \\")
     rows = [" & ".join(latex_escape(cell) for cell in row) for row in body]
     # `\\` and `\midrule` both take an optional argument in brackets: a row that starts with `[` (an interval, say)
@@ -371,7 +410,8 @@ def _latex_table(
         begin = lines.index(next(line for line in lines if line.startswith(r"\begin{tabular}")))
         lines.insert(begin, r"\resizebox{\linewidth}{!}{%")
         lines.append("}")
-    lines += [r"\caption{" + latex_escape(caption) + "}", r"\end{table}", ""]
+    lines.append(r"\caption{" + latex_escape(caption) + "}" + (r"\label{" + label + "}" if label else ""))
+    lines += [r"\end{table}", ""]
     return "\n".join(lines)
 
 
@@ -416,6 +456,7 @@ def _latex_inter_annotator(report: dict) -> str:
             for m in MEASURES
             if inter[m]["n_items"]
         ],
+        label=latex_label("inter_annotator"),
     )
 
 
@@ -438,6 +479,7 @@ def _latex_human_vs_heuristic(report: dict) -> str:
             ]
             for r in report["human_vs_heuristic"]
         ],
+        label=latex_label("human_vs_heuristic"),
     )
 
 
@@ -485,6 +527,7 @@ def _latex_prob_vs_gen(report: dict) -> str:
             ]
             for r in report["prob_vs_gen"]
         ],
+        label=latex_label("prob_vs_gen"),
     )
 
 
@@ -492,10 +535,8 @@ def _latex_repetition(report: dict) -> str:
     return _latex_table(
         latex_join("Repetition rate (mean ", PM, " std)."),
         [*CELL_HEADINGS, "Generations", "Repetition rate"],
-        [
-            [*_cell(r), str(r["n"]), latex_join(_fmt(r["mean"]), " ", PM, " ", _fmt(r["std"]))]
-            for r in report["repetition"]
-        ],
+        [[*_cell(r), str(r["n"]), _mean_sem(r["mean"], r["std"])] for r in report["repetition"]],
+        label=latex_label("repetition"),
     )
 
 
@@ -527,6 +568,7 @@ def _latex_accuracy(report: dict) -> str:
             for r in report["accuracy"]
         ],
         fit=True,
+        label=latex_label("accuracy"),
     )
 
 
@@ -539,6 +581,7 @@ def _latex_conflict_rate(report: dict) -> str:
             [r["scope"], str(r["value"]), str(r["conflicts"]), str(r["instances"]), _fmt(r["rate"])]
             for r in report["conflict_rate"]
         ],
+        label=latex_label("conflict_rate"),
     )
 
 
@@ -587,6 +630,7 @@ def _latex_examples(report: dict) -> str:
             EXAMPLE_CAPTIONS[kind].format(table=f"{dataset} {setting}", seed=report.get("examples_seed")),
             ["model", "pronoun", "example", "human", "heuristic"],
             body,
+            label=latex_label("examples", kind, dataset, setting),
             spec="llp{0.55\\linewidth}ll",
         )
         for (kind, dataset, setting), body in tables.items()
@@ -604,8 +648,8 @@ def _latex_tango(report: dict) -> str:
                 *_cell(r),
                 str(r["n"]),
                 _mean_sem(r["mean"], r["sem"]),
-                latex_join(_fmt(v.get("sigma_gen_mean")), " ", PM, " ", _fmt(v.get("sigma_gen_std"))),
-                latex_join(_fmt(v.get("sigma_prob_mean")), " ", PM, " ", _fmt(v.get("sigma_prob_std"))),
+                _mean_sem(v.get("sigma_gen_mean"), v.get("sigma_gen_std")),
+                _mean_sem(v.get("sigma_prob_mean"), v.get("sigma_prob_std")),
             ]
         )
     return _latex_table(
@@ -614,6 +658,7 @@ def _latex_tango(report: dict) -> str:
         ),
         [*CELL_HEADINGS, "Instances", "Failure rate", Latex(r"$\sigma_{gen}$"), Latex(r"$\sigma_{prob}$")],
         body,
+        label=latex_label("tango"),
     )
 
 

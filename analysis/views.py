@@ -22,6 +22,7 @@ from analysis.responses import report_download
 from analysis.selectors.examples import EXAMPLES_SEED, seed_parse
 from analysis.selectors.explorer import cell_instance_page, pool_cells
 from analysis.selectors.human import HUMAN_VERDICTS
+from analysis.selectors.judges import judge_verdicts
 from analysis.selectors.quality import quality_dashboard
 from analysis.selectors.report import pool_list_for_reports
 from analysis.selectors.verdict import NOTE as VERDICT_NOTE
@@ -65,6 +66,12 @@ def report_detail(request: HttpRequest, pool: str) -> HttpResponse:
         "plot_version": report_remember(report=report),
         "conflict_all": next((row for row in report["conflict_rate"] if row["scope"] == "all"), None),
         "cell_links": [{**row, "query": urlencode({c: row[c] for c in CELL})} for row in report["accuracy"]],
+        "judge_verdicts": judge_verdicts(pool=pool_row)
+        if report["judge_calibration"] or report["judge_vs_heuristic"]
+        else [],
+        # An imported pool has no generation job: its probability- and generation-based columns are left out.
+        "automatic_accuracy": any(row["n"] and row["prob_n"] + row["gen_n"] for row in report["accuracy"])
+        or bool(report["prob_vs_gen"]),
     }
     return render(request, "analysis/report_detail.html", context)
 

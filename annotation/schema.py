@@ -23,6 +23,12 @@ TAGS: dict[str, str] = {
 }
 
 
+def label_display(label: object) -> str:
+    """A label as pages show it in running text and tables: `no_pronoun` reads "no pronoun". Only exports and the
+    API use the key."""
+    return "" if label is None else str(label).replace("_", " ")
+
+
 def human_binary(label: str) -> int:
     """Human binary (docs/domain.md, 'The human label of an item'): 0 iff misgendering, every other label is 1."""
     return 0 if label == MISGENDERING else 1

@@ -63,19 +63,18 @@ ROOT_URLCONF = "config.urls"
 CSRF_FAILURE_VIEW = "config.errors.csrf_failure"  # an expired form gets the styled 403 page
 WSGI_APPLICATION = "config.wsgi.application"
 
+CONTEXT_PROCESSORS = [
+    "django.template.context_processors.request",
+    "django.contrib.auth.context_processors.auth",
+    "django.contrib.messages.context_processors.messages",
+    "accounts.context_processors.roles",
+]
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
         "DIRS": [BASE_DIR / "templates"],
         "APP_DIRS": True,
-        "OPTIONS": {
-            "context_processors": [
-                "django.template.context_processors.request",
-                "django.contrib.auth.context_processors.auth",
-                "django.contrib.messages.context_processors.messages",
-                "accounts.context_processors.roles",
-            ],
-        },
+        "OPTIONS": {"context_processors": CONTEXT_PROCESSORS},
     },
 ]
 
@@ -132,6 +131,8 @@ EMBEDDED = DATABASES["default"]["ENGINE"].endswith("sqlite3")
 # installs it on PostgreSQL too (the test suite does). Its logins are kept in DEMO_LOGINS_FILE (mode 0600).
 if env_bool("CONCORD_DEMO", default=EMBEDDED):
     INSTALLED_APPS.append("demo")
+    # The pool pages say what the pool `demo-live` waits for (demo/services.py, live_pool_waiting).
+    CONTEXT_PROCESSORS.append("demo.context_processors.demo_live")
 DEMO_LOGINS_FILE = Path(env_str("CONCORD_DEMO_LOGINS", "") or VAR_DIR / "demo-logins.json")
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = True

@@ -6,7 +6,9 @@ Two pools, so that an annotator can start at once and still sees a live model's 
   other file with the import service; ready as soon as `load_demo` returns.
 - `demo-live`: drawn from the default model's own continuations of the demo templates. `load_demo` only queues
   that job; the web process runs it in the background (the embedded task runner starts queued jobs when it starts)
-  and, when the job finishes, the receiver below (connected in demo/apps.py) draws the pool and assigns it.
+  and, when the job finishes, the receiver below (connected in demo/apps.py) draws the pool and assigns it. The
+  job's id is recorded when `load_demo` queues it (`LiveJob`): the pool follows that job, whatever other jobs
+  admins queue (and cancel) on the demo datasets, and the pool pages say what it waits for (`live_pool_waiting`).
 
 The demo logins are kept in `settings.DEMO_LOGINS_FILE` (mode 0600) so that a restart keeps every session and token.
 """
@@ -26,9 +28,19 @@ from django.db import IntegrityError, transaction
 
 from accounts.roles import ADMIN, ANNOTATOR, RESEARCHER
 from accounts.services import user_create_or_update
-from annotation.models import Pool
+from annotation.models import Pool, PoolItem
 from annotation.services import assignments_create, generations_import, pool_sample
-from generation.models import DEFAULT_MODEL_NAME, GenerationJob, JobStatus
+from demo.models import LiveJob
+from generation.models import (
+    DEFAULT_MODEL_NAME,
+    Dataset,
+    Generation,
+    GenerationJob,
+    Instance,
+    JobStatus,
+    LanguageModel,
+    Template,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -122,14 +134,176 @@ def _shipped_rows() -> int:
     return rows
 
 
+FEATURES_POOL = "demo-features"
+FEATURES_FILES = {"training": "features_training.csv", "gold": "features_gold.csv", "study": "features_study.csv"}
+FEATURES_PASS_MARK = 0.75  # 3 of the 4 training items right opens the rest of the pool
+HAND_WRITTEN = "demo-hand-written"  # the model name of every text we wrote (the released format's `model` column)
+DISTRACTOR_DATASET = "demo-ruff-distractors"
+# RUFF with one distractor sentence (docs/domain.md, 'RUFF with distractors'): the baker (xe) is the target, the
+# courier (she) the other person. Each continuation gives the annotator's referent flow something to settle: a
+# pronoun for the target, one for the other person, and a `they` that could be either (unclear).
+DISTRACTOR_CONTEXT = (
+    "The baker's pronouns are xe/xem/xyr. The courier said that she would come back at noon. The baker announced that "
+)
+DISTRACTOR_CONTINUATIONS = [
+    ("xe had sold out of bread, so she took the last loaf to the van.", "xe", True),
+    ("she had sold out of bread before xe even opened the shop.", "she", False),
+    ("they had sold out of bread, and xe closed early.", "they", False),
+]
+
+
+def features_pool_load() -> tuple[Pool, bool]:
+    """The pool `demo-features`, which shows what the other demo pools do not: a qualification round (4 training
+    items with their explanations, pass mark 3 of 4), gold items hidden among the study items, and RUFF items with a
+    distractor sentence, where the annotator says whom each pronoun is for (target, other, unclear). Every text is
+    ours (demo/features_*.csv and DISTRACTOR_CONTINUATIONS). (pool, whether it was made now); safe to run again."""
+    pool = Pool.objects.filter(name=FEATURES_POOL).first()
+    if pool is not None:
+        return pool, False
+    with transaction.atomic():
+        for kind, name in FEATURES_FILES.items():
+            generations_import(paths=[DEMO_DIR / name], pool_name=FEATURES_POOL, kind=kind)
+        pool = Pool.objects.get(name=FEATURES_POOL)
+        pool.pass_mark = FEATURES_PASS_MARK
+        pool.save(update_fields=["pass_mark"])
+        _distractor_items(pool=pool)
+        assignments_create(pool=pool, usernames=ANNOTATORS, overlap=2, seed=0)
+    return pool, True
+
+
+def _distractor_items(*, pool: Pool) -> None:
+    """Hand-written continuations of a RUFF instance with one distractor, as a finished job of `demo-hand-written`
+    (the referent flow reads the item's instance through its generation), and their pool items."""
+    dataset, _ = Dataset.objects.get_or_create(
+        name=DISTRACTOR_DATASET, defaults={"kind": "ruff", "source": "demo", "import_signature": "demo"}
+    )
+    template, _ = Template.objects.get_or_create(
+        dataset=dataset,
+        source_id="demo-distractor-1",
+        defaults={
+            "line": 1,
+            "text": DISTRACTOR_CONTEXT + "$NOM_PRONOUN had sold out of bread.",
+            "mask": "$NOM_PRONOUN",
+            "form": "nom",
+            "meta": {"occupation": "baker", "participant": "courier"},
+        },
+    )
+    instance, _ = Instance.objects.get_or_create(
+        template=template,
+        pronoun="xe",
+        draw=0,
+        defaults={
+            "dataset": dataset,
+            "text": template.text,
+            "correct_form": "xe",
+            "ordinal": 0,
+            "distractors": 1,
+            "other_person": "courier",
+            "confuse_pronoun": "she",
+            "word": "baker",
+        },
+    )
+    model, _ = LanguageModel.objects.get_or_create(
+        name=HAND_WRITTEN,
+        defaults={"source_kind": LanguageModel.SourceKind.PATH, "source": "demo/ (texts written by hand, not a model)"},
+    )
+    count = len(DISTRACTOR_CONTINUATIONS)
+    job = GenerationJob.objects.create(
+        model=model,
+        dataset=dataset,
+        pronouns=["xe"],
+        settings=["pre"],
+        samples=count,
+        status=JobStatus.DONE,
+        total_instances=1,
+        done_instances=1,
+        total_generations=count,
+        done_generations=count,
+    )
+    for index, (text, first, correct) in enumerate(DISTRACTOR_CONTINUATIONS):
+        generation = Generation.objects.create(
+            job=job,
+            instance=instance,
+            setting="pre",
+            sample_index=index,
+            context=DISTRACTOR_CONTEXT,
+            continuation=text,
+            heuristic_correct=correct,
+            first_pronoun=first,
+            first_pronoun_offset=0,
+        )
+        PoolItem.objects.create(
+            pool=pool,
+            generation=generation,
+            model_name=HAND_WRITTEN,
+            dataset="ruff",
+            setting="pre",
+            pronoun="xe",
+            sample_index=index,
+            template=instance.text,
+            context=DISTRACTOR_CONTEXT,
+            continuation=text,
+            heuristic_correct=correct,
+            first_pronoun=first,
+        )
+    pool.jobs.add(job)
+
+
 def live_jobs() -> list[GenerationJob]:
-    """The newest default-model job over each live demo dataset (one each once `load_demo` has queued them)."""
-    jobs = []
-    for name in LIVE_DATASETS:
-        job = GenerationJob.objects.filter(dataset__name=name, model__name=DEFAULT_MODEL_NAME).order_by("-pk").first()
-        if job is not None:
-            jobs.append(job)
-    return jobs
+    """The demo's own job over each live demo dataset, as `load_demo` recorded it (one each once it has queued them)."""
+    recorded = {row.dataset_name: row.job for row in LiveJob.objects.select_related("job", "job__dataset")}
+    return [recorded[name] for name in LIVE_DATASETS if name in recorded]
+
+
+def live_job_record(*, job: GenerationJob) -> GenerationJob:
+    """Record `job` as the demo's own job over its dataset (the one `demo-live` is drawn from)."""
+    assert job.dataset is not None  # a generation job over a live demo dataset
+    LiveJob.objects.update_or_create(dataset_name=job.dataset.name, defaults={"job": job})
+    return job
+
+
+def live_job_adopt(*, dataset_name: str) -> GenerationJob | None:
+    """A demo installed before jobs were recorded: its own job is the first default-model job that `load_demo`
+    queued over the dataset (one instance per pronoun, seed 0). Recorded and returned; None when there is none."""
+    job = (
+        GenerationJob.objects.filter(
+            dataset__name=dataset_name, model__name=DEFAULT_MODEL_NAME, per_pronoun=LIVE_PER_PRONOUN, seed=0
+        )
+        .order_by("pk")
+        .first()
+    )
+    return None if job is None else live_job_record(job=job)
+
+
+WAITING: dict[str, str] = {
+    JobStatus.QUEUED: "queued: it starts when the server's job runner is free",
+    JobStatus.RUNNING: "running",
+    JobStatus.FAILED: "failed: an admin can resume it from its page",
+    JobStatus.CANCELLED: "cancelled: the pool will not appear",
+}
+
+
+def live_pool_waiting() -> dict | None:
+    """What the pool `demo-live` waits for, for the pool pages: {"pool", "jobs": [{"id", "status", "done", "total",
+    "text"}]}; None once the pool exists, or when the demo queued no job (`--no-generate`)."""
+    if Pool.objects.filter(name=LIVE_POOL).exists():
+        return None
+    jobs = live_jobs()
+    if not jobs:
+        return None
+    return {
+        "pool": LIVE_POOL,
+        "jobs": [
+            {
+                "id": job.pk,
+                "status": job.status,
+                "done": job.done_generations,
+                "total": job.total_generations,
+                "text": WAITING.get(job.status, str(job.status)),
+            }
+            for job in jobs
+        ],
+    }
 
 
 def live_pool_draw() -> Pool | None:
@@ -156,6 +330,6 @@ def live_pool_draw() -> Pool | None:
 
 
 def on_job_finished(sender, job_id: int, **kwargs) -> None:
-    """Receiver of generation's `job_finished`: once the live demo jobs are done, the live demo pool appears."""
-    if GenerationJob.objects.filter(pk=job_id, dataset__name__in=LIVE_DATASETS).exists():
+    """Receiver of generation's `job_finished`: once the demo's own jobs are done, the live demo pool appears."""
+    if LiveJob.objects.filter(job_id=job_id, dataset_name__in=LIVE_DATASETS).exists():
         live_pool_draw()

@@ -21,13 +21,16 @@ from generation.selectors import model_list
 NOT_ON_THE_FORM = ("kind", "options")
 CHOICE_LABELS = {"pre": "pre-[MASK]", "post": "post-[MASK]", "open": "open (TANGO datasets)"}
 DEFAULT_CHOICES = {"settings": ["pre", "post"]}  # the masked datasets' two settings; TANGO's open is ticked by hand
+# The form starts as a small job (2 instances per pronoun: 80 continuations over 4 pronouns, 2 settings, 5 samples),
+# which runs in minutes on a CPU; the API and the command keep the definition's defaults (every instance).
+FORM_INITIAL = {"per_pronoun": 2}
 
 
 def _form_field(name: str, field: serializers.Field) -> forms.Field:
     """The form field that parses what the definition's field takes (generation/parameters.py); checking the
     values is the definition's job, so that the page says what the API and the command say."""
     help_text = str(field.help_text or "")
-    initial = None if field.default is serializers.empty else field.default
+    initial = FORM_INITIAL.get(name, None if field.default is serializers.empty else field.default)
     if isinstance(field, NamedRowField):
         return forms.ChoiceField(help_text=help_text, initial=initial)  # choices are read per request
     if isinstance(field, ChoiceListField):

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections.abc import Iterator
 from datetime import datetime
 
-from django.db.models import Count, Q, QuerySet
+from django.core.cache import cache
+from django.db.models import Case, Count, F, IntegerField, Min, Q, QuerySet, Value, When
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from generation.models import (
     Dataset,
     Generation,
     GenerationJob,
+    Instance,
     JobChunk,
     JobStatus,
     LanguageModel,
@@ -72,6 +76,32 @@ RECENT_CHUNKS = 8  # the pace is that of the last few chunks, so it follows a ch
 ETA_FLOOR_SECONDS = 1.0
 
 
+def model_seconds_per_row(
+    *, model: LanguageModel, kind: str = "generation", exclude_job_id: int | None = None
+) -> float | None:
+    """The recent throughput of the runners on a model's jobs of one kind, as seconds per result row (a
+    continuation): the last RECENT_CHUNKS finished chunks of its other jobs, their run time over their rows (model
+    loading included, so it errs long). None when no such chunk has finished yet."""
+    chunks = (
+        JobChunk.objects.filter(
+            job__model=model,
+            job__kind=kind,
+            finished_at__isnull=False,
+            started_at__isnull=False,
+            job__total_instances__gt=0,
+        )
+        .exclude(job_id=exclude_job_id)
+        .order_by("-finished_at")
+        .values_list("started_at", "finished_at", "instance_ids", "job__total_generations", "job__total_instances")
+    )[:RECENT_CHUNKS]
+    seconds = rows = 0.0
+    for started, finished, ids, generations, instances in chunks:
+        assert started is not None and finished is not None  # filtered above
+        seconds += max((finished - started).total_seconds(), 0.0)
+        rows += len(ids) * generations / instances
+    return seconds / rows if rows and seconds else None
+
+
 def job_timing(*, job: GenerationJob, now: datetime | None = None) -> JobTiming:
     """Elapsed time and the estimate of the time left, with a range (docs/domain.md, 'Jobs').
 
@@ -116,9 +146,50 @@ def job_timing(*, job: GenerationJob, now: datetime | None = None) -> JobTiming:
     done_in_run = job.done_generations - job.run_done_at_start
     run_seconds = (now - job.run_started_at).total_seconds()
     if done_in_run <= 0 or run_seconds <= 0:
-        return JobTiming(elapsed_seconds=elapsed, eta_seconds=None)
+        # Nothing of this run finished yet: the model's recent pace on other jobs, with a wide range; with none,
+        # the estimate comes with the first finished batch.
+        per_row = model_seconds_per_row(model=job.model, kind=job.kind, exclude_job_id=job.pk)
+        if per_row is None:
+            return JobTiming(elapsed_seconds=elapsed, eta_seconds=None)
+        eta = max(left * per_row - max(run_seconds, 0.0), ETA_FLOOR_SECONDS)
+        return JobTiming(elapsed, eta, eta_low_seconds=eta * 0.5, eta_high_seconds=eta * 2)
     eta = left * run_seconds / done_in_run
     return JobTiming(elapsed, eta, eta_low_seconds=eta * 0.5, eta_high_seconds=eta * 2)
+
+
+def job_run_order(*, job_ids=None) -> list[int]:
+    """The queued and running jobs of every kind (generation, judge, ...) in the order they run: running jobs first,
+    then each queued job by when its chunks were handed to a runner (the broker's queue is first in, first out; the
+    embedded runner takes its jobs in this same order, generation/services/runner.py), then by creation."""
+    active = GenerationJob.objects.filter(status__in=(JobStatus.QUEUED, JobStatus.RUNNING))
+    if job_ids is not None:
+        active = active.filter(pk__in=job_ids)
+    ordered = active.annotate(
+        running=Case(When(status=JobStatus.RUNNING, then=Value(0)), default=Value(1), output_field=IntegerField()),
+        handed=Coalesce(Min("chunks__sent_at", filter=Q(chunks__finished_at__isnull=True)), F("created_at")),
+    ).order_by("running", "handed", "created_at", "id")
+    return list(ordered.values_list("id", flat=True))
+
+
+def job_sizing() -> dict:
+    """What the job form's script needs to show a job's size and time as it is filled in: each dataset's instances
+    per pronoun (before the distractor filters), and each model's recent seconds per continuation (None before it ran
+    anything). The server's "Show size and time" counts exactly (generation/services/jobs.py, job_size)."""
+    # A dataset's instances never change once imported (a new import is a new dataset), and counting a distractor
+    # set's millions of rows takes a while: the counts are kept per set of imported datasets.
+    signature = "|".join(
+        f"{pk}:{sig}" for pk, sig in Dataset.objects.order_by("pk").values_list("pk", "import_signature")
+    )
+    key = "job-sizing:" + hashlib.sha256(signature.encode()).hexdigest()
+    instances: dict[str, dict[str, int]] | None = cache.get(key)
+    if instances is None:
+        instances = {}
+        counted = Instance.objects.values_list("dataset__name", "pronoun").annotate(n=Count("id")).order_by()
+        for dataset, pronoun, n in counted:
+            instances.setdefault(dataset, {})[pronoun] = n
+        cache.set(key, instances, timeout=24 * 3600)
+    paces = {model.name: model_seconds_per_row(model=model) for model in LanguageModel.objects.order_by("name")}
+    return {"instances": instances, "seconds_per_row": paces}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,15 +199,13 @@ class QueuePlace:
 
 
 def job_queue_place(*, job: GenerationJob) -> QueuePlace | None:
-    """A queued job's place among the unfinished jobs (runners take jobs oldest first); None unless queued."""
+    """A queued job's place in the run order of every kind's unfinished jobs (`job_run_order`); None unless queued."""
     if job.status != JobStatus.QUEUED:
         return None
-    ahead = list(
-        GenerationJob.objects.filter(status__in=(JobStatus.QUEUED, JobStatus.RUNNING))
-        .filter(Q(created_at__lt=job.created_at) | Q(created_at=job.created_at, pk__lt=job.pk))
-        .order_by("created_at", "id")
-        .values_list("id", flat=True)
-    )
+    order = job_run_order()
+    if job.pk not in order:
+        return None
+    ahead = order[: order.index(job.pk)]
     return QueuePlace(position=len(ahead) + 1, after=ahead[-1] if ahead else None)
 
 

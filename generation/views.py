@@ -23,6 +23,7 @@ from generation.selectors import (
     job_prob_results,
     job_prob_summary,
     job_resumable,
+    job_sizing,
     job_status_text,
     job_tango_results,
     job_timing,
@@ -36,6 +37,7 @@ from generation.services.jobs import (
     job_cancel,
     job_create,
     job_resume,
+    job_size,
 )
 from generation.services.kinds import job_kind_get
 from generation.services.templates_kind import templates_upload_import
@@ -59,6 +61,10 @@ def job_list_page(request):
     return render(request, "generation/job_list.html", {"jobs": rows, "can_manage": can_manage})
 
 
+# A running job with no estimate yet: nothing of this run finished and no recent pace of its model is known.
+ETA_PENDING = "estimated after the first batch"
+
+
 def _job_row(job, *, can_manage: bool) -> dict:
     """A job with its elapsed time, estimate of the time left, and the actions an admin may take on it."""
     timing = job_timing(job=job)
@@ -68,7 +74,9 @@ def _job_row(job, *, can_manage: bool) -> dict:
         "description": handler.describe(job=job) if handler is not None else job.kind,
         "status_text": job_status_text(job=job),
         "elapsed": duration_text(timing.elapsed_seconds),
-        "eta": duration_text(timing.eta_seconds),
+        "eta": ETA_PENDING
+        if job.status == JobStatus.RUNNING and timing.eta_seconds is None
+        else duration_text(timing.eta_seconds),
         "eta_range": duration_range_text(timing.eta_low_seconds, timing.eta_high_seconds),
         "cancellable": can_manage and job.status in ACTIVE,
         "resumable": can_manage and job_resumable(job=job),
@@ -81,8 +89,11 @@ def _job_row(job, *, can_manage: bool) -> dict:
 @role_required(ADMIN)
 def job_new_page(request):
     form = JobForm(request.POST or None)
-    unsent = None
-    if request.method == "POST" and form.is_valid():
+    unsent = size = None
+    if request.method == "POST" and form.is_valid() and "preview" in request.POST:
+        assert form.parameters is not None
+        size = job_size(params=form.parameters)  # "Show size and time": nothing is queued
+    elif request.method == "POST" and form.is_valid():
         try:
             job = job_create(created_by=request.user, params=form.parameters)
         except JobParameterError as exc:
@@ -94,7 +105,13 @@ def job_new_page(request):
         else:
             messages.success(request, f"Job {job.pk} queued: {job.total_instances} instances.")
             return redirect("generation-jobs")
-    return render(request, "generation/job_new.html", {"form": form, "unsent": unsent}, status=503 if unsent else 200)
+    context: dict[str, object] = {"form": form, "unsent": unsent, "size": size, "sizing": job_sizing()}
+    if size is not None:
+        context |= {
+            "size_time": duration_text(size.seconds),
+            "size_range": duration_range_text(size.seconds_low, size.seconds_high),
+        }
+    return render(request, "generation/job_new.html", context, status=503 if unsent else 200)
 
 
 @require_http_methods(["GET", "HEAD", "POST"])

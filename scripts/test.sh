@@ -26,6 +26,13 @@ if [ ${#missing[@]} -gt 0 ]; then
     exit 1
   fi
 fi
+# pdflatex, for the LaTeX export's compile test: TeX Live's LaTeX base and its recommended packages (booktabs), without
+# their recommends (documentation, fonts), about 40 MB. Not root: the test skips.
+if ! command -v pdflatex >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  echo "==> installing texlive-latex-base texlive-latex-recommended from Debian"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    texlive-latex-base texlive-latex-recommended >/dev/null
+fi
 export HF_HUB_OFFLINE=1
 export DATABASE_URL=${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/concord}
 export CONCORD_TEST_BROKER_URL=${CONCORD_TEST_BROKER_URL:-redis://127.0.0.1:6379/15}

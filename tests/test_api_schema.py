@@ -108,6 +108,15 @@ def test_the_docs_page_loads_swagger_ui_from_this_site_with_no_inline_code(resea
     assert any(b"SwaggerUIBundle(" in text for text in initialiser)  # the page's own set-up, as a file
 
 
+@pytest.mark.django_db
+def test_the_docs_page_leads_back_to_concord(annotator):
+    client = Client()
+    client.force_login(annotator)
+    html = client.get("/api/docs/").content.decode()
+
+    assert re.search(r'<a[^>]+href="/"[^>]*>Back to Concord</a>', html)
+
+
 def body(response) -> bytes:
     return b"".join(response.streaming_content) if response.streaming else response.content
 
@@ -135,5 +144,45 @@ def test_swagger_ui_renders_the_operations_under_the_content_security_policy(liv
             page.wait_for_selector("text=/api/annotate/next/")
             assert page.locator(".opblock").count() >= 10
             assert [text for text in violations if "Content Security Policy" in text] == []
+        finally:
+            browser.close()
+
+
+def luminance(rgb: str) -> float:
+    red, green, blue = (int(part) for part in re.findall(r"\d+", rgb)[:3])
+    return (0.2126 * red + 0.7152 * green + 0.0722 * blue) / 255
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.skipif(not shutil.which(CHROMIUM), reason="needs Chromium at /usr/bin/chromium")
+def test_swagger_ui_follows_the_systems_dark_mode_and_its_bar_leads_home(live_server, annotator, monkeypatch):
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+        )
+        try:
+            page = browser.new_page(color_scheme="dark")
+            page.set_default_timeout(15_000)
+            page.goto(f"{live_server.url}/login/?next=/api/docs/")
+            page.fill("#id_username", "ana")
+            page.fill("#id_password", PASSWORD)
+            page.click("button[type=submit]")
+            page.wait_for_selector(".opblock")
+            background = page.evaluate("getComputedStyle(document.querySelector('.swagger-ui')).backgroundColor")
+            text = page.evaluate("getComputedStyle(document.querySelector('.swagger-ui .info .title')).color")
+            assert luminance(background) < 0.25 and luminance(text) > 0.6, (background, text)
+
+            page.emulate_media(color_scheme="light")
+            page.locator("html:not(.dark-mode)").wait_for(state="attached")
+            text = page.evaluate("getComputedStyle(document.querySelector('.swagger-ui .info .title')).color")
+            assert luminance(text) < 0.4, text
+
+            page.click("text=Back to Concord")
+            page.wait_for_url(lambda url: "/api/docs/" not in url)
+            assert page.locator(".topbar .brand").inner_text() == "Concord"
         finally:
             browser.close()

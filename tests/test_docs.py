@@ -87,3 +87,63 @@ def test_every_domain_section_named_in_code_and_docs_exists():
         missing += [f"{where}: '{name}'" for name in named_sections(text, known) if name not in known]
         missing += [f"{where}: #{slug}" for slug in ANCHOR.findall(text) if slug not in anchors]
     assert missing == [], "sections of docs/domain.md that do not exist:\n" + "\n".join(missing)
+
+
+# What a section's first line may start with besides a capital: a code span, a link, emphasis, a list, a table, a
+# fenced block, a quote, an image, a number ("3 workers ...").
+SECTION_OPENING = re.compile(r"[A-Z0-9`\[*_|>!-]|```")
+
+
+def section_openings(text: str) -> list[tuple[str, str]]:
+    """(heading, first line of its text) for each heading of a Markdown page, fenced code skipped."""
+    openings, heading, fenced = [], None, False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+            if heading is not None:
+                openings.append((heading, line))
+                heading = None
+            continue
+        if fenced:
+            continue
+        if re.match(r"#{1,6} ", line):
+            heading = line.lstrip("#").strip()
+        elif heading is not None and line.strip():
+            openings.append((heading, line.strip()))
+            heading = None
+    return openings
+
+
+def starts_mid_sentence(line: str) -> bool:
+    """Not a capital, code span or block; or a parenthesis closed that the line never opened ("JSON) and ...")."""
+    if not SECTION_OPENING.match(line):
+        return True
+    depth = 0
+    for character in re.sub(r"`[^`]*`", "", line):
+        depth += {"(": 1, ")": -1}.get(character, 0)
+        if depth < 0:
+            return True
+    return False
+
+
+def test_a_line_that_closes_a_parenthesis_it_never_opened_starts_mid_sentence():
+    assert starts_mid_sentence("JSON) and browsable with Swagger UI")
+    assert starts_mid_sentence("and browsable")
+    assert not starts_mid_sentence("The schema (OpenAPI 3, `a)`) is served")
+    assert not starts_mid_sentence("`manage.py` runs it")
+
+
+def test_the_opening_reader_takes_each_sections_first_line():
+    text = "# Page\n\nIntro.\n\n## Schema\n\nJSON) and more\n\n```\n# not a heading\n```\n## Next\n- a list\n"
+    assert section_openings(text) == [("Page", "Intro."), ("Schema", "JSON) and more"), ("Next", "- a list")]
+
+
+def test_every_docs_section_starts_with_a_capital_or_a_code_span():
+    pages = sorted((REPO / "docs").glob("*.md")) + [REPO / "README.md"]
+    broken = [
+        f"{page.relative_to(REPO)}, '{heading}': {line[:60]}"
+        for page in pages
+        for heading, line in section_openings(page.read_text())
+        if starts_mid_sentence(line)
+    ]
+    assert broken == [], "sections that start mid-sentence:\n" + "\n".join(broken)

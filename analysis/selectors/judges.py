@@ -186,3 +186,39 @@ def judge_reliability(*, frame: pd.DataFrame) -> list[dict]:
         for row in calibration(part["confidence"].to_numpy(dtype=float), correct)["bins"]:
             rows.append({"judge": judge, **row})
     return rows
+
+
+# A judge on a model this small labels by the surface of the prompt, not by reading it: the demo's default model
+# (SmolLM2-135M) is there to show the machinery, and the judge section says so beside its verdicts.
+TOY_PARAMETERS_BELOW = 1_000_000_000
+TOY_MODELS = {"smollm2-135m": 135_000_000}
+
+
+def judge_verdicts(*, pool: Pool) -> list[dict]:
+    """What each judge of the pool (its runs over the pool and over the pool's jobs) said over the pool's study items: `origin`, `model`,
+    `n`, `verdicts` ({label: count}, every label of the pool listed), `one_label` (the label it gave every item, else
+    None) and `toy` (its model is a small one, TOY_MODELS, whose labels are not evidence). For the report page."""
+    rows = []
+    study = set(PoolItem.objects.filter(pool=pool, kind=STUDY).values_list("id", flat=True))
+    for labels in pool_judge_labels(pool=pool, item_ids=sorted(study)).values():
+        given_rows = [row for item_id, row in labels.items() if item_id in study and row.label]
+        if not given_rows:
+            continue
+        run = given_rows[-1].run
+        verdicts = dict.fromkeys(pool.labels, 0)
+        for row in given_rows:
+            verdicts[row.label] = verdicts.get(row.label, 0) + 1
+        n = sum(verdicts.values())
+        given = [label for label, count in verdicts.items() if count]
+        model = run.judge.model.name
+        rows.append(
+            {
+                "origin": run.judge.origin,
+                "model": model,
+                "n": n,
+                "verdicts": verdicts,
+                "one_label": given[0] if n > 1 and len(given) == 1 else None,
+                "toy": TOY_MODELS.get(model, TOY_PARAMETERS_BELOW) < TOY_PARAMETERS_BELOW,
+            }
+        )
+    return rows

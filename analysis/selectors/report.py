@@ -17,7 +17,8 @@ from typing import Any
 import pandas as pd
 from django.db.models import Count, Max, OuterRef, Q, QuerySet, Subquery, Sum
 
-from analysis.selectors import automatic, examples, human, quality, rankings, tango
+from analysis.cells import CELL
+from analysis.selectors import automatic, examples, explorer, human, quality, rankings, tango
 from analysis.selectors import distractors as distractor_selectors
 from analysis.selectors import judges as judge_selectors
 from analysis.selectors import verdict as verdict_selectors
@@ -46,7 +47,7 @@ class ReportInputs:
     @cached_property
     def accuracy(self) -> list[dict]:
         """The `accuracy` rows, built once: the rankings across benchmarks read them too."""
-        return automatic.accuracy(frame=self.instances, human_frame=self.frame, tango=self.tango)
+        return _accuracy(self)
 
 
 SECTIONS: dict[str, Callable[[ReportInputs], Any]] = {
@@ -85,6 +86,19 @@ SECTIONS: dict[str, Callable[[ReportInputs], Any]] = {
     # Guidelines edited mid-study: human vs heuristic per guideline version (empty while there is one version).
     "by_guideline_version": lambda r: human.by_guideline_version(pool=r.pool),
 }
+
+
+def _accuracy(r: ReportInputs) -> list[dict]:  # noqa: F821 (defined above, read when called)
+    """Accuracy per cell, whose `n` counts a cell's instances as the cell explorer does: a cell with no job
+    instances (an imported pool) counts one instance per template of its study items."""
+    rows = automatic.accuracy(frame=r.instances, human_frame=r.frame, tango=r.tango)
+    if any(row["n"] == 0 for row in rows):
+        counted = {tuple(cell[c] for c in CELL): cell["instances"] for cell in explorer.pool_cells(pool=r.pool)}
+        for row in rows:
+            if row["n"] == 0:
+                row["n"] = counted.get(tuple(row[c] for c in CELL), 0)
+    return rows
+
 
 # The per-cell tables (rows carrying model, dataset, setting, pronoun), in the order the report shows them.
 TABLES = [

@@ -8,6 +8,7 @@ import re
 from django import template
 
 from analysis.exports import KAPPA_BEYOND_MARK, KAPPA_BEYOND_NOTE, kappa_ci_beyond_bounds
+from annotation.schema import label_display
 
 register = template.Library()
 
@@ -109,7 +110,13 @@ ALL_RATERS = [
 @register.filter
 def label_name(label: object) -> str:
     """One spelling per label wherever it is shown: `no_pronoun` reads "no pronoun"."""
-    return "" if label is None else str(label).replace("_", " ")
+    return label_display(label)
+
+
+@register.filter
+def table_total(table: dict[str, dict[str, int]]) -> int:
+    """The count in a confusion table: 0 means it has nothing to show (a sentence replaces its zeros)."""
+    return sum(sum(counts.values()) for counts in table.values())
 
 
 @register.filter

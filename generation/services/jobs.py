@@ -67,6 +67,42 @@ def job_instance_ids(*, params: JobParameters) -> list[int]:
     return job_kind_handler(params.kind).units(params=params)
 
 
+@dataclasses.dataclass(frozen=True)
+class JobSize:
+    """What a job would be before it is queued: its size and, from the model's recent pace, its time."""
+
+    instances: int
+    settings: int
+    samples: int
+    rows: int  # instances x settings x samples (the results a generation job writes)
+    seconds_per_row: float | None  # the model's recent pace; None before it ran anything
+    seconds: float | None = None
+    seconds_low: float | None = None
+    seconds_high: float | None = None
+
+
+def job_size(*, params: JobParameters) -> JobSize:
+    """The job's size as `job_create` would cut it (its work units, times the results per unit) and its time at
+    the model's recent pace on this machine's runners, with the range x0.5 to x2 (docs/domain.md, 'Jobs')."""
+    from generation.selectors import model_seconds_per_row  # reads stay in selectors
+
+    handler = job_kind_handler(params.kind)
+    instances = len(handler.units(params=params))
+    rows = instances * handler.items_per_unit(params=params)
+    per_row = model_seconds_per_row(model=params.model, kind=params.kind)
+    seconds = None if per_row is None else rows * per_row
+    return JobSize(
+        instances=instances,
+        settings=len(params.settings),
+        samples=params.samples,
+        rows=rows,
+        seconds_per_row=per_row,
+        seconds=seconds,
+        seconds_low=None if seconds is None else seconds * 0.5,
+        seconds_high=None if seconds is None else seconds * 2,
+    )
+
+
 def job_chunk_size(*, instances: int, batch_size: int) -> int:
     """The batch size, or less for a small job: about TARGET_CHUNKS chunks, at least one unit each."""
     return max(1, min(batch_size, math.ceil(instances / TARGET_CHUNKS)))

@@ -87,11 +87,14 @@ def job_requeue(*, job: GenerationJob) -> GenerationJob:
     for chunk in JobChunk.objects.filter(job=job, finished_at__isnull=True).exclude(lease_owner=""):
         chunk_lease_break(chunk=chunk)
     JobChunk.objects.filter(job=job, finished_at__isnull=True).update(sent_at=None)
+    # A resume is a run taken up again: a job that never ran since it was (re)queued, such as the demo's job queued
+    # before the server's first start, is started, not resumed, however often a server starts it.
+    if job.status != JobStatus.QUEUED or job.run_started_at is not None:
+        job.resumes += 1
     job.status = JobStatus.QUEUED
     job.error = ""
     job.finished_at = None
     job.run_started_at = None
     job.run_done_at_start = job.done_generations
-    job.resumes += 1
     job.save(update_fields=["status", "error", "finished_at", "run_started_at", "run_done_at_start", "resumes"])
     return job

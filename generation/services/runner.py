@@ -17,6 +17,8 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 
 from django.conf import settings as django_settings
@@ -61,6 +63,7 @@ def job_dispatch(*, job_id: int) -> None:
     `JobDispatchError` is raised.
     """
     if django_settings.CELERY_TASK_ALWAYS_EAGER:
+        _chunks_handed(job_id=job_id)
         _job_thread_start(job_run_in_background, name=f"concord-job-{job_id}", job_id=job_id)
         return
     now = timezone.now()
@@ -82,9 +85,54 @@ def _chunks_send(chunk_ids: list[int]) -> None:
         JobChunk.objects.filter(pk=chunk_id).update(sent_at=timezone.now())
 
 
-_in_process = threading.Lock()  # one in-process job at a time: they share the model and the global random state
+def _chunks_handed(*, job_id: int) -> None:
+    """Note when an in-process job was handed to its runner, as the broker's send time is noted: the jobs page's
+    queue place and the order below both read it (generation/selectors.py, job_run_order)."""
+    JobChunk.objects.filter(job_id=job_id, finished_at__isnull=True, sent_at__isnull=True).update(
+        sent_at=timezone.now()
+    )
+
 
 BUSY_POLL_SECONDS = 2.0
+
+
+class _RunOrder:
+    """One in-process job at a time (they share the model and the global random state), taken in the run order the
+    jobs page shows: of the jobs waiting here, the first in `job_run_order` goes next. A plain lock would let any
+    waiting thread in, so a job shown 3rd could run before the 2nd."""
+
+    def __init__(self) -> None:
+        self._condition = threading.Condition()
+        self._holder: int | None = None
+        self._waiting: set[int] = set()
+
+    def _next(self) -> int:
+        from generation.selectors import job_run_order  # reads stay in selectors
+
+        waiting = set(self._waiting)
+        ordered = job_run_order(job_ids=waiting)
+        ended = sorted(waiting - set(ordered))  # cancelled or finished meanwhile: they leave at once
+        return (ended or ordered)[0]
+
+    @contextmanager
+    def turn(self, job_id: int) -> Iterator[None]:
+        with self._condition:
+            self._waiting.add(job_id)
+            try:
+                while self._holder is not None or self._next() != job_id:
+                    self._condition.wait(timeout=BUSY_POLL_SECONDS)
+                self._holder = job_id
+            finally:
+                self._waiting.discard(job_id)
+        try:
+            yield
+        finally:
+            with self._condition:
+                self._holder = None
+                self._condition.notify_all()
+
+
+_in_process = _RunOrder()
 
 
 def job_run(*, job_id: int, progress: Progress | None = None) -> GenerationJob:
@@ -93,7 +141,7 @@ def job_run(*, job_id: int, progress: Progress | None = None) -> GenerationJob:
     A chunk held by another live runner is left to it and looked at again every few seconds: when its lease goes
     stale (that runner is gone), it is run here. `progress` is called with the job after each written step.
     """
-    with _in_process:
+    with _in_process.turn(job_id):
         while True:
             job = GenerationJob.objects.get(pk=job_id)
             if job.status not in ACTIVE:
@@ -289,13 +337,18 @@ def _resume_thread_start() -> None:
             if isinstance(response, Exception):
                 logger.error("resuming at start-up: %r failed: %r", receiver, response)
         try:
+            # Every job left over is queued again first, oldest first, so that the queue places shown while the
+            # first runs are the order they run in (and a job queued meanwhile comes after them).
+            requeued = []
             for job_id in jobs_unfinished(include_failed=False):
                 if GenerationJob.objects.filter(pk=job_id, started_at__isnull=False).exists():
                     logger.warning("resuming generation job %s, left unfinished by an earlier process", job_id)
                 else:  # queued while no server ran (the demo's first start): nothing was left unfinished
                     logger.info("starting generation job %s, queued before the server started", job_id)
-                if not job_requeue_unfinished(job_id=job_id):
-                    continue  # it ended, or was cancelled, meanwhile
+                if job_requeue_unfinished(job_id=job_id):  # else it ended, or was cancelled, meanwhile
+                    _chunks_handed(job_id=job_id)
+                    requeued.append(job_id)
+            for job_id in requeued:
                 job_run(job_id=job_id)
         except Exception:
             logger.exception("resuming unfinished generation jobs failed")

@@ -5,6 +5,9 @@
 const ACTIVE = new Set(["queued", "running"]);
 const POLL_MS = 2000;
 
+// A running job without an estimate yet, as generation/views.py ETA_PENDING.
+const ETA_PENDING = "estimated after the first batch";
+
 // The same wording as generation/views.py duration_text: 12 s, 3 min 05 s, 2 h 04 min; a dash when unknown.
 export function durationText(seconds) {
   if (seconds === null || seconds === undefined) return "—";
@@ -40,7 +43,9 @@ async function refresh(element) {
   setText(element, ".status", job.status_text || job.status);
   setText(element, ".done", job.done_generations);
   setText(element, ".elapsed", durationText(job.elapsed_seconds));
-  setText(element, ".eta", active ? durationText(job.eta_seconds) : "—");
+  // A running job without an estimate yet says when it comes (generation/views.py, ETA_PENDING).
+  const pending = job.status === "running" && (job.eta_seconds === null || job.eta_seconds === undefined);
+  setText(element, ".eta", !active ? "—" : pending ? ETA_PENDING : durationText(job.eta_seconds));
   const range = job.status === "running" ? durationRangeText(job.eta_low_seconds, job.eta_high_seconds) : "";
   for (const node of element.querySelectorAll(".eta-range")) {
     node.textContent = range && node.classList.contains("inline") ? `(${range})` : range;

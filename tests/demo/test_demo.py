@@ -67,7 +67,7 @@ def demo_annotators(db):
 
 
 def test_it_draws_the_live_pool_only_once_the_live_demo_job_has_finished(demo_annotators):
-    job = demo_job("demo-misgendered", status=JobStatus.RUNNING)
+    job = demo.live_job_record(job=demo_job("demo-misgendered", status=JobStatus.RUNNING))
     job_finished.send(sender=GenerationJob, job_id=job.pk)
     assert not Pool.objects.filter(name=demo.LIVE_POOL).exists()
 
@@ -88,7 +88,7 @@ def test_it_draws_the_live_pool_only_once_the_live_demo_job_has_finished(demo_an
 
 
 def test_it_ignores_jobs_that_are_not_the_demos(demo_annotators):
-    demo_job("demo-misgendered", status=JobStatus.DONE)
+    demo.live_job_record(job=demo_job("demo-misgendered", status=JobStatus.DONE))
     other = demo_job("misgendered", status=JobStatus.DONE)
     job_finished.send(sender=GenerationJob, job_id=other.pk)
     assert not Pool.objects.filter(name=demo.LIVE_POOL).exists()
@@ -122,7 +122,8 @@ def test_load_demo_makes_the_hand_written_pool_ready_and_only_queues_the_live_jo
 def test_load_demo_without_generation_queues_nothing():
     call_command("load_demo", "--no-generate")
     assert Pool.objects.get(name=demo.SHIPPED_POOL).items.count() == 48
-    assert not GenerationJob.objects.exists()
+    # only the hand-written distractor texts' finished job (demo-features): nothing queued, no model run
+    assert list(GenerationJob.objects.values_list("model__name", "status")) == [(demo.HAND_WRITTEN, JobStatus.DONE)]
 
 
 @pytest.mark.django_db
@@ -219,3 +220,91 @@ def test_the_demo_app_is_installed_by_the_embedded_default_only(tmp_path, databa
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == str(installed)
+
+
+def test_the_live_pool_follows_the_demos_own_job_not_a_newer_one_an_admin_cancelled(demo_annotators):
+    own = demo_job("demo-misgendered", status=JobStatus.RUNNING)
+    demo.live_job_record(job=own)
+    admins = GenerationJobFactory(model=own.model, dataset=own.dataset, status=JobStatus.CANCELLED)
+    job_finished.send(sender=GenerationJob, job_id=admins.pk)
+    assert not Pool.objects.filter(name=demo.LIVE_POOL).exists()
+
+    GenerationJob.objects.filter(pk=own.pk).update(status=JobStatus.DONE)
+    job_finished.send(sender=GenerationJob, job_id=own.pk)
+
+    pool = Pool.objects.get(name=demo.LIVE_POOL)
+    assert set(pool.items.values_list("generation__job", flat=True)) == {own.pk}
+
+
+@pytest.mark.django_db
+def test_load_demo_records_its_own_job_once(capsys):
+    call_command("load_demo")
+    [job] = demo.live_jobs()
+    other = GenerationJobFactory(model=job.model, dataset=job.dataset, status=JobStatus.CANCELLED)
+    call_command("load_demo")
+    assert demo.live_jobs() == [job] and other.pk > job.pk
+    assert GenerationJob.objects.filter(dataset=job.dataset).count() == 2
+
+
+@pytest.mark.django_db
+def test_the_pool_pages_say_what_the_live_pool_waits_for(client, researcher, annotator, capsys):
+    call_command("load_demo")
+    [job] = demo.live_jobs()
+    client.force_login(researcher)
+
+    page = client.get("/pools/").content.decode()
+
+    assert "demo-live" in page and f"job {job.pk}</a>" in page
+    assert "queued: it starts when the server" in page and "0 of 20 continuations" in page
+
+    GenerationJob.objects.filter(pk=job.pk).update(status=JobStatus.CANCELLED)
+    assert "cancelled: the pool will not appear" in client.get("/pools/").content.decode()
+
+    Pool.objects.create(name=demo.LIVE_POOL, labels=["correct"])
+    assert 'id="demo-live-waiting"' not in client.get("/pools/").content.decode()
+
+
+@pytest.mark.django_db
+def test_the_demo_shows_a_qualification_round_gold_items_and_distractor_items(capsys):
+    from annotation.models import GOLD, STUDY, TRAINING
+    from annotation.referents import item_people
+
+    call_command("load_demo", "--no-generate")
+    assert "pool demo-features: made" in capsys.readouterr().out
+    pool = Pool.objects.get(name=demo.FEATURES_POOL)
+
+    kinds = {kind: pool.items.filter(kind=kind).count() for kind in (TRAINING, GOLD, STUDY)}
+    assert kinds == {TRAINING: 4, GOLD: 3, STUDY: 4 + len(demo.DISTRACTOR_CONTINUATIONS)}
+    assert pool.pass_mark == 0.75
+    assert all(item.explanation for item in pool.items.filter(kind=TRAINING))
+    for name in demo.ANNOTATORS:  # everyone meets the training and the gold items
+        mine = Assignment.objects.filter(pool=pool, annotator__username=name)
+        assert mine.filter(item__kind=TRAINING).count() == 4 and mine.filter(item__kind=GOLD).count() == 3
+
+    distractor_items = [item for item in pool.items.filter(kind=STUDY) if item_people(item)]
+    assert len(distractor_items) == 3
+    people = item_people(distractor_items[0])
+    assert [person["role"] for person in people["people"]] == ["target", "other"]
+    words = {token["word"].lower() for item in distractor_items for token in item_people(item)["pronoun_tokens"]}
+    assert {"xe", "she", "they"} <= words  # a pronoun for the target, the other person, and one that is unclear
+
+    call_command("load_demo", "--no-generate")  # again: nothing more
+    assert "pool demo-features: ready" in capsys.readouterr().out
+    assert pool.items.count() == sum(kinds.values())
+
+
+@pytest.mark.django_db
+def test_an_annotator_of_the_features_pool_starts_with_the_qualification_round(api):
+    call_command("load_demo", "--no-generate")
+    api.force_authenticate(get_user_model().objects.get(username="annotator1"))
+
+    first = api.get("/api/annotate/next/?pool=demo-features").json()
+
+    assert first["phase"] == "training"
+
+
+@pytest.mark.django_db
+def test_the_home_page_says_plainly_that_the_demos_model_is_a_toy(client, researcher):
+    client.force_login(researcher)
+    page = client.get("/").content.decode()
+    assert 'id="demo-about"' in page and "is <strong>a toy</strong>" in page and "demo-features" in page

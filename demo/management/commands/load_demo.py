@@ -45,6 +45,11 @@ class Command(BaseCommand):
             )
         else:
             self.stdout.write(f"pool {pool.name}: ready ({pool.items.count()} items)")
+        features, made = demo.features_pool_load()
+        self.stdout.write(
+            f"pool {features.name}: {'made' if made else 'ready'} ({features.items.count()} items: a qualification "
+            "round of training items, gold items among the study items, RUFF items with a distractor)"
+        )
         if not no_generate:
             self._live_job(datasets, url=url)
 
@@ -90,7 +95,7 @@ class Command(BaseCommand):
         for dataset in datasets:
             if dataset.name not in demo.LIVE_DATASETS:
                 continue
-            job = existing.get(dataset.pk)
+            job = existing.get(dataset.pk) or demo.live_job_adopt(dataset_name=dataset.name)
             if job is None:
                 job = job_create(
                     model=DEFAULT_MODEL_NAME,
@@ -100,6 +105,7 @@ class Command(BaseCommand):
                     seed=0,
                     queue=False,
                 )
+                demo.live_job_record(job=job)
                 self.stdout.write(
                     f"queued job {job.pk}: {job.total_generations} continuations of {dataset.name} by "
                     f"{DEFAULT_MODEL_NAME} on the CPU (first start only)"
