@@ -695,6 +695,7 @@ def _latex_judge_verdict(report: dict) -> str:
         ["Judge", "Alt-Test", "Omega", "Annotators", "Rho", "Kappa vs human [95% CI]", "Human ceiling", "Threshold",
          "Coverage"],
         body,
+        label=latex_label("judge-verdict"),
         fit=True,
     )  # fmt: skip
 
@@ -714,6 +715,7 @@ def _latex_prediction_powered(report: dict) -> str:
             ]
             for r in report.get("prediction_powered") or []
         ],
+        label=latex_label("prediction-powered"),
         fit=True,
     )  # fmt: skip
 
@@ -745,6 +747,7 @@ def _latex_ranking_agreement(report: dict) -> str:
             ]
             for r in rows
         ],
+        label=latex_label("ranking-agreement"),
         fit=True,
     )
 

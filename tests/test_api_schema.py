@@ -109,9 +109,9 @@ def test_the_docs_page_loads_swagger_ui_from_this_site_with_no_inline_code(resea
 
 
 @pytest.mark.django_db
-def test_the_docs_page_leads_back_to_concord(annotator):
+def test_the_docs_page_leads_back_to_concord(researcher):
     client = Client()
-    client.force_login(annotator)
+    client.force_login(researcher)
     html = client.get("/api/docs/").content.decode()
 
     assert re.search(r'<a[^>]+href="/"[^>]*>Back to Concord</a>', html)
@@ -156,7 +156,7 @@ def luminance(rgb: str) -> float:
 @pytest.mark.slow
 @pytest.mark.browser
 @pytest.mark.skipif(not shutil.which(CHROMIUM), reason="needs Chromium at /usr/bin/chromium")
-def test_swagger_ui_follows_the_systems_dark_mode_and_its_bar_leads_home(live_server, annotator, monkeypatch):
+def test_swagger_ui_follows_the_systems_dark_mode_and_its_bar_leads_home(live_server, researcher, monkeypatch):
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     from playwright.sync_api import sync_playwright
 
@@ -168,7 +168,7 @@ def test_swagger_ui_follows_the_systems_dark_mode_and_its_bar_leads_home(live_se
             page = browser.new_page(color_scheme="dark")
             page.set_default_timeout(15_000)
             page.goto(f"{live_server.url}/login/?next=/api/docs/")
-            page.fill("#id_username", "ana")
+            page.fill("#id_username", "rui_researcher")
             page.fill("#id_password", PASSWORD)
             page.click("button[type=submit]")
             page.wait_for_selector(".opblock")
