@@ -1,8 +1,9 @@
-"""The hf engine: transformers' batched `generate` in the worker's process (generation/sampling.py)."""
+"""The hf engine: transformers' batched `generate` in the worker's process (generation/sampling.py); its `Engine`
+entry is in generation/engines/__init__.py."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from generation.sampling import Decoding, sample_continuations
@@ -23,9 +24,11 @@ class HfEngine:
         contexts: Sequence[str],
         decoding: Decoding,
         seed: int,
+        stop: Callable[[], bool] | None = None,
     ) -> list[list[str]]:
         # One batch per chunk: the chunk's size is the job's batch size, and the same batch with the same seed
-        # reproduces the same text when a chunk runs again.
+        # reproduces the same text when a chunk runs again. `stop` is asked about once a second during the call,
+        # which raises generation.sampling.Interrupted once it turns True.
         return sample_continuations(
-            loaded=loaded, contexts=contexts, decoding=decoding, seed=seed, batch_size=max(1, len(contexts))
+            loaded=loaded, contexts=contexts, decoding=decoding, seed=seed, batch_size=max(1, len(contexts)), stop=stop
         )

@@ -55,6 +55,19 @@ def vllm_model_problem(*, language_model: LanguageModel) -> str | None:
     return None
 
 
+def vllm_job_problem(*, language_model: LanguageModel, num_beams: int) -> str | None:
+    """Why the vllm engine cannot run a job with this model and beams on any host, or None (its `Engine` entry's
+    check at job creation, generation/engines/__init__.py)."""
+    if num_beams != 1:
+        return "the vllm engine samples with one beam (num_beams 1); use the hf engine for beams"
+    if language_model.load_in_4bit:
+        return (
+            f"model {language_model.name} is loaded in 4 bits with bitsandbytes, which the hf engine does; "
+            f"register an unquantized copy for vllm"
+        )
+    return vllm_model_problem(language_model=language_model)
+
+
 def vllm_model_path(*, language_model: LanguageModel) -> str:
     """The Hugging Face-format directory or hub id vLLM loads for this model."""
     from generation.loading import ModelLoadError, _dtype, converted_directory, model_source, resolve_device

@@ -112,7 +112,7 @@ def test_each_request_of_a_chunk_has_its_own_seed_and_the_same_one_again():
 @pytest.mark.django_db
 def test_the_chunk_runner_samples_with_the_jobs_engine(smollm2, demo_ruff, monkeypatch, settings):
     """A job that names vllm is sampled by the vllm engine (here a stand-in), and stores the same rows as hf."""
-    from generation.engines import vllm
+    from generation.engines import hf, vllm
 
     fake = FakeModel()
     asked: list[tuple] = []
@@ -124,7 +124,7 @@ def test_the_chunk_runner_samples_with_the_jobs_engine(smollm2, demo_ruff, monke
     settings.CONCORD_ENGINE_CHECK = "off"
     monkeypatch.setattr(chunk_services, "model_load", lambda **kwargs: object())
     monkeypatch.setattr(chunk_services, "score_instances", fake.score)
-    monkeypatch.setattr(chunk_services, "sample_continuations", fake.sample)
+    monkeypatch.setattr(hf, "sample_continuations", fake.sample)
     monkeypatch.setattr(vllm.VllmEngine, "sample", vllm_sample)
     on_vllm = job_create(model="smollm2-135m", dataset="demo-ruff", queue=False, engine="vllm", **TINY)
     on_hf = job_create(model="smollm2-135m", dataset="demo-ruff", queue=False, engine="hf", **TINY)
