@@ -33,9 +33,9 @@ from rest_framework import serializers
 
 from generation.contexts import ALL_SETTINGS, SETTINGS, settings_for
 from generation.engines import ENGINES
+from generation.engines.hf.scoring import DEFAULT_PROB_SCORE, PROB_SCORES
 from generation.models import DEFAULT_MODEL_NAME, GENERATION_KIND, JOB_DEFAULTS, Dataset, LanguageModel
 from generation.pronouns import BASES
-from generation.scoring import DEFAULT_PROB_SCORE, PROB_SCORES
 from generation.services.distractors import SAMPLE_SEED_CHOICES, SAMPLE_SEEDS
 from generation.services.kinds import job_kind_get, job_kinds
 

@@ -4,13 +4,13 @@
 `CONCORD_ENGINE`, Celery's routing (generation/engines/routing.py) and the chunk runner all read it, and none of them
 names an engine:
 
-- `hf` (the default): transformers' `generate`, batched, in the worker's own process (generation/sampling.py);
+- `hf` (the default): transformers' `generate`, batched, in the worker's own process (generation/engines/hf/sampling.py);
 - `vllm`: vLLM's offline `LLM` API, for GPU hosts (generation/engines/vllm.py).
 
 A job names its engine (the `engine` parameter: form, API, `generate --engine`); a job that names none runs on the
 worker's engine, `CONCORD_ENGINE` (default hf). Both engines store the same rows: the continuation alone, special
 tokens skipped, chunk by chunk, each chunk's sampling seeded from the job's seed so that a re-run chunk writes the
-same text. Probability scoring always runs on the prefix-shared HF scorer (generation/scoring.py).
+same text. Probability scoring always runs on the prefix-shared HF scorer (generation/engines/hf/scoring.py).
 
 `engine_check` is what job creation calls: an engine that is not installed, vLLM with a model it cannot read (GGUF
 only) or with beam search, and a device this host does not have are refused there, with a message, instead of
@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from django.conf import settings
 
 if TYPE_CHECKING:
-    from generation.loading import LoadedModel
+    from generation.engines.hf.loading import LoadedModel
+    from generation.engines.hf.sampling import Decoding
     from generation.models import LanguageModel
-    from generation.sampling import Decoding
 
 
 class EngineUnavailable(ValueError):
@@ -115,7 +115,7 @@ class Engine:
 ENGINES: dict[str, Engine] = {
     engine.name: engine
     for engine in (
-        Engine(name="hf", sampler_path="generation.engines.hf:HfEngine", stoppable=True),
+        Engine(name="hf", sampler_path="generation.engines.hf.engine:HfEngine", stoppable=True),
         Engine(
             name="vllm",
             sampler_path="generation.engines.vllm:VllmEngine",
@@ -206,7 +206,7 @@ def engine_sample(
     stop: Callable[[], bool] | None = None,
 ) -> list[list[str]]:
     """Sample with the job's engine (or the worker's): the one call the chunk runner makes. An engine that is
-    `stoppable` asks `stop` during the call and raises generation.sampling.Interrupted once it turns True."""
+    `stoppable` asks `stop` during the call and raises generation.engines.hf.sampling.Interrupted once it turns True."""
     return engine_lookup(engine_name(engine)).sample(
         language_model=language_model, loaded=loaded, contexts=contexts, decoding=decoding, seed=seed, stop=stop
     )

@@ -25,9 +25,9 @@ from django.conf import settings
 from generation.seeds import seed_derive
 
 if TYPE_CHECKING:
-    from generation.loading import LoadedModel
+    from generation.engines.hf.loading import LoadedModel
+    from generation.engines.hf.sampling import Decoding
     from generation.models import LanguageModel
-    from generation.sampling import Decoding
 
 _llms: dict[tuple, Any] = {}
 _lock = threading.Lock()
@@ -70,7 +70,7 @@ def vllm_job_problem(*, language_model: LanguageModel, num_beams: int) -> str | 
 
 def vllm_model_path(*, language_model: LanguageModel) -> str:
     """The Hugging Face-format directory or hub id vLLM loads for this model."""
-    from generation.loading import ModelLoadError, _dtype, converted_directory, model_source, resolve_device
+    from generation.engines.hf.loading import ModelLoadError, _dtype, converted_directory, model_source, resolve_device
 
     problem = vllm_model_problem(language_model=language_model)
     if problem:

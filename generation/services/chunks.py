@@ -29,13 +29,13 @@ from kombu.exceptions import OperationalError as BrokerError
 
 from generation.contexts import ALL_SETTINGS, SETTINGS, build_context
 from generation.engines import engine_sample
+from generation.engines.hf.loading import LoadedModel, model_load
+from generation.engines.hf.sampling import Decoding, Interrupted
+from generation.engines.hf.scoring import ScoreItem, score_instances
 from generation.heuristic import heuristic_verdicts
-from generation.loading import LoadedModel, model_load
 from generation.models import DatasetKind, Generation, GenerationJob, Instance, JobChunk, ProbResult
 from generation.parameters import JobParameters
 from generation.pronouns import Codebook
-from generation.sampling import Decoding, Interrupted
-from generation.scoring import ScoreItem, score_instances
 from generation.seeds import seed_derive
 from generation.selectors import dataset_codebook
 from generation.services.kinds import JobKind, job_kind_handler

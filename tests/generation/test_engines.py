@@ -112,7 +112,8 @@ def test_each_request_of_a_chunk_has_its_own_seed_and_the_same_one_again():
 @pytest.mark.django_db
 def test_the_chunk_runner_samples_with_the_jobs_engine(smollm2, demo_ruff, monkeypatch, settings):
     """A job that names vllm is sampled by the vllm engine (here a stand-in), and stores the same rows as hf."""
-    from generation.engines import hf, vllm
+    from generation.engines import vllm
+    from generation.engines.hf import engine as hf
 
     fake = FakeModel()
     asked: list[tuple] = []

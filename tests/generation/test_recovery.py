@@ -16,10 +16,10 @@ from django.core.management import CommandError, call_command
 from django.db import OperationalError
 from django.utils import timezone
 
-from generation.engines import hf as hf_engine
+from generation.engines.hf import engine as hf_engine
+from generation.engines.hf.scoring import ScoreResult
 from generation.models import Generation, GenerationJob, JobChunk, JobStatus, ProbResult
 from generation.pronouns import BASES
-from generation.scoring import ScoreResult
 from generation.selectors import job_timing
 from generation.services import chunks as chunk_services
 from generation.services import runner
@@ -371,7 +371,7 @@ class TestCancelIsFinal:
         assert JobChunk.objects.filter(job=job, finished_at__isnull=False).count() == 0
 
     def test_a_cancel_reaches_a_sampling_call_in_progress_which_ends_writing_nothing(self, tiny_job, fake_model):
-        from generation.sampling import Interrupted
+        from generation.engines.hf.sampling import Interrupted
         from generation.services.jobs import job_cancel
 
         seen = []
