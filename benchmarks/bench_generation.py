@@ -30,8 +30,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
 def read_ruff(path: Path, per_pronoun: int):
+    from generation.engines.hf.scoring import ScoreItem
     from generation.pronouns import BASES, RUFF_MASKS, codebook_for
-    from generation.scoring import ScoreItem
 
     codebook = codebook_for("ruff")
     taken = dict.fromkeys(BASES, 0)
@@ -76,9 +76,9 @@ def read_tango(path: Path, per_pronoun: int) -> list[tuple[str, str]]:
 
 
 def bench_tango(args, loaded, decoding, timed) -> dict:
+    from generation.engines.hf.sampling import sample_continuations
+    from generation.engines.hf.scoring import sequence_loss
     from generation.rewriting import rewrite_continuations, spacy_pipeline
-    from generation.sampling import sample_continuations
-    from generation.scoring import sequence_loss
     from generation.services.tango import contraction_chooser, tango_candidates, tango_score
 
     rows = read_tango(args.templates, args.per_pronoun)
@@ -193,8 +193,8 @@ def _timer(loaded):
 def bench_ruff(args, loaded, language_model, timed) -> dict:
     from generation.contexts import build_context
     from generation.engines import engine_get
-    from generation.sampling import Decoding, sample_continuations, sample_one_context
-    from generation.scoring import score_instances, score_one_at_a_time
+    from generation.engines.hf.sampling import Decoding, sample_continuations, sample_one_context
+    from generation.engines.hf.scoring import score_instances, score_one_at_a_time
 
     items = read_ruff(args.templates, args.per_pronoun)
     contexts = [build_context(i.text, i.mask, i.correct_form, s) for i in items for s in ("pre", "post")]
@@ -261,9 +261,9 @@ def main() -> None:
     django.setup()
     import torch
 
-    from generation.loading import model_load
+    from generation.engines.hf.loading import model_load
+    from generation.engines.hf.sampling import Decoding
     from generation.models import DEFAULT_MODEL_FIELDS, DEFAULT_MODEL_NAME, LanguageModel
-    from generation.sampling import Decoding
 
     if args.model is None:  # the default model needs no database: its registry row, unsaved
         language_model = LanguageModel(name=DEFAULT_MODEL_NAME, **DEFAULT_MODEL_FIELDS)

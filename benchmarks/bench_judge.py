@@ -74,7 +74,7 @@ def bench_job(n: int) -> dict:
     import torch
     from django.core.management import call_command
 
-    from generation.loading import model_load
+    from generation.engines.hf.loading import model_load
     from generation.models import (
         DEFAULT_MODEL_FIELDS,
         DEFAULT_MODEL_NAME,
@@ -170,7 +170,7 @@ def main() -> None:
     django.setup()
     import torch
 
-    from generation.loading import model_load
+    from generation.engines.hf.loading import model_load
     from generation.models import DEFAULT_MODEL_FIELDS, DEFAULT_MODEL_NAME, LanguageModel
     from judging.prompts import default_options
     from judging.scoring import likelihood_judge, likelihood_judge_plain

@@ -9,8 +9,6 @@ cookies and HSTS are on when DEBUG is off, except on SQLite, the embedded defaul
 from datetime import timedelta
 from pathlib import Path
 
-from django.core.exceptions import ImproperlyConfigured
-
 from config.env import broker_from_url, database_from_url, env_bool, env_int, env_list, env_str, secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -268,12 +266,11 @@ CONCORD_MODEL_CACHE_SIZE = env_int("CONCORD_MODEL_CACHE_SIZE", 1, minimum=1)
 CONCORD_CONVERTED_MODELS_DIR = env_str("CONCORD_CONVERTED_MODELS_DIR", str(VAR_DIR / "models")) or ""
 # Prob-TANGO's rewriting needs an English spaCy pipeline with a dependency parser (generation/rewriting.py).
 CONCORD_SPACY_MODEL = (env_str("CONCORD_SPACY_MODEL", "") or "").strip() or "en_core_web_sm"
-# The generation engine of this worker for jobs that name none (generation/engines/): hf or vllm. Job creation
-# checks the engine, the model and the device on this host; "off" leaves that to the workers (a web host that
-# queues work for GPU workers elsewhere). vLLM's LLM(...) takes the extra arguments in CONCORD_VLLM_OPTIONS (JSON).
+# The generation engine of this worker for jobs that name none: a name in ENGINES (generation/engines/), checked when
+# the app starts (generation/apps.py). Job creation checks the engine, the model and the device on this host; "off"
+# leaves that to the workers (a web host that queues work for GPU workers elsewhere). vLLM's LLM(...) takes the extra
+# arguments in CONCORD_VLLM_OPTIONS (JSON).
 CONCORD_ENGINE = (env_str("CONCORD_ENGINE", "") or "hf").strip().lower()
-if CONCORD_ENGINE not in ("hf", "vllm"):
-    raise ImproperlyConfigured(f"CONCORD_ENGINE={CONCORD_ENGINE!r} is not an engine: use hf or vllm.")
 CONCORD_ENGINE_CHECK = "off" if not env_bool("CONCORD_ENGINE_CHECK", True) else "local"
 CONCORD_VLLM_OPTIONS = env_str("CONCORD_VLLM_OPTIONS", "") or ""
 CONCORD_VLLM_QUEUE = env_str("CONCORD_VLLM_QUEUE", "") or "generation-gpu"

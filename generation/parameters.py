@@ -32,9 +32,10 @@ from django.conf import settings as django_settings
 from rest_framework import serializers
 
 from generation.contexts import ALL_SETTINGS, SETTINGS, settings_for
+from generation.engines import ENGINES
+from generation.engines.hf.scoring import DEFAULT_PROB_SCORE, PROB_SCORES
 from generation.models import DEFAULT_MODEL_NAME, GENERATION_KIND, JOB_DEFAULTS, Dataset, LanguageModel
 from generation.pronouns import BASES
-from generation.scoring import DEFAULT_PROB_SCORE, PROB_SCORES
 from generation.services.distractors import SAMPLE_SEED_CHOICES, SAMPLE_SEEDS
 from generation.services.kinds import job_kind_get, job_kinds
 
@@ -67,7 +68,7 @@ class JobParameters:
     seed: int = JOB_DEFAULTS.seed
     per_pronoun: int | None = None
     batch_size: int | None = None
-    engine: str | None = None  # hf or vllm; None: the worker's (CONCORD_ENGINE), generation/engines/
+    engine: str | None = None  # a name in ENGINES; None: the worker's (CONCORD_ENGINE), generation/engines/
     # RUFF with distractors (docs/domain.md, 'RUFF with distractors'): only the instances of this count / this sample.
     distractors: int | None = None
     sample_seed: int | None = None
@@ -255,12 +256,12 @@ class JobParametersSerializer(serializers.Serializer):
         help_text="instances per chunk (one batch); empty = the model's batch size",
     )
     engine = serializers.ChoiceField(
-        choices=["hf", "vllm"],
+        choices=list(ENGINES),
         required=False,
         allow_null=True,
         allow_blank=True,
         default=None,
-        help_text="generation engine: hf or vllm; empty = the worker's (CONCORD_ENGINE, default hf)",
+        help_text=f"generation engine: {' or '.join(ENGINES)}; empty = the worker's (CONCORD_ENGINE, default hf)",
     )
     distractors = WholeNumberField(
         minimum=0,

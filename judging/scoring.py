@@ -4,11 +4,11 @@ Likelihood: each option's score is the mean token log-probability of the option'
 is tokenized as usual (with whatever special tokens the tokenizer adds), each option on its own without special
 tokens, and the option's ids are appended to the prompt's ids; tokenizing the joined text instead could merge tokens
 across the boundary. The prompts' tokens run once (prompts that open alike share them) and the options as branches
-of their tree (`generation.scoring.score_suffixes`, the prefix-shared scorer). The label is the best-scoring option
+of their tree (`generation.engines.hf.scoring.score_suffixes`, the prefix-shared scorer). The label is the best-scoring option
 (ties to the first), the confidence its softmax probability over the options.
 
 Sampling: k answers per item at temperature T (pure sampling: no top-k, no top-p), seeded, each prompt run once for
-its k answers (Concord's sampling loop, `generation.sampling`); an answer names the option whose text appears first
+its k answers (Concord's sampling loop, `generation.engines.hf.sampling`); an answer names the option whose text appears first
 in it; the label is the most named option (ties to the first in option order), the confidence its vote share.
 Answers naming no option count in k but for no option.
 """
@@ -20,8 +20,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from generation.loading import LoadedModel
-from generation.scoring import score_suffixes
+from generation.engines.hf.loading import LoadedModel
+from generation.engines.hf.scoring import score_suffixes
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,7 @@ def sampled_answers(
 ) -> list[list[str]]:
     """k answers per prompt, in prompt order (pure sampling: no top-k, no top-p; an answer may end early). The same
     prompts, batch size and seed give the same answers."""
-    from generation.sampling import Decoding, sample_continuations
+    from generation.engines.hf.sampling import Decoding, sample_continuations
 
     return sample_continuations(
         loaded=loaded,

@@ -25,9 +25,9 @@ from django.conf import settings
 from generation.seeds import seed_derive
 
 if TYPE_CHECKING:
-    from generation.loading import LoadedModel
+    from generation.engines.hf.loading import LoadedModel
+    from generation.engines.hf.sampling import Decoding
     from generation.models import LanguageModel
-    from generation.sampling import Decoding
 
 _llms: dict[tuple, Any] = {}
 _lock = threading.Lock()
@@ -55,9 +55,22 @@ def vllm_model_problem(*, language_model: LanguageModel) -> str | None:
     return None
 
 
+def vllm_job_problem(*, language_model: LanguageModel, num_beams: int) -> str | None:
+    """Why the vllm engine cannot run a job with this model and beams on any host, or None (its `Engine` entry's
+    check at job creation, generation/engines/__init__.py)."""
+    if num_beams != 1:
+        return "the vllm engine samples with one beam (num_beams 1); use the hf engine for beams"
+    if language_model.load_in_4bit:
+        return (
+            f"model {language_model.name} is loaded in 4 bits with bitsandbytes, which the hf engine does; "
+            f"register an unquantized copy for vllm"
+        )
+    return vllm_model_problem(language_model=language_model)
+
+
 def vllm_model_path(*, language_model: LanguageModel) -> str:
     """The Hugging Face-format directory or hub id vLLM loads for this model."""
-    from generation.loading import ModelLoadError, _dtype, converted_directory, model_source, resolve_device
+    from generation.engines.hf.loading import ModelLoadError, _dtype, converted_directory, model_source, resolve_device
 
     problem = vllm_model_problem(language_model=language_model)
     if problem:

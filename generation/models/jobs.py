@@ -22,7 +22,7 @@ DEFAULT_MODEL_FIELDS = {
 
 
 class LanguageModel(models.Model):
-    """The model registry. Workers load a model once and keep it (see generation.loading)."""
+    """The model registry. Workers load a model once and keep it (see generation.engines.hf.loading)."""
 
     class SourceKind(models.TextChoices):
         HUB = "hub", "Hugging Face model id"

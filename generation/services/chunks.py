@@ -12,8 +12,8 @@ finishes. Safe to run twice: a step whose rows all exist is skipped; a step with
 seed (so it reproduces the same text) and inserted with `ignore_conflicts`, the database's unique constraints keeping
 one row per (job, instance) and per (job, instance, setting, sample index). A worker killed mid-chunk therefore loses
 only the step it was in. A chunk is one batch (its size is at most the batch size), so a cancel stops it between
-batches; with the hf engine a sampling call in progress also asks `stop` about once a second and ends there, writing
-nothing; and `job_rows_write` writes no step once the job is cancelled.
+batches; with an engine that is `stoppable` (hf) a sampling call in progress also asks `stop` about once a second and
+ends there, writing nothing; and `job_rows_write` writes no step once the job is cancelled.
 """
 
 from __future__ import annotations
@@ -28,14 +28,14 @@ from django.db.models import Count
 from kombu.exceptions import OperationalError as BrokerError
 
 from generation.contexts import ALL_SETTINGS, SETTINGS, build_context
-from generation.engines import HF, engine_name, engine_sample
+from generation.engines import engine_sample
+from generation.engines.hf.loading import LoadedModel, model_load
+from generation.engines.hf.sampling import Decoding, Interrupted
+from generation.engines.hf.scoring import ScoreItem, score_instances
 from generation.heuristic import heuristic_verdicts
-from generation.loading import LoadedModel, model_load
 from generation.models import DatasetKind, Generation, GenerationJob, Instance, JobChunk, ProbResult
 from generation.parameters import JobParameters
 from generation.pronouns import Codebook
-from generation.sampling import Decoding, Interrupted, sample_continuations
-from generation.scoring import ScoreItem, score_instances
 from generation.seeds import seed_derive
 from generation.selectors import dataset_codebook
 from generation.services.kinds import JobKind, job_kind_handler
@@ -129,18 +129,18 @@ def _sample(
     )
     # The whole chunk is sampled again even when some rows exist: the same batch and seed reproduce the same text.
     seed = chunk_seed(job_seed=job.seed, chunk_index=chunk.index, setting=setting)
-    engine = engine_name((job.options or {}).get("engine"))  # the job's, else this worker's (generation/engines/)
-    if engine == HF:
-        try:
-            continuations = sample_continuations(
-                loaded=loaded, contexts=contexts, decoding=decoding, seed=seed, batch_size=len(contexts), stop=stop
-            )
-        except Interrupted:
-            return False  # a cancel (or a lost lease) inside the call: the step is redone, or never, from its seed
-    else:
+    try:
         continuations = engine_sample(
-            engine=engine, language_model=job.model, loaded=loaded, contexts=contexts, decoding=decoding, seed=seed
+            engine=(job.options or {}).get("engine"),  # the job's, else this worker's (generation/engines/)
+            language_model=job.model,
+            loaded=loaded,
+            contexts=contexts,
+            decoding=decoding,
+            seed=seed,
+            stop=stop,
         )
+    except Interrupted:
+        return False  # a cancel (or a lost lease) inside the call: the step is redone, or never, from its seed
     pairs = [
         (instance, context, index, text)
         for instance, context, texts in zip(instances, contexts, continuations, strict=True)

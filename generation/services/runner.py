@@ -25,6 +25,7 @@ from django.conf import settings as django_settings
 from django.db import connections, transaction
 from django.utils import timezone
 
+from generation.engines import ENGINES
 from generation.models import GenerationJob, JobChunk, JobStatus
 from generation.services.chunks import TRANSIENT_ERRORS, Progress, chunk_run
 from generation.services.leases import (
@@ -198,7 +199,7 @@ def unclaimed_seconds() -> float:
 
 
 def chunk_queues() -> list[str]:
-    """The queues a chunk's task may be routed to: `generation`, and the engines' own (CONCORD_VLLM_QUEUE)."""
+    """The queues a chunk's task may be routed to: `generation`, and the engines' own (`Engine.queue`)."""
     routes = django_settings.CELERY_TASK_ROUTES
     queues = {"generation"}
     for route in routes if isinstance(routes, list | tuple) else [routes]:
@@ -206,7 +207,7 @@ def chunk_queues() -> list[str]:
             queues.update(
                 str(target["queue"]) for target in route.values() if isinstance(target, dict) and "queue" in target
             )
-    queues.add(django_settings.CONCORD_VLLM_QUEUE)
+    queues.update(queue for engine in ENGINES.values() if (queue := engine.queue()))
     return sorted(queues)
 
 

@@ -18,11 +18,11 @@ from collections.abc import Sequence
 from django.db import transaction
 from django.db.models import Count, Q, QuerySet
 
-from generation.loading import LoadedModel, model_load
+from generation.engines.hf.loading import LoadedModel, model_load
+from generation.engines.hf.scoring import DEFAULT_PROB_SCORE, score_candidates
 from generation.models import DatasetKind, Generation, GenerationJob, LanguageModel, TangoTemplate
 from generation.pronouns import BASES
 from generation.rewriting import ContractionChooser, Rewrite, rewrite_continuations, template_fill
-from generation.scoring import DEFAULT_PROB_SCORE, score_candidates
 
 
 def contraction_chooser(*, loaded: LoadedModel, contexts: Sequence[str]) -> ContractionChooser:

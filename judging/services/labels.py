@@ -13,7 +13,7 @@ from collections.abc import Callable
 from django.db import transaction
 
 from annotation.models import PoolItem
-from generation.loading import LoadedModel, model_load
+from generation.engines.hf.loading import LoadedModel, model_load
 from generation.models import Generation
 from generation.seeds import seed_derive
 from judging.models import JudgeMode, JudgeRun, MachineLabel

@@ -113,6 +113,7 @@ def test_each_request_of_a_chunk_has_its_own_seed_and_the_same_one_again():
 def test_the_chunk_runner_samples_with_the_jobs_engine(smollm2, demo_ruff, monkeypatch, settings):
     """A job that names vllm is sampled by the vllm engine (here a stand-in), and stores the same rows as hf."""
     from generation.engines import vllm
+    from generation.engines.hf import engine as hf
 
     fake = FakeModel()
     asked: list[tuple] = []
@@ -124,7 +125,7 @@ def test_the_chunk_runner_samples_with_the_jobs_engine(smollm2, demo_ruff, monke
     settings.CONCORD_ENGINE_CHECK = "off"
     monkeypatch.setattr(chunk_services, "model_load", lambda **kwargs: object())
     monkeypatch.setattr(chunk_services, "score_instances", fake.score)
-    monkeypatch.setattr(chunk_services, "sample_continuations", fake.sample)
+    monkeypatch.setattr(hf, "sample_continuations", fake.sample)
     monkeypatch.setattr(vllm.VllmEngine, "sample", vllm_sample)
     on_vllm = job_create(model="smollm2-135m", dataset="demo-ruff", queue=False, engine="vllm", **TINY)
     on_hf = job_create(model="smollm2-135m", dataset="demo-ruff", queue=False, engine="hf", **TINY)
@@ -159,3 +160,40 @@ def test_a_chunk_of_a_vllm_job_is_routed_to_the_gpu_queue(smollm2, demo_ruff, se
 
     assert queue_of(on_vllm) == "generation-gpu"
     assert queue_of(on_hf) == queue_of(default) == "generation"
+
+
+def test_the_engines_are_named_only_by_their_registry():
+    """No module branches on an engine's name: outside generation/engines/ the only name written is the default of
+    CONCORD_ENGINE in config/settings.py."""
+    import ast
+
+    from generation.engines import ENGINES
+    from tests.conftest import REPO
+    from tests.test_architecture import LAYERS
+
+    named = []
+    for top in LAYERS:
+        for path in (REPO / top).rglob("*.py"):
+            relative = path.relative_to(REPO)
+            if "migrations" in relative.parts or relative.parts[:2] == ("generation", "engines"):
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Constant) and node.value in ENGINES:
+                    named.append((str(relative), node.value))
+    assert named == [("config/settings.py", "hf")]
+
+
+def test_a_worker_whose_engine_is_not_registered_does_not_start(settings):
+    from django.apps import apps
+    from django.core.exceptions import ImproperlyConfigured
+
+    settings.CONCORD_ENGINE = "onnx"
+    with pytest.raises(ImproperlyConfigured, match="CONCORD_ENGINE='onnx' is not an engine: use one of hf, vllm"):
+        apps.get_app_config("generation").ready()
+
+
+def test_every_registered_engine_is_a_choice_of_the_jobs_engine_parameter():
+    from generation.engines import ENGINES
+    from generation.parameters import JobParametersSerializer
+
+    assert list(JobParametersSerializer().fields["engine"].choices) == list(ENGINES)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from generation.loading import ModelLoadError, model_load, model_source
+from generation.engines.hf.loading import ModelLoadError, model_load, model_source
 from generation.models import DEFAULT_MODEL_FIELDS, DEFAULT_MODEL_NAME, LanguageModel
 
 
@@ -56,7 +56,7 @@ class TestConvertedCopy:
     def sources(self, settings, tmp_path, monkeypatch):
         from collections import OrderedDict
 
-        import generation.loading as loading
+        import generation.engines.hf.loading as loading
 
         settings.CONCORD_CONVERTED_MODELS_DIR = str(tmp_path / "models")
         monkeypatch.setattr(loading, "_cache", OrderedDict())  # the session's loaded model stays untouched
@@ -73,7 +73,7 @@ class TestConvertedCopy:
     def test_the_second_load_reads_the_copy_and_scores_the_same(self, sources, tmp_path):
         import torch
 
-        from generation.loading import model_cache_clear
+        from generation.engines.hf.loading import model_cache_clear
 
         default = LanguageModel(name=DEFAULT_MODEL_NAME, **DEFAULT_MODEL_FIELDS)
         first = model_load(language_model=default)
@@ -94,7 +94,7 @@ class TestConvertedCopy:
         assert "quantization_config" not in second.model.config.to_dict()
 
     def test_a_copy_that_cannot_be_written_is_only_warned_about(self, loaded_model, tmp_path, caplog):
-        from generation.loading import _converted_save
+        from generation.engines.hf.loading import _converted_save
 
         blocker = tmp_path / "a-file"
         blocker.write_text("not a directory")
@@ -106,7 +106,7 @@ def test_a_copy_whose_save_fails_leaves_no_directory_and_the_model_as_it_was(tmp
     """Whatever the save raises (here what transformers raises for a model it cannot serialise), loading goes on."""
     from types import SimpleNamespace
 
-    from generation.loading import _converted_save
+    from generation.engines.hf.loading import _converted_save
 
     class Unsaveable:
         hf_quantizer = "gguf"

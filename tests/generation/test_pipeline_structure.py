@@ -56,7 +56,7 @@ def test_the_generate_command_shows_a_progress_bar_with_elapsed_time_and_time_le
     fake = FakeModel()
     monkeypatch.setattr("generation.services.chunks.model_load", lambda **kwargs: object())
     monkeypatch.setattr("generation.services.chunks.score_instances", fake.score)
-    monkeypatch.setattr("generation.services.chunks.sample_continuations", fake.sample)
+    monkeypatch.setattr("generation.engines.hf.engine.sample_continuations", fake.sample)
     call_command(
         "generate",
         "--dataset=demo-ruff",

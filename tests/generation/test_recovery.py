@@ -16,9 +16,10 @@ from django.core.management import CommandError, call_command
 from django.db import OperationalError
 from django.utils import timezone
 
+from generation.engines.hf import engine as hf_engine
+from generation.engines.hf.scoring import ScoreResult
 from generation.models import Generation, GenerationJob, JobChunk, JobStatus, ProbResult
 from generation.pronouns import BASES
-from generation.scoring import ScoreResult
 from generation.selectors import job_timing
 from generation.services import chunks as chunk_services
 from generation.services import runner
@@ -52,7 +53,7 @@ def fake_model(monkeypatch, settings):
     fake = FakeModel()
     monkeypatch.setattr(chunk_services, "model_load", lambda **kwargs: object())
     monkeypatch.setattr(chunk_services, "score_instances", fake.score)
-    monkeypatch.setattr(chunk_services, "sample_continuations", fake.sample)
+    monkeypatch.setattr(hf_engine, "sample_continuations", fake.sample)
     monkeypatch.setattr(runner, "BUSY_POLL_SECONDS", 0.05)
     settings.CONCORD_TRANSIENT_BACKOFF_SECONDS = 0
     return fake
@@ -362,7 +363,7 @@ class TestCancelIsFinal:
             job_cancel(job=GenerationJob.objects.get(pk=tiny_job.pk))
             return real_sample(**kwargs)
 
-        chunk_services.sample_continuations = cancelled_while_sampling  # undone by the fixture's monkeypatch
+        hf_engine.sample_continuations = cancelled_while_sampling  # undone by the fixture's monkeypatch
         job = job_run(job_id=tiny_job.pk)
         assert job.status == JobStatus.CANCELLED
         assert Generation.objects.filter(job=job).count() == 0  # the step ran, but its rows were not written
@@ -370,7 +371,7 @@ class TestCancelIsFinal:
         assert JobChunk.objects.filter(job=job, finished_at__isnull=False).count() == 0
 
     def test_a_cancel_reaches_a_sampling_call_in_progress_which_ends_writing_nothing(self, tiny_job, fake_model):
-        from generation.sampling import Interrupted
+        from generation.engines.hf.sampling import Interrupted
         from generation.services.jobs import job_cancel
 
         seen = []
@@ -383,7 +384,7 @@ class TestCancelIsFinal:
                 raise Interrupted("stopped after 2 new tokens")
             return fake_model.sample(**kwargs)
 
-        chunk_services.sample_continuations = cancelled_mid_call  # undone by the fixture's monkeypatch
+        hf_engine.sample_continuations = cancelled_mid_call  # undone by the fixture's monkeypatch
         job = job_run(job_id=tiny_job.pk)
         assert seen == [False, True]  # the chunk's own stop, asked inside the call, sees the cancel
         assert job.status == JobStatus.CANCELLED

@@ -7,7 +7,7 @@ import pytest
 import torch
 from transformers import GenerationConfig, TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
 
-from generation.sampling import (
+from generation.engines.hf.sampling import (
     Decoding,
     Interrupted,
     StopWhen,

@@ -2,9 +2,7 @@
 
 import pytest
 
-from generation.models import Instance
-from generation.pronouns import BASES, codebook_for
-from generation.scoring import (
+from generation.engines.hf.scoring import (
     ScoreItem,
     candidate_texts,
     score_candidates,
@@ -12,6 +10,8 @@ from generation.scoring import (
     score_suffixes,
     sequence_loss,
 )
+from generation.models import Instance
+from generation.pronouns import BASES, codebook_for
 
 pytestmark = pytest.mark.slow
 
@@ -113,7 +113,7 @@ class TestTreePass:
     """The batch's token sequences as one trie per row: each distinct token-after-a-history is run once."""
 
     def test_the_default_model_takes_the_tree_pass(self, loaded_model, monkeypatch):
-        import generation.scoring as scoring
+        import generation.engines.hf.scoring as scoring
 
         ran = []
         original = scoring._score_batch_tree
@@ -125,7 +125,7 @@ class TestTreePass:
     def test_entries_that_open_alike_share_nodes_and_score_as_the_plain_loop(self, loaded_model):
         """RUFF's layout (one sentence under several pronouns), a sequence that is a prefix of another, an entry
         twice, and two candidates that are the same text."""
-        from generation.scoring import _prepare, _trees
+        from generation.engines.hf.scoring import _prepare, _trees
 
         candidates = [
             ["The nurse thought that he was late. He said so.", "The nurse thought that he was late. She said so."],
@@ -144,7 +144,7 @@ class TestTreePass:
         assert scored == [pytest.approx(row, abs=1e-4) for row in plain]
 
     def test_rows_split_at_the_node_budget_and_keep_the_order_given(self, loaded_model, monkeypatch):
-        import generation.scoring as scoring
+        import generation.engines.hf.scoring as scoring
 
         monkeypatch.setattr(scoring, "ROW_NODES", 12)
         candidates = [[f"{name} said that {p} would come." for p in ("he", "she", "xe")] for name in "ABCDE"]
@@ -156,7 +156,7 @@ class TestTreePass:
     def test_a_model_whose_attention_takes_no_tree_mask_is_not_given_one(self, loaded_model, monkeypatch):
         import weakref
 
-        import generation.scoring as scoring
+        import generation.engines.hf.scoring as scoring
 
         monkeypatch.setattr(scoring, "_TREE_CHECKED", weakref.WeakKeyDictionary())
         monkeypatch.setattr(scoring, "_score_batch_tree", lambda *a, **k: pytest.fail("the tree pass ran"))
@@ -167,7 +167,7 @@ class TestTreePass:
         """What a model whose head does more than a linear map (soft-capped logits) would give."""
         import weakref
 
-        import generation.scoring as scoring
+        import generation.engines.hf.scoring as scoring
 
         monkeypatch.setattr(scoring, "_TREE_CHECKED", weakref.WeakKeyDictionary())
         original = scoring._score_batch_tree

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
+from generation.engines.hf.scoring import ScoreItem, score_instances, sequence_loss
 from generation.models import Dataset, Generation, GenerationJob, Instance, ProbResult, PronounForm, Template
 from generation.pronouns import Codebook
-from generation.scoring import ScoreItem, score_instances, sequence_loss
 from generation.services.jobs import JobParameterError, job_parameters_validate
 
 CODEBOOK = """base,nom,acc,pos_dep,pos_ind,ref

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from generation.loading import model_load
+from generation.engines.hf.loading import model_load
 from generation.models import DEFAULT_MODEL_FIELDS, DEFAULT_MODEL_NAME, LanguageModel
 from judging.services.judges import judge_add
 from tests.factories import PoolFactory, PoolItemFactory

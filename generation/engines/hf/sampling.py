@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from generation.loading import LoadedModel
+from generation.engines.hf.loading import LoadedModel
 
 # How often a running `generate` call asks whether it should stop (a database read, for a job's cancel).
 STOP_POLL_SECONDS = 1.0

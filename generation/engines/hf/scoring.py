@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import cast
 
 from generation.contexts import fill_mask
-from generation.loading import LoadedModel
+from generation.engines.hf.loading import LoadedModel
 from generation.pronouns import Codebook
 
 logger = logging.getLogger(__name__)
