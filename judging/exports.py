@@ -21,34 +21,35 @@ def label_columns(*, run: JudgeRun) -> list[str]:
     return BASE_COLUMNS + [f"score_{label}" for label in run.judge.option_map]
 
 
-def labels_export(*, run: JudgeRun, fmt: str) -> str:
+def _write(rows: list[dict], *, columns: list[str], fmt: str) -> str:
+    """Rows as JSON lines or spreadsheet-safe CSV (a missing value empty; a list or object cell as JSON)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}: use one of {', '.join(FORMATS)}")
-    rows = label_rows(run=run)
     if fmt == "jsonl":
         return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
     buffer = io.StringIO()
-    writer = SafeDictWriter(buffer, fieldnames=label_columns(run=run), lineterminator="\n")
+    writer = SafeDictWriter(buffer, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
     for row in rows:
-        cells = {key: ("" if value is None else value) for key, value in row.items()}
-        cells["options"] = json.dumps(row["options"], ensure_ascii=False)
-        writer.writerow(cells)
+        writer.writerow(
+            {
+                key: ""
+                if value is None
+                else json.dumps(value, ensure_ascii=False)
+                if isinstance(value, list | dict)
+                else value
+                for key, value in row.items()
+            }
+        )
     return buffer.getvalue()
+
+
+def labels_export(*, run: JudgeRun, fmt: str) -> str:
+    return _write(label_rows(run=run), columns=label_columns(run=run), fmt=fmt)
 
 
 def generation_labels_export(*, run: JudgeRun, fmt: str, pool=None) -> str:
     """A run's labels one row per judged generation (a pool run: per item), as `export_judge_labels` writes them:
     generation, model, dataset, setting, pronoun, context, sample_index, item, label, confidence, prob_<label>,
     score_<label>. A missing value is empty in CSV and null in JSON lines."""
-    if fmt not in FORMATS:
-        raise ValueError(f"unknown format {fmt!r}: use one of {', '.join(FORMATS)}")
-    rows = generation_label_rows(run=run, pool=pool)
-    if fmt == "jsonl":
-        return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
-    buffer = io.StringIO()
-    writer = SafeDictWriter(buffer, fieldnames=generation_label_columns(run=run), lineterminator="\n")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow({key: ("" if value is None else value) for key, value in row.items()})
-    return buffer.getvalue()
+    return _write(generation_label_rows(run=run, pool=pool), columns=generation_label_columns(run=run), fmt=fmt)

@@ -31,25 +31,18 @@ from annotation.models import Adjudication, Annotation, Assignment, ExtraneousSp
 from common.audit import audit_record
 from common.version import VERSION, concord_commit
 from generation.models import Dataset, GenerationJob, LanguageModel
+from generation.parameters import JobParametersSerializer
 from judging.models import Judge, JudgeRun, MachineLabel
 
 REPORT_FILE = "report.json"
 MANIFEST_FILE = "manifest.json"
-JOB_PARAMETERS = (
-    "kind",
-    "pronouns",
-    "settings",
-    "samples",
-    "max_new_tokens",
-    "top_k",
-    "top_p",
-    "num_beams",
-    "seed",
-    "per_pronoun",
-    "batch_size",
-    "options",
-    "status",
-)
+
+
+def _job_parameters() -> list[str]:
+    """A job's parameters as the job's own columns (the rest, the engine among them, are in its `options`): the
+    fields of generation's parameter definition, so that a parameter added there reaches the manifest too."""
+    columns = {field.name for field in GenerationJob._meta.get_fields()}
+    return [name for name in JobParametersSerializer().fields if name in columns and name not in ("model", "dataset")]
 
 
 def _width(count: int) -> int:
@@ -164,7 +157,8 @@ def _manifest(*, scope: Scope, pseudonyms: dict[int, str], files: dict[str, dict
                 "id": job.pk,
                 "model": job.model.name,
                 "dataset": job.dataset.name if job.dataset else None,
-                **{name: getattr(job, name) for name in JOB_PARAMETERS},
+                **{name: getattr(job, name) for name in _job_parameters()},
+                "status": job.status,
             }
             for job in jobs
         ],
