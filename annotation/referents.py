@@ -13,8 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from annotation.models import PoolItem, Referent
+from generation.datasets.registry import codebook_for
 from generation.models import Instance
-from generation.pronouns import BASES, codebook_for
+from generation.pronouns import BASES
 
 REFERENTS = (Referent.TARGET, Referent.OTHER, Referent.UNCLEAR)
 # A word: a letter, then letters and combining marks ("he\u0301" is one word, and not "he").
@@ -69,7 +70,7 @@ def item_people(item: PoolItem) -> dict | None:
     instance = distractor_instance(item)
     if instance is None:
         return None
-    kind = item.dataset or "ruff"
+    kind = item.dataset or instance.dataset.kind
     codebook = codebook_for(kind)
     other_base = codebook.base_of.get(instance.confuse_pronoun, "")
     people = [
@@ -96,7 +97,8 @@ def referents_check(*, item: PoolItem, referents: Sequence) -> list[tuple[int, i
         if referents:
             raise ReferentsRejected("this item has no distractors: it takes no referents")
         return []
-    tokens = {t.start: t for t in pronoun_tokens(item.continuation, dataset_kind=item.dataset or "ruff")}
+    kind = item.dataset or instance.dataset.kind
+    tokens = {t.start: t for t in pronoun_tokens(item.continuation, dataset_kind=kind)}
     chosen: dict[int, str] = {}
     for i, entry in enumerate(referents):
         if isinstance(entry, dict):

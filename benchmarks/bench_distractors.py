@@ -55,7 +55,7 @@ def main() -> None:
     from django.db import connection
 
     call_command("migrate", verbosity=0)
-    from generation.services.distractors import dataset_import_ruff_distractors
+    from generation.datasets.ruff_distractors import dataset_import_ruff_distractors
 
     low, _, high = args.distractors.partition("-")
     counts = range(int(low), int(high or low) + 1)

@@ -30,8 +30,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
 def read_ruff(path: Path, per_pronoun: int):
+    from generation.datasets.registry import codebook_for
+    from generation.datasets.ruff import MASKS as RUFF_MASKS
     from generation.engines.hf.scoring import ScoreItem
-    from generation.pronouns import BASES, RUFF_MASKS, codebook_for
+    from generation.pronouns import BASES
 
     codebook = codebook_for("ruff")
     taken = dict.fromkeys(BASES, 0)
@@ -59,8 +61,8 @@ def read_ruff(path: Path, per_pronoun: int):
 
 def read_tango(path: Path, per_pronoun: int) -> list[tuple[str, str]]:
     """(context, pronoun family) of the first N lines of each base family, in file order."""
+    from generation.datasets.tango import tango_context
     from generation.pronouns import BASES
-    from generation.services.datasets import tango_context
 
     taken = dict.fromkeys(BASES, 0)
     rows = []

@@ -68,7 +68,7 @@ FAMILIES, NAMES_PER_TEMPLATE = 6, 25
 
 
 def templates_main(instances: int) -> None:
-    from generation.services.templates_kind import dataset_import_templates
+    from generation.datasets.templates import dataset_import_templates
 
     templates = max(1, instances // (FAMILIES * NAMES_PER_TEMPLATE))
     codebook, names, path = WORK / "codebook.csv", WORK / "names.txt", WORK / "templates.csv"

@@ -46,7 +46,7 @@ CONTINUATIONS: list[str] = []
 
 
 def prompts(n: int) -> list[str]:
-    from generation.pronouns import codebook_for
+    from generation.datasets.registry import codebook_for
     from judging.prompts import DEFAULT_TEMPLATE, PromptItem, default_options, prompt_render
 
     codebook = codebook_for("misgendered")

@@ -31,6 +31,8 @@ from accounts.services import user_create_or_update
 from annotation.models import Pool, PoolItem
 from annotation.services import assignments_create, generations_import, pool_sample
 from demo.models import LiveJob
+from generation.datasets.labels import dataset_label
+from generation.datasets.ruff import RUFF
 from generation.models import (
     DEFAULT_MODEL_NAME,
     Dataset,
@@ -175,7 +177,7 @@ def _distractor_items(*, pool: Pool) -> None:
     """Hand-written continuations of a RUFF instance with one distractor, as a finished job of `demo-hand-written`
     (the referent flow reads the item's instance through its generation), and their pool items."""
     dataset, _ = Dataset.objects.get_or_create(
-        name=DISTRACTOR_DATASET, defaults={"kind": "ruff", "source": "demo", "import_signature": "demo"}
+        name=DISTRACTOR_DATASET, defaults={"kind": RUFF.kind, "source": "demo", "import_signature": "demo"}
     )
     template, _ = Template.objects.get_or_create(
         dataset=dataset,
@@ -236,7 +238,7 @@ def _distractor_items(*, pool: Pool) -> None:
             pool=pool,
             generation=generation,
             model_name=HAND_WRITTEN,
-            dataset="ruff",
+            dataset=dataset_label(dataset),
             setting="pre",
             pronoun="xe",
             sample_index=index,

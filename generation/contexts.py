@@ -13,11 +13,6 @@ OPEN = "open"
 ALL_SETTINGS = (*SETTINGS, OPEN)
 
 
-def settings_for(dataset_kind: str) -> tuple[str, ...]:
-    """The generation settings a dataset kind has: pre and post for the masked datasets, open for TANGO."""
-    return (OPEN,) if dataset_kind == "tango" else SETTINGS
-
-
 def mask_starts_sentence(text: str, mask: str) -> bool:
     """The capitalisation rule: the character two places before the mask is a full stop ("... cried. [MASK] ...")."""
     index = text.index(mask)

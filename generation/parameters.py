@@ -31,12 +31,13 @@ from typing import Any
 from django.conf import settings as django_settings
 from rest_framework import serializers
 
-from generation.contexts import ALL_SETTINGS, SETTINGS, settings_for
+from generation.contexts import ALL_SETTINGS, SETTINGS
+from generation.datasets.registry import dataset_kind
+from generation.datasets.ruff_distractors import SAMPLE_SEED_CHOICES, SAMPLE_SEEDS
 from generation.engines import ENGINES
 from generation.engines.hf.scoring import DEFAULT_PROB_SCORE, PROB_SCORES
 from generation.models import DEFAULT_MODEL_NAME, GENERATION_KIND, JOB_DEFAULTS, Dataset, LanguageModel
 from generation.pronouns import BASES
-from generation.services.distractors import SAMPLE_SEED_CHOICES, SAMPLE_SEEDS
 from generation.services.kinds import job_kind_get, job_kinds
 
 MAX_SEED = 2**32 - 1
@@ -324,7 +325,7 @@ class JobParametersSerializer(serializers.Serializer):
         if handler is not None and handler.needs_dataset and dataset is None and "dataset" not in errors:
             errors["dataset"] = [f"a {kind} job needs a dataset"]
         if dataset is not None and "settings" not in errors:
-            allowed = settings_for(dataset.kind)
+            allowed = dataset_kind(dataset.kind).settings
             chosen = values.get("settings", list(allowed))
             wrong = [s for s in chosen if s not in allowed]
             if wrong:
@@ -405,7 +406,7 @@ def _parameters(values: dict[str, Any]) -> JobParameters:
     values = dict(values)
     values.setdefault("pronouns", list(BASES))
     if "settings" not in values:
-        values["settings"] = list(settings_for(values["dataset"].kind)) if values.get("dataset") else []
+        values["settings"] = list(dataset_kind(values["dataset"].kind).settings) if values.get("dataset") else []
     return JobParameters(**values)
 
 

@@ -1,6 +1,6 @@
 """The pronoun codebooks (docs/domain.md, 'Pronouns and codebooks'): one per dataset, because spellings differ between datasets.
 
-This module is the only place that knows surface forms; everything else asks a `Codebook`.
+Each dataset kind declares its codebook (generation/datasets/); everything else asks a `Codebook`.
 """
 
 from __future__ import annotations
@@ -65,58 +65,3 @@ class Codebook:
             if self.table[base].get(form) == surface:
                 return base
         return None
-
-
-def _book(dataset: str, rows: dict[str, tuple[str, ...]], forms: tuple[str, ...]) -> Codebook:
-    return Codebook(dataset, {base: dict(zip(forms, rows[base], strict=True)) for base in BASES})
-
-
-CODEBOOKS: dict[str, Codebook] = {
-    "misgendered": _book(
-        "misgendered",
-        {
-            "he": ("he", "him", "his", "his", "himself"),
-            "she": ("she", "her", "her", "hers", "herself"),
-            "they": ("they", "them", "their", "theirs", "themself"),
-            "xe": ("xe", "xem", "xyr", "xyrs", "xemself"),
-        },
-        FORMS,
-    ),
-    "ruff": _book(
-        "ruff",
-        {
-            "he": ("he", "him", "his"),
-            "she": ("she", "her", "her"),
-            "they": ("they", "them", "their"),
-            "xe": ("xe", "xem", "xyr"),
-        },
-        ("nom", "acc", "pos_dep"),
-    ),
-    "tango": _book(
-        "tango",
-        {
-            "he": ("he", "him", "his", "his", "himself"),
-            "she": ("she", "her", "her", "hers", "herself"),
-            "they": ("they", "them", "their", "theirs", "themself"),
-            "xe": ("xe", "xir", "xir", "xirs", "xirself"),
-        },
-        FORMS,
-    ),
-}
-
-# The mask markers each dataset's templates use, with the case each one stands for.
-MISGENDERED_MASK = "{mask_token}"
-RUFF_MASKS = {"$NOM_PRONOUN": "nom", "$ACC_PRONOUN": "acc", "$POSS_PRONOUN": "pos_dep"}
-
-# TANGO has no mask: the model continues the whole context (docs/domain.md, 'TANGO and Prob-TANGO'). Its instance text
-# is the context followed by this marker, so that the context is `text.split(TANGO_MASK)[0]` as for pre-[MASK].
-TANGO_MASK = "{continuation}"
-# Prob-TANGO's template placeholders (TANGO's names for the cases) -> the codebook's forms.
-TANGO_PLACEHOLDERS = {"nom": "nom", "acc": "acc", "gen_att": "pos_dep", "gen_pred": "pos_ind", "ref": "ref"}
-
-
-def codebook_for(dataset_kind: str) -> Codebook:
-    try:
-        return CODEBOOKS[dataset_kind]
-    except KeyError:
-        raise KeyError(f"no codebook for dataset kind {dataset_kind!r}; known: {', '.join(CODEBOOKS)}") from None

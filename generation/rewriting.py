@@ -33,9 +33,10 @@ from typing import Any
 
 from django.conf import settings
 
-from generation.pronouns import TANGO_PLACEHOLDERS, codebook_for
+from generation.datasets.tango import CODEBOOK
 
-CODEBOOK = codebook_for("tango")
+# Prob-TANGO's template placeholders (TANGO's names for the cases) -> the codebook's forms.
+TANGO_PLACEHOLDERS = {"nom": "nom", "acc": "acc", "gen_att": "pos_dep", "gen_pred": "pos_ind", "ref": "ref"}
 OMEGA = CODEBOOK.omega
 
 # Step 2: each neopronoun form -> the she form of the same case (the spelling is unique per case).

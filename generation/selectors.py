@@ -12,6 +12,7 @@ from django.db.models import Case, Count, F, IntegerField, Min, Q, QuerySet, Val
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from generation.datasets.registry import dataset_kind
 from generation.models import (
     Dataset,
     Generation,
@@ -24,7 +25,7 @@ from generation.models import (
     PronounForm,
     TangoTemplate,
 )
-from generation.pronouns import CODEBOOKS, Codebook, codebook_for
+from generation.pronouns import Codebook
 
 
 def job_list() -> QuerySet[GenerationJob]:
@@ -44,11 +45,10 @@ def dataset_codebook(*, dataset: Dataset) -> Codebook:
         table.setdefault(base, {})[form] = surface
     if not table:
         raise ValueError(f"dataset {dataset.name!r} has no stored codebook (pronoun forms); import it again")
-    if (
-        dataset.kind not in CODEBOOKS
-    ):  # a templates dataset: its codebook is its own (docs/domain.md, 'Your own templates')
+    builtin = dataset_kind(dataset.kind).codebook
+    if builtin is None:  # a templates dataset: its codebook is its own (docs/domain.md, 'Your own templates')
         return Codebook(dataset=dataset.name, table=table)
-    return dataclasses.replace(codebook_for(dataset.kind), table=table)
+    return dataclasses.replace(builtin, table=table)
 
 
 def dataset_rows() -> list[dict]:
@@ -266,7 +266,7 @@ def job_tango_results(*, job: GenerationJob, generation_ids) -> dict[int, TangoT
 def job_prob_summary(*, job: GenerationJob) -> dict:
     """The probability-based result: per instance (ProbResult) on the masked datasets; per generation on TANGO
     (Prob-TANGO, docs/domain.md, 'TANGO and Prob-TANGO'), where failed templates are counted apart and left out."""
-    tango = job.dataset is not None and job.dataset.kind == "tango"
+    tango = job.dataset is not None and dataset_kind(job.dataset.kind).scores_per_generation
     rows = TangoTemplate.objects.filter(job=job, failed=False) if tango else ProbResult.objects.filter(job=job)
     scored = rows.count()
     correct = rows.filter(correct=True).count()

@@ -11,6 +11,8 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 
 from accounts.roles import ADMIN, RESEARCHER, has_role, role_required
 from common.safe_csv import SafeDictWriter
+from generation.datasets.files import ImportFailed
+from generation.datasets.templates import templates_upload_import
 from generation.forms import JobForm, TemplatesImportForm
 from generation.models import GENERATION_KIND, Generation, JobStatus, ProbResult, TangoTemplate
 from generation.selectors import (
@@ -28,7 +30,6 @@ from generation.selectors import (
     job_tango_results,
     job_timing,
 )
-from generation.services.datasets import ImportFailed
 from generation.services.jobs import (
     ACTIVE,
     JobDispatchError,
@@ -40,7 +41,6 @@ from generation.services.jobs import (
     job_size,
 )
 from generation.services.kinds import job_kind_get
-from generation.services.templates_kind import templates_upload_import
 from generation.textfiles import MAX_ERRORS_SHOWN
 
 PAGE_SIZE = 50

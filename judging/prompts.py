@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from annotation.schema import DEFAULT_LABELS, label_guideline
-from generation.pronouns import Codebook, codebook_for
-from generation.services.templates_kind import label_codebook
+from generation.datasets.labels import label_codebook_nearest
+from generation.pronouns import Codebook
 
 FIELDS = ("context", "pronouns", "generation", "options")
 
@@ -97,10 +97,7 @@ class PromptItem:
 def codebook_of(dataset: str) -> Codebook:
     """The dataset's codebook: a built-in kind's, a templates dataset's own (the label is its name), else (a RUFF
     variant, such as RUFF with distractors, spells pronouns as RUFF does) the nearest built-in one."""
-    codebook = label_codebook(dataset)
-    if codebook is not None:
-        return codebook
-    return codebook_for("ruff" if dataset.startswith("ruff") else "misgendered")
+    return label_codebook_nearest(dataset)
 
 
 def _forms(dataset: str, base: str) -> str:

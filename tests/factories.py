@@ -6,6 +6,8 @@ import factory
 
 from annotation.models import Annotation, Assignment, Pool, PoolItem
 from generation.contexts import build_context
+from generation.datasets.misgendered import MASK as MISGENDERED_MASK
+from generation.datasets.registry import codebook_for
 from generation.heuristic import heuristic_verdict
 from generation.models import (
     Dataset,
@@ -17,7 +19,6 @@ from generation.models import (
     ProbResult,
     Template,
 )
-from generation.pronouns import MISGENDERED_MASK, codebook_for
 
 
 class DatasetFactory(factory.django.DjangoModelFactory):

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from generation.datasets.registry import DATASET_KINDS
 from generation.pronouns import BASES
 
 if TYPE_CHECKING:
@@ -21,7 +22,8 @@ if TYPE_CHECKING:
 FORMATS = {"svg": "image/svg+xml", "png": "image/png"}
 SETTINGS_ORDER = ["pre", "post", "open"]
 SETTING_NAMES = {"pre": "pre-[MASK]", "post": "post-[MASK]", "open": "open generation"}
-DATASET_NAMES = {"misgendered": "MISGENDERED", "ruff": "RUFF", "tango": "TANGO"}
+# The built-in kinds, in registry order, by their display names (a templates dataset is shown by its own name).
+DATASET_NAMES = {spec.kind.value: spec.kind.label for spec in DATASET_KINDS.values() if spec.codebook is not None}
 MARKERS = {"he": "o", "she": "s", "they": "^", "xe": "D"}
 # Okabe & Ito (2008), reordered so that the first colours are the most distinct on white.
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]

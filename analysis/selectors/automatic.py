@@ -16,8 +16,8 @@ from analysis.metrics import beta_moments, binary_agreement, disagreement_probab
 from analysis.metrics.agreement import bootstrap_ci, bootstrap_ratio_ci, finite
 from analysis.models import RepetitionRate
 from annotation.models import Pool
+from generation.datasets.labels import dataset_label_expression
 from generation.models import Generation, GenerationJob, Instance, ProbResult
-from generation.services.templates_kind import dataset_label_expression
 
 CONFLICT_SCOPES = ["all", "dataset", "model", "pronoun", "setting"]
 

@@ -23,9 +23,9 @@ from analysis.cells import CELL
 from analysis.metrics.multirater import majority
 from annotation.models import STUDY, Pool, PoolItem
 from annotation.schema import human_binary
+from generation.datasets.labels import dataset_label_expression, dataset_label_q
 from generation.models import Generation, GenerationJob, Instance
 from generation.pronouns import BASES
-from generation.services.templates_kind import dataset_label_expression, dataset_label_q
 
 PAGE_SIZE = 20
 

@@ -23,7 +23,8 @@ import pandas as pd
 
 from analysis.cells import CELL
 from analysis.metrics import beta_moments, binary_agreement, disagreement_probability, mean_sem, variation_shares
-from generation.models import DatasetKind, Generation
+from generation.datasets.tango import TANGO
+from generation.models import Generation
 
 COLUMNS = ["job_id", "instance_id", "sample_index", "m_gen", "scored", "failed", "m_prob", "pronoun", "model"]
 
@@ -32,7 +33,7 @@ def tango_frame(*, job_ids: list[int]) -> pd.DataFrame:
     """One row per generation of the TANGO jobs among `job_ids`: m_gen (the heuristic), whether Prob-TANGO has run
     on it (`scored`), `failed`, and m_prob (NaN when failed or not scored), plus the cell columns."""
     rows = (
-        Generation.objects.filter(job_id__in=job_ids, job__dataset__kind=DatasetKind.TANGO)
+        Generation.objects.filter(job_id__in=job_ids, job__dataset__kind=TANGO.kind)
         .order_by("job_id", "instance_id", "sample_index")
         .values_list(
             "job_id",
@@ -51,7 +52,7 @@ def tango_frame(*, job_ids: list[int]) -> pd.DataFrame:
     frame["failed"] = frame["failed"].astype(object).where(frame["scored"], None)
     frame["m_gen"] = frame["m_gen"].astype(float)
     frame["m_prob"] = pd.to_numeric(frame["m_prob"], errors="coerce").astype(float)
-    frame["dataset"] = DatasetKind.TANGO.value
+    frame["dataset"] = TANGO.kind.value
     frame["setting"] = "open"
     return frame
 

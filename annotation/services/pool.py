@@ -27,9 +27,9 @@ from django.db import transaction
 from annotation.models import Pool, PoolItem
 from common.audit import CREATE, audit_record
 from generation.contexts import ALL_SETTINGS
+from generation.datasets.labels import dataset_label
 from generation.models import Generation, GenerationJob, JobStatus
 from generation.pronouns import BASES
-from generation.services.templates_kind import dataset_label
 
 DRAW_INSTANCES = "instances"
 DRAW_PER_SAMPLE_INDEX = "per-sample-index"

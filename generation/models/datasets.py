@@ -1,17 +1,11 @@
 from django.db import models
 from django.db.models import Q
 
+from generation.datasets.base import DatasetKind
 from generation.pronouns import BASES, FORMS
 
 BASE_CHOICES = [(base, base) for base in BASES]
 FORM_CHOICES = [(form, form) for form in FORMS]
-
-
-class DatasetKind(models.TextChoices):
-    MISGENDERED = "misgendered", "MISGENDERED"
-    RUFF = "ruff", "RUFF"
-    TANGO = "tango", "TANGO"
-    TEMPLATES = "templates", "your own templates"
 
 
 class Dataset(models.Model):

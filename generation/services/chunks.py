@@ -28,12 +28,13 @@ from django.db.models import Count
 from kombu.exceptions import OperationalError as BrokerError
 
 from generation.contexts import ALL_SETTINGS, SETTINGS, build_context
+from generation.datasets.registry import dataset_kind
 from generation.engines import engine_sample
 from generation.engines.hf.loading import LoadedModel, model_load
 from generation.engines.hf.sampling import Decoding, Interrupted
 from generation.engines.hf.scoring import ScoreItem, score_instances
 from generation.heuristic import heuristic_verdicts
-from generation.models import DatasetKind, Generation, GenerationJob, Instance, JobChunk, ProbResult
+from generation.models import Generation, GenerationJob, Instance, JobChunk, ProbResult
 from generation.parameters import JobParameters
 from generation.pronouns import Codebook
 from generation.seeds import seed_derive
@@ -77,7 +78,7 @@ def _still_active(job: GenerationJob) -> bool:
 
 
 def _score(job: GenerationJob, loaded: LoadedModel, instances: list[Instance], codebook: Codebook) -> None:
-    if job.dataset is None or job.dataset.kind == DatasetKind.TANGO:
+    if job.dataset is None or dataset_kind(job.dataset.kind).scores_per_generation:
         return  # no mask: Prob-TANGO scores each generation once it is written (tango_templates_fill)
     scored = set(ProbResult.objects.filter(job=job, instance__in=instances).values_list("instance_id", flat=True))
     todo = [instance for instance in instances if instance.pk not in scored]
@@ -305,7 +306,7 @@ class GenerationKind(JobKind[JobParameters]):
         generations = Generation.objects.filter(job=job)
         complete = generations.values("instance").annotate(n=Count("id")).filter(n=per_instance).values("instance")
         assert job.dataset is not None
-        if job.dataset.kind == DatasetKind.TANGO:  # Prob-TANGO is per generation
+        if dataset_kind(job.dataset.kind).scores_per_generation:  # Prob-TANGO is per generation
             done_instances = tango_instances_done(job=job, complete=complete)
         else:
             done_instances = ProbResult.objects.filter(job=job, instance__in=complete).count()

@@ -18,9 +18,10 @@ from collections.abc import Sequence
 from django.db import transaction
 from django.db.models import Count, Q, QuerySet
 
+from generation.datasets.registry import dataset_kind
 from generation.engines.hf.loading import LoadedModel, model_load
 from generation.engines.hf.scoring import DEFAULT_PROB_SCORE, score_candidates
-from generation.models import DatasetKind, Generation, GenerationJob, LanguageModel, TangoTemplate
+from generation.models import Generation, GenerationJob, LanguageModel, TangoTemplate
 from generation.pronouns import BASES
 from generation.rewriting import ContractionChooser, Rewrite, rewrite_continuations, template_fill
 
@@ -87,7 +88,7 @@ def tango_score(
 
 def tango_templates_fill(*, job: GenerationJob, loaded: LoadedModel, instance_ids: Sequence[int]) -> int:
     """Prob-TANGO for a chunk's generations that have none yet (nothing for other datasets). Returns rows written."""
-    if job.dataset is None or job.dataset.kind != DatasetKind.TANGO:
+    if job.dataset is None or not dataset_kind(job.dataset.kind).scores_per_generation:
         return 0
     todo = list(
         Generation.objects.filter(job=job, instance_id__in=list(instance_ids), tango_template__isnull=True)

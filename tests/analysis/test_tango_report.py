@@ -14,8 +14,8 @@ from sklearn.metrics import cohen_kappa_score, matthews_corrcoef
 from analysis.exports import report_csv, report_html
 from analysis.plots import plot_render
 from analysis.selectors.report import report_data
+from generation.datasets.tango import dataset_import_tango
 from generation.models import Generation, GenerationJob, JobStatus, LanguageModel, TangoTemplate
-from generation.services.datasets import dataset_import_tango
 from tests.conftest import DEMO
 from tests.factories import PoolFactory
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from generation.datasets.misgendered import dataset_import_misgendered
+from generation.datasets.ruff import dataset_import_ruff
 from generation.engines.hf.loading import model_load
 from generation.models import DEFAULT_MODEL_FIELDS, DEFAULT_MODEL_NAME, LanguageModel
-from generation.services.datasets import dataset_import_misgendered, dataset_import_ruff
 from tests.conftest import DEMO
 
 

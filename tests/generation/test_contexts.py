@@ -1,6 +1,7 @@
 from generation.contexts import build_context, mask_starts_sentence
+from generation.datasets.misgendered import MASK as MISGENDERED_MASK
+from generation.datasets.registry import codebook_for
 from generation.engines.hf.scoring import ScoreItem, candidate_texts
-from generation.pronouns import MISGENDERED_MASK, codebook_for
 
 STARTS = f"Robin/'s pronouns are xe/xem/xyrs. Robin baked bread. {MISGENDERED_MASK} sold it at the market."
 INSIDE = "The baker said that xe would open late. The baker announced that $NOM_PRONOUN had sold out."

@@ -2,8 +2,8 @@
 
 import pytest
 
+from generation.datasets.registry import codebook_for
 from generation.heuristic import heuristic_verdict, heuristic_verdicts
-from generation.pronouns import codebook_for
 
 MISGENDERED = codebook_for("misgendered")
 RUFF = codebook_for("ruff")

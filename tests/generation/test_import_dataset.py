@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
+from generation.datasets.misgendered import MASK as MISGENDERED_MASK
 from generation.models import Dataset, Instance, PronounForm, Template
-from generation.pronouns import BASES, MISGENDERED_MASK
+from generation.pronouns import BASES
 from tests.conftest import DATASETS, DEMO
 
 MISGENDERED_FILE = DATASETS / "misgendered" / "templates" / "explicit_template_31.csv"
@@ -165,8 +166,8 @@ def earlier_rule(dataset_name: str = "misgendered") -> None:
         instance.name = old
         instance.save(update_fields=["name", "text"])
     # What the earlier import stored: the files' bytes (name lists sorted by file name) and its arguments, hashed.
+    from generation.datasets.files import signature as _signature
     from generation.models import DatasetKind
-    from generation.services.datasets import _signature
 
     names_raw = b"".join(path.read_bytes() for path in sorted(NAMES_DIR.glob("*.txt")))
     signature = _signature(DatasetKind.MISGENDERED, MISGENDERED_FILE.read_bytes(), names_raw, 15, 42)

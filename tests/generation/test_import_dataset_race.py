@@ -5,9 +5,10 @@ import threading
 import pytest
 from django.db import connection
 
+from generation.datasets import writing
+from generation.datasets.files import ImportFailed
+from generation.datasets.ruff import dataset_import_ruff
 from generation.models import Dataset, Instance
-from generation.services import datasets
-from generation.services.datasets import ImportFailed, dataset_import_ruff
 from tests.conftest import DEMO
 
 RUFF = DEMO / "ruff_templates.tsv"
@@ -24,7 +25,7 @@ class _CheckMissesTheRow:
 class TestConcurrentDatasetImports:
     def test_it_treats_a_name_taken_after_its_check_as_already_imported(self, monkeypatch):
         first = dataset_import_ruff(templates_path=RUFF, name="race")
-        monkeypatch.setattr(datasets.Dataset.objects, "select_for_update", lambda: _CheckMissesTheRow())
+        monkeypatch.setattr(writing.Dataset.objects, "select_for_update", lambda: _CheckMissesTheRow())
 
         second = dataset_import_ruff(templates_path=RUFF, name="race")
 
@@ -38,7 +39,7 @@ class TestConcurrentDatasetImports:
         other = tmp_path / "other.tsv"
         lines = RUFF.read_text(encoding="utf-8").splitlines(keepends=True)
         other.write_text("".join(lines[:5]), encoding="utf-8")
-        monkeypatch.setattr(datasets.Dataset.objects, "select_for_update", lambda: _CheckMissesTheRow())
+        monkeypatch.setattr(writing.Dataset.objects, "select_for_update", lambda: _CheckMissesTheRow())
 
         with pytest.raises(ImportFailed, match="'race' was already imported from other files or arguments"):
             dataset_import_ruff(templates_path=other, name="race")

@@ -30,8 +30,8 @@ def test_the_job_defaults_are_defined_once_and_read_everywhere(smollm2, demo_ruf
 
 
 def test_a_job_reads_the_codebook_stored_with_its_dataset(demo_ruff, demo_misgendered):
+    from generation.datasets.registry import codebook_for
     from generation.models import PronounForm
-    from generation.pronouns import codebook_for
     from generation.selectors import dataset_codebook
 
     for dataset in (demo_ruff, demo_misgendered):

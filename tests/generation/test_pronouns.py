@@ -5,7 +5,8 @@ import csv
 import pytest
 
 from generation.contexts import build_context, fill_mask, mask_starts_sentence, pre_context
-from generation.pronouns import BASES, codebook_for
+from generation.datasets.registry import codebook_for
+from generation.pronouns import BASES
 from tests.conftest import DATASETS
 
 COLUMN_FOR_FORM = {

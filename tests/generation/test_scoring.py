@@ -2,6 +2,7 @@
 
 import pytest
 
+from generation.datasets.registry import codebook_for
 from generation.engines.hf.scoring import (
     ScoreItem,
     candidate_texts,
@@ -11,7 +12,7 @@ from generation.engines.hf.scoring import (
     sequence_loss,
 )
 from generation.models import Instance
-from generation.pronouns import BASES, codebook_for
+from generation.pronouns import BASES
 
 pytestmark = pytest.mark.slow
 

@@ -12,8 +12,10 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from generation.contexts import OPEN, build_context
+from generation.datasets.registry import codebook_for
+from generation.datasets.tango import MASK as TANGO_MASK
 from generation.models import Dataset, Instance, PronounForm, Template
-from generation.pronouns import BASES, TANGO_MASK, codebook_for
+from generation.pronouns import BASES
 from tests.conftest import DATASETS, DEMO
 
 DEMO_FILE = DEMO / "tango_misgendering.jsonl"

@@ -24,8 +24,8 @@ from annotation.schema import DEFAULT_LABELS
 from annotation.services.imports.reading import Source, Stored, Upload, file_rows
 from annotation.services.imports.rows import Row
 from common.audit import CREATE, audit_record
+from generation.datasets.registry import codebook_for
 from generation.heuristic import Verdict, heuristic_verdicts
-from generation.pronouns import codebook_for
 from generation.textfiles import InputErrors
 
 __all__ = ["KINDS", "GenerationImportError", "GenerationsImportResult", "Stored", "Upload", "generations_import"]

@@ -8,12 +8,16 @@ from dataclasses import dataclass
 
 from annotation.models import STUDY, TRAINING, PoolItem
 from generation.contexts import fill_mask, pre_context
-from generation.pronouns import BASES, MISGENDERED_MASK, RUFF_MASKS, codebook_for
+from generation.datasets.registry import DATASET_KINDS, codebook_for
+from generation.pronouns import BASES
 
 GENERATION_COLUMNS = {"random_pre_gen": "pre", "random_post_gen": "post"}
 REQUIRED_COLUMNS = ("template", "correct", "pronoun", "model")
-MISGENDERED_MASKS = (MISGENDERED_MASK, "[MASK]")
-ALL_MASKS = (*MISGENDERED_MASKS, *RUFF_MASKS)
+# Each mask marker of the seed's files -> (the dataset kind it means, the case it stands for or None).
+MASK_KINDS = {
+    mask: (spec.kind.value, form) for spec in DATASET_KINDS.values() for mask, form in spec.seed_masks.items()
+}
+ALL_MASKS = tuple(MASK_KINDS)
 MODEL_NAME_MAX_LENGTH = PoolItem._meta.get_field("model_name").max_length or 200
 _YES = {"1", "1.0", "true", "yes", "y"}
 _NO = {"0", "0.0", "false", "no", "n"}
@@ -59,9 +63,7 @@ def _masks_in(template: str) -> list[str]:
 
 def _mask_of(mask: str) -> tuple[str, str | None]:
     """(dataset kind, case form or None when the marker does not tell it)."""
-    if mask in MISGENDERED_MASKS:
-        return "misgendered", None
-    return "ruff", RUFF_MASKS[mask]
+    return MASK_KINDS[mask]
 
 
 def _post_context(

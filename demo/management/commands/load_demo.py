@@ -4,10 +4,12 @@ from django.core.management.base import BaseCommand
 
 from annotation.models import Pool
 from demo import services as demo
+from generation.datasets.misgendered import dataset_import_misgendered
+from generation.datasets.ruff import dataset_import_ruff
+from generation.datasets.tango import dataset_import_tango
+from generation.datasets.templates import dataset_import_templates
 from generation.models import DEFAULT_MODEL_NAME
-from generation.services.datasets import dataset_import_misgendered, dataset_import_ruff, dataset_import_tango
 from generation.services.jobs import job_create
-from generation.services.templates_kind import dataset_import_templates
 
 
 class Command(BaseCommand):

@@ -2,8 +2,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from generation.datasets.export import instances_export
 from generation.models import Dataset
-from generation.services.distractors import instances_export
 
 
 class Command(BaseCommand):

@@ -4,15 +4,10 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from generation.services.datasets import (
-    ImportFailed,
-    ImportResult,
-    dataset_import_misgendered,
-    dataset_import_ruff,
-    dataset_import_tango,
-)
-from generation.services.distractors import COUNTS, SAMPLE_SEED_CHOICES, dataset_import_ruff_distractors
-from generation.services.templates_kind import dataset_import_templates
+from generation.datasets.distractor_rows import COUNTS
+from generation.datasets.files import ImportFailed
+from generation.datasets.registry import DATASET_KINDS
+from generation.datasets.ruff_distractors import SAMPLE_SEED_CHOICES
 
 
 class Command(BaseCommand):
@@ -22,7 +17,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("kind", choices=["misgendered", "ruff", "tango", "ruff-distractors", "templates"])
+        parser.add_argument("kind", choices=list(DATASET_KINDS))
         parser.add_argument("--templates", type=Path, help="the template file (CSV, TSV or JSONL)")
         parser.add_argument("--task", type=Path, help="ruff-distractors: RUFF's task.tsv")
         parser.add_argument("--context", type=Path, help="ruff-distractors: RUFF's context.tsv")
@@ -50,48 +45,20 @@ class Command(BaseCommand):
             help="MISGENDERED: redraw the names of a dataset imported under an earlier draw rule (same templates)",
         )
 
-    def handle(self, *args, kind: str, templates: Path, names_dir: Path | None, **options):
+    def handle(self, *args, kind: str, **options):
         name = options["name"] or kind
-        if kind == "ruff-distractors":
-            return self._distractors(name, options)
-        _templates_flags_only_there(kind, options)
-        if templates is None:
-            raise CommandError(f"{kind} needs --templates PATH")
+        spec = DATASET_KINDS[kind]
+        if spec.reads_template_file:
+            if spec.codebook is not None and (options["codebook"] or options["names"]):
+                raise CommandError(f"{kind} takes no --codebook or --names (those are for the templates kind)")
+            if options["templates"] is None:
+                raise CommandError(f"{kind} needs --templates PATH")
         try:
-            result = _import(kind, templates, names_dir, name, options)
+            result = spec.command_import(name, options)
         except ImportFailed as exc:
             raise CommandError(f"import failed, nothing written:\n{exc}") from None
-        verb = "imported" if result.created else "already imported, unchanged:"
-        if result.replaced:
-            verb = f"redrew the names of {result.replaced} instances of"
-        counts = ", ".join(f"{base} {n}" for base, n in result.per_pronoun.items())
-        self.stdout.write(f"{verb} {result.dataset.name}: {result.instances} instances ({counts})")
-        if result.skipped:
-            families = ", ".join(f"{family} {n}" for family, n in sorted(result.skipped.items()))
-            self.stdout.write(f"skipped rows of pronoun families Concord does not study: {families}")
-        if options["json"]:
-            self.stdout.write(json.dumps(result.as_json()))
-
-    def _distractors(self, name: str, options) -> None:
-        if options["task"] is None or options["context"] is None:
-            raise CommandError("ruff-distractors needs --task PATH and --context PATH")
-        seed = None if options["sample_seed"] == "none" else int(options["sample_seed"])
-        try:
-            result = dataset_import_ruff_distractors(
-                task_path=options["task"],
-                context_path=options["context"],
-                distractors=options["distractors"] or COUNTS,
-                sample_seed=seed,
-                name=name,
-            )
-        except ImportFailed as exc:
-            raise CommandError(f"import failed, nothing written:\n{exc}") from None
-        counts = ", ".join(f"{n} with {count}" for count, n in result.by_distractors.items())
-        what = "the full set" if seed is None else f"RUFF's sample for seed {seed}"
-        self.stdout.write(
-            f"{result.dataset.name}: {result.instances} instances, {what} ({counts}); wrote {result.written} rows "
-            f"in {result.seconds:.1f} s ({result.rows_per_second:,.0f} rows/s)"
-        )
+        for line in result.lines():
+            self.stdout.write(line)
         if options["json"]:
             self.stdout.write(json.dumps(result.as_json()))
 
@@ -109,48 +76,3 @@ def _counts(value: str) -> list[int]:
     if not counts or any(c not in COUNTS for c in counts):
         raise argparse.ArgumentTypeError(f"{value!r}: distractor counts run from 0 to 5")
     return counts
-
-
-def _templates(templates: Path, names_dir: Path | None, name: str, options) -> ImportResult:
-    """The templates kind: a codebook, a templates file and optionally a names file (docs/domain.md)."""
-    if options["codebook"] is None:
-        raise CommandError("templates needs --codebook PATH (base, nom, acc, pos_dep, pos_ind, ref)")
-    if names_dir is not None:
-        raise CommandError("templates takes --names FILE (one name a line), not --names-dir")
-    return dataset_import_templates(
-        codebook_path=options["codebook"],
-        templates_path=templates,
-        names_path=options["names"],
-        names_per_template=options["names_per_template"],
-        seed=options["seed"],
-        name=name,
-    )
-
-
-def _templates_flags_only_there(kind: str, options) -> None:
-    if kind != "templates" and (options["codebook"] or options["names"]):
-        raise CommandError(f"{kind} takes no --codebook or --names (those are for the templates kind)")
-
-
-def _import(kind: str, templates: Path, names_dir: Path | None, name: str, options) -> ImportResult:
-    """One import of the kinds that read a template file."""
-    if kind == "templates":
-        return _templates(templates, names_dir, name, options)
-    if kind == "misgendered":
-        if names_dir is None:
-            raise CommandError("misgendered needs --names-dir DIR (the directory of name lists)")
-        return dataset_import_misgendered(
-            templates_path=templates,
-            names_dir=names_dir,
-            names_per_template=options["names_per_template"],
-            seed=options["seed"],
-            name=name,
-            replace=options["replace"],
-        )
-    if kind == "tango":
-        if names_dir is not None:
-            raise CommandError("tango takes no --names-dir: its contexts already hold their names")
-        return dataset_import_tango(templates_path=templates, name=name)
-    if names_dir is not None:
-        raise CommandError("ruff takes no --names-dir: its sentences have no names")
-    return dataset_import_ruff(templates_path=templates, name=name)

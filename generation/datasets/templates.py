@@ -1,9 +1,10 @@
 """Dataset kind `templates`: a researcher's own codebook and templates (docs/domain.md, 'Your own templates').
 
-Everything the kind needs is here and in generation/services/templates_files.py (reading and checking the files, the
-name draw): building the instances, the label a pool gives its cells, and the rows `export_instances` writes. Nothing
-else in Concord branches on this kind: its instances look like RUFF's (a text with one slot marker, a correct form,
-one candidate per family), and the codebook stored with the dataset carries its own families.
+Everything the kind needs is here and in generation/datasets/templates_files.py (reading and checking the files, the
+name draw): building the instances, the import from uploaded files, and the rows `export_instances` writes. Nothing
+outside this package branches on this kind: its instances look like RUFF's (a text with one slot marker, a correct
+form, one candidate per family), its spec has no codebook (the one stored with each dataset carries its own
+families), and a dataset without a codebook of its kind is labelled by its own name (generation/datasets/labels.py).
 
 Import reads each file twice: once to check every line (nothing is written unless every line is good), once to write,
 in batches, inside one transaction. Neither pass holds more than a batch of instances, so 100,000 instances import
@@ -14,21 +15,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from django.core.management.base import CommandError
 from django.db import IntegrityError, transaction
-from django.db.models import Case, CharField, F, Q, When
 
 from generation.contexts import capitalise, mask_starts_sentence, post_context, pre_context
-from generation.models import Dataset, DatasetKind, Instance, PronounForm, Template
-from generation.pronouns import CODEBOOKS, Codebook, codebook_for
-from generation.selectors import dataset_codebook
-from generation.services.datasets import ImportFailed, ImportResult, _already_imported
-from generation.services.templates_files import (
+from generation.datasets.base import DATASET_NAME, DatasetKind, DatasetKindSpec
+from generation.datasets.files import ImportFailed
+from generation.datasets.templates_files import (
     TemplateRow,
     codebook_read,
     files_sha256,
@@ -36,12 +35,15 @@ from generation.services.templates_files import (
     names_read,
     templates_read,
 )
+from generation.datasets.writing import ImportResult, already_imported
+from generation.models import Dataset, Instance, PronounForm, Template
+from generation.pronouns import Codebook
 
+NAME = "templates"
 KIND = DatasetKind.TEMPLATES
 EXPORT_COLUMNS = ("template_id", "group", "base", "name", "form", "pre_context", "post_context", "candidates")
 DEFAULT_NAMES_PER_TEMPLATE = 15
 BATCH = 5000
-_SLUG = re.compile(r"^[-\w]+$")
 
 
 def instance_text(template: TemplateRow, codebook: Codebook, base: str, name: str) -> str:
@@ -87,15 +89,15 @@ def dataset_import_templates(
     names_path: Path | None = None,
     names_per_template: int = DEFAULT_NAMES_PER_TEMPLATE,
     seed: int = 42,
-    name: str = "templates",
+    name: str = NAME,
 ) -> ImportResult:
     """Import a codebook and its templates as one dataset. Instances = template x family x name draw, in that order
     (template by template in file order, each family in codebook order, each draw): "the first N per family" are
     those of the first templates. Without a names file each template has one instance per family (draw 0, no name).
     Atomic (a bad file writes nothing) and idempotent (the same files and arguments change nothing)."""
-    if not _SLUG.match(name) or len(name) > 64:
+    if not DATASET_NAME.match(name) or len(name) > 64:
         raise ImportFailed([f"--name {name!r}: a dataset name is 1-64 letters, digits, - and _"])
-    if name in CODEBOOKS:
+    if name in DatasetKind.values and name != KIND:  # the built-in kinds
         raise ImportFailed([f"--name {name!r} is a built-in dataset kind's name; choose another"])
     plan = _check(
         codebook_path=codebook_path,
@@ -115,14 +117,14 @@ def dataset_import_templates(
 def _write(plan: _Plan, *, name: str, signature: str) -> ImportResult:
     existing = Dataset.objects.select_for_update().filter(name=name).first()
     if existing is not None:
-        return _already_imported(existing, signature=signature)
+        return already_imported(existing, signature=signature)
     try:
         with transaction.atomic():
             dataset = Dataset.objects.create(
                 name=name, kind=KIND, source=str(plan.templates_path)[:500], import_signature=signature
             )
     except IntegrityError:
-        return _already_imported(Dataset.objects.get(name=name), signature=signature)
+        return already_imported(Dataset.objects.get(name=name), signature=signature)
     codebook = plan.codebook
     PronounForm.objects.bulk_create(  # in codebook order: the stored codebook reads them back by id
         PronounForm(dataset=dataset, base=base, form=form, surface=surface)
@@ -184,38 +186,6 @@ def _write(plan: _Plan, *, name: str, signature: str) -> ImportResult:
     return ImportResult(dataset=dataset, created=True, instances=ordinal, per_pronoun=per_pronoun)
 
 
-def dataset_label(dataset: Dataset) -> str:
-    """What a pool cell, a report row and a judge call the dataset: the kind for the built-in kinds (one codebook
-    each), the dataset's own name for a templates dataset (each has its own codebook and families)."""
-    return dataset.name if dataset.kind == KIND else dataset.kind
-
-
-def dataset_label_expression(dataset: str) -> Case:
-    """`dataset_label` in SQL, for the dataset reached by the lookup path `dataset` ("job__dataset", ...)."""
-    return Case(
-        When(**{f"{dataset}__kind": KIND}, then=F(f"{dataset}__name")),
-        default=F(f"{dataset}__kind"),
-        output_field=CharField(),
-    )
-
-
-def dataset_label_q(dataset: str, label: str) -> Q:
-    """The rows whose dataset (by the lookup path `dataset`) has this label."""
-    return (Q(**{f"{dataset}__kind": label}) & ~Q(**{f"{dataset}__kind": KIND})) | Q(
-        **{f"{dataset}__kind": KIND, f"{dataset}__name": label}
-    )
-
-
-def label_codebook(label: str) -> Codebook | None:
-    """The codebook behind a dataset label: a built-in kind's, or a templates dataset's stored one; None if neither."""
-    if label in CODEBOOKS:
-        return codebook_for(label)
-    if not _SLUG.match(label):  # "ruff (3 distractors)" and such: no dataset's name, no query
-        return None
-    dataset = Dataset.objects.filter(name=label, kind=KIND).first()
-    return dataset_codebook(dataset=dataset) if dataset is not None else None
-
-
 def candidates_display(text: str, mask: str, form: str, codebook: Codebook) -> list[str]:
     """The slot's candidates as they are scored: the FORM of every family in codebook order, capitalised when the
     slot starts a sentence (docs/domain.md, 'Datasets and contexts')."""
@@ -225,9 +195,9 @@ def candidates_display(text: str, mask: str, form: str, codebook: Codebook) -> l
     return surfaces
 
 
-def templates_export_rows(dataset: Dataset) -> Iterator[dict]:
-    """export_instances' rows for a templates dataset, in dataset order, streamed."""
-    codebook = dataset_codebook(dataset=dataset)
+def export_rows(dataset: Dataset, codebook: Codebook | None) -> Iterator[dict]:
+    """export_instances' rows for a templates dataset, in dataset order, streamed; `codebook` is the dataset's own."""
+    assert codebook is not None, "a templates dataset's rows need its stored codebook"
     templates = {
         pk: (source_id, mask, form, meta)
         for pk, source_id, mask, form, meta in dataset.templates.values_list("pk", "source_id", "mask", "form", "meta")
@@ -277,3 +247,29 @@ def templates_upload_import(
             seed=seed,
             name=name,
         )
+
+
+def command_import(name: str, options: dict[str, Any]) -> ImportResult:
+    """`import_dataset templates --codebook C.csv --templates T.csv|T.jsonl [--names NAMES.txt]` (docs/domain.md)."""
+    if options["codebook"] is None:
+        raise CommandError("templates needs --codebook PATH (base, nom, acc, pos_dep, pos_ind, ref)")
+    if options["names_dir"] is not None:
+        raise CommandError("templates takes --names FILE (one name a line), not --names-dir")
+    return dataset_import_templates(
+        codebook_path=options["codebook"],
+        templates_path=options["templates"],
+        names_path=options["names"],
+        names_per_template=options["names_per_template"],
+        seed=options["seed"],
+        name=name,
+    )
+
+
+TEMPLATES = DatasetKindSpec(
+    name=NAME,
+    kind=KIND,
+    codebook=None,
+    command_import=command_import,
+    export_columns=EXPORT_COLUMNS,
+    export_rows=export_rows,
+)

@@ -1,6 +1,6 @@
 """Reading and checking the files of a templates dataset (docs/domain.md, 'Your own templates'): the codebook, the
 templates (CSV or JSON Lines) and the names, each streamed line by line, every problem named as `file:line: field ...`;
-and MISGENDERED's name draw. generation/services/templates_kind.py imports what these give."""
+and MISGENDERED's name draw. generation/datasets/templates.py imports what these give."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from generation.datasets.files import ImportFailed
 from generation.pronouns import FORMS, Codebook
-from generation.services.datasets import ImportFailed
 from generation.textfiles import MAX_ERRORS_SHOWN
 
 CODEBOOK_COLUMNS = ("base", "nom", "acc", "pos_dep", "pos_ind", "ref")

@@ -1,0 +1,24 @@
+"""Dataset kinds: how a template set is read, and what the rest of Concord needs to know about its datasets.
+
+`DATASET_KINDS` (generation/datasets/registry.py) is the one list of them, name -> `DatasetKindSpec`
+(generation/datasets/base.py); `dataset_kind(name)` looks one up by its name or by the kind a Dataset is stored as.
+`import_dataset` takes its KIND choices from it and calls the spec's entry; job parameters read a kind's
+`settings`; the chunk runner, the job pages and the TANGO report read `scores_per_generation`; scoring, the
+heuristic, referents and judges read its `codebook` (generation/datasets/labels.py for a dataset label's);
+generations files' masks come from its `seed_masks`; `export_instances` writes its `export_columns`. None of them
+names a kind:
+
+- misgendered.py: MISGENDERED, templates x families x names drawn as the seed draws them;
+- ruff.py: RUFF, one row per sentence and declared pronoun;
+- ruff_distractors.py: RUFF with distractors (stored as RUFF), with distractor_sources.py and distractor_rows.py;
+- tango.py: TANGO's misgendering subset, continued whole and scored by Prob-TANGO;
+- templates.py: your own codebook and templates, with templates_files.py.
+
+They share files.py (reading, errors as file:line, the import signature) and writing.py (one transaction per
+import, idempotent). This package's __init__ imports nothing, so that generation/models can take `DatasetKind` from
+base.py.
+
+A new kind is one module here declaring its `DatasetKindSpec`, and one line in registry.py. A kind whose datasets
+are stored under a `Dataset.kind` of their own also adds that value to `DatasetKind` (base.py), with the migration
+of the field's choices that the database needs.
+"""

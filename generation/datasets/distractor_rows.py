@@ -1,0 +1,289 @@
+"""RUFF with distractors, its rows (docs/domain.md, 'RUFF with distractors'): the construction order, RUFF's
+sample, and streaming the rows into the database.
+
+The full set is 5.6 M rows, so nothing here holds it: `_walk` enumerates the construction order as small tuples, texts
+are built from pre-filled sentences only for the rows that are written, and the rows go to the database in batches
+(PostgreSQL's COPY, batched inserts elsewhere).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Iterator
+from typing import NamedTuple
+
+from django.db import connection
+
+from generation.datasets.distractor_sources import CONTENTS, PERSON, ContextRow, Sources
+from generation.models import Instance
+from generation.pronouns import BASES
+
+COUNTS = (0, 1, 2, 3, 4, 5)
+BATCH = 5000
+
+
+def _partners(rows: list[ContextRow], i: int) -> list[tuple[int, list[int]]]:
+    """(j, S) for intro row i: explicit rows j of other content and other polarity, each with its 4 implicit rows k
+    (k != i, k != j, polarity of j), all in file order."""
+    pairs = []
+    for j, row in enumerate(rows):
+        if j % CONTENTS != i % CONTENTS and row.polarity != rows[i].polarity:
+            others = [k for k, r in enumerate(rows) if k not in (i, j) and r.polarity == row.polarity]
+            pairs.append((j, others))
+    return pairs
+
+
+def _orders(count: int, others: list[int]) -> list[tuple[int, ...]]:
+    """The implicit sentences of each row with `count` distractors, in RUFF's order."""
+    if count == 1:
+        return [()]
+    if count == 2:
+        return [(k,) for k in others]
+    if count == 3:
+        return list(itertools.permutations(others, 2))
+    return [order[: count - 1] for order in itertools.permutations(others)]
+
+
+class Step(NamedTuple):
+    """One row of the construction, before its text is built."""
+
+    at: int  # place within its distractor count
+    task: int
+    i: int
+    p1: int  # position in the slot's forms
+    j: int | None = None
+    p2: int | None = None
+    ks: tuple[int, ...] = ()
+
+
+def _walk(sources: Sources, count: int) -> Iterator[Step]:
+    """The construction order of docs/domain.md, 'RUFF with distractors', for one distractor count."""
+    index = 0
+    for t, task in enumerate(sources.tasks):
+        rows = sources.contexts[task.marker]
+        for i in range(len(rows)):
+            partners = _partners(rows, i)
+            for p1 in range(len(BASES)):
+                if count == 0:
+                    yield Step(index, t, i, p1)
+                    index += 1
+                    continue
+                for j, others in partners:
+                    orders = _orders(count, others)
+                    for p2 in range(len(BASES)):
+                        if p2 == p1:
+                            continue
+                        for ks in orders:
+                            yield Step(index, t, i, p1, j, p2, ks)
+                            index += 1
+
+
+def _block(sources: Sources, marker: str, count: int, i: int) -> int:
+    """Rows per (task, intro row i, form) with `count` distractors."""
+    if count == 0:
+        return 1
+    return sum(len(_orders(count, others)) * (len(BASES) - 1) for _, others in _partners(sources.contexts[marker], i))
+
+
+def distractor_counts(sources: Sources) -> dict[int, int]:
+    """The number of rows per distractor count (7,200 / 86,400 / 345,600 / 1,036,800 / 2,073,600 / 2,073,600 for
+    RUFF's files), without building them."""
+    return {
+        count: sum(
+            _block(sources, task.marker, count, i) * len(BASES)
+            for task in sources.tasks
+            for i in range(len(sources.contexts[task.marker]))
+        )
+        for count in COUNTS
+    }
+
+
+class Built(NamedTuple):
+    """One instance row as the import writes it."""
+
+    ordinal: int
+    draw: int
+    task: int
+    pronoun: str
+    text: str
+    correct_form: str
+    distractors: int
+    confuse_pronoun: str
+    uid: str
+
+
+class Builder:
+    """The rows of `_walk`'s order, fast: texts are joined from sentences filled and capitalised once, and the
+    ordinals and draws are positions in the full construction, whatever part of it an import keeps."""
+
+    def __init__(self, sources: Sources):
+        self.sources = sources
+        counts = distractor_counts(sources)
+        self.count_offset = {c: sum(counts[d] for d in COUNTS if d < c) for c in COUNTS}
+        # draw = position among the rows of one (task, form): counts in order, then intro rows in order.
+        self.draw_offset: dict[tuple[str, int, int], int] = {}
+        for marker, rows in sources.contexts.items():
+            position = 0
+            for count in COUNTS:
+                for i in range(len(rows)):
+                    self.draw_offset[marker, count, i] = position
+                    position += _block(sources, marker, count, i)
+
+    def _explicit(self, marker: str, row: int, person: str, surface: str) -> str:
+        template = self.sources.contexts[marker][row].explicit
+        return template.replace(PERSON, person).replace(marker, surface).capitalize()
+
+    def _implicit(self, marker: str, row: int, surface: str) -> str:
+        return self.sources.contexts[marker][row].implicit.replace(marker, surface).capitalize()
+
+    def rows(self, count: int, keep: set[int] | None = None) -> Iterator[Built]:
+        """The rows of one count in construction order (only the indexes in `keep`, when given)."""
+        index = 0
+        offset = self.count_offset[count]
+        for t, task in enumerate(self.sources.tasks):
+            marker = task.marker
+            contexts = self.sources.contexts[marker]
+            surfaces = Sources.surfaces(marker)
+            tail = " " + task.sentence
+            implicit = {
+                p2: [" " + self._implicit(marker, k, s2) for k in range(len(contexts))]
+                for p2, s2 in enumerate(surfaces)
+            }
+            for i in range(len(contexts)):
+                draw_offset = self.draw_offset[marker, count, i]
+                partners = [
+                    (j, [(ks, f"eo{i}_ep{j}" + "".join(f"_ip{k}" for k in ks)) for ks in _orders(count, others)])
+                    for j, others in (_partners(contexts, i) if count else [])
+                ]
+                for p1, s1 in enumerate(surfaces):
+                    intro = self._explicit(marker, i, task.occupation, s1)
+                    base = BASES[p1]
+                    if count == 0:
+                        if keep is None or index in keep:
+                            yield Built(offset + index, draw_offset, t, base, intro + tail, s1, 0, "", f"eo{i}")
+                        index += 1
+                        continue
+                    local = 0
+                    for j, orders in partners:
+                        for p2, s2 in enumerate(surfaces):
+                            if p2 == p1:
+                                continue
+                            head = intro + " " + self._explicit(marker, j, task.participant, s2)
+                            filled = implicit[p2]
+                            for ks, uid in orders:
+                                if keep is None or index in keep:
+                                    text = head + "".join([filled[k] for k in ks]) + tail
+                                    yield Built(offset + index, draw_offset + local, t, base, text, s1, count, s2, uid)
+                                index += 1
+                                local += 1
+
+
+def distractor_sample(sources: Sources, *, count: int, seed: int) -> set[int]:
+    """RUFF's evaluation sample (its `sample_templates.py`), as indexes within the count: the rows whose word is the
+    occupation, grouped by word, pronoun_type and pronoun (and confuse_pronoun when there are distractors); 3 rows per
+    group without distractors, 1 with. pandas itself draws, on a frame of only those columns in construction order, so
+    the groups, their order and the random state's sequence are RUFF's."""
+    import pandas as pd  # only the sample needs it
+
+    index: list[int] = []
+    columns: dict[str, list[str]] = {"word": [], "pronoun_type": [], "pronoun": [], "confuse_pronoun": []}
+    for step in _walk(sources, count):
+        task = sources.tasks[step.task]
+        if task.word != task.occupation:
+            continue
+        surfaces = sources.surfaces(task.marker)
+        index.append(step.at)
+        columns["word"].append(task.word)
+        columns["pronoun_type"].append(task.marker)
+        columns["pronoun"].append(surfaces[step.p1])
+        columns["confuse_pronoun"].append("" if step.p2 is None else surfaces[step.p2])
+    frame = pd.DataFrame(columns, index=index)
+    if count == 0:
+        picked = frame.groupby(["word", "pronoun_type", "pronoun"]).sample(3, random_state=seed)
+    else:
+        picked = frame.groupby(["word", "pronoun_type", "pronoun", "confuse_pronoun"]).sample(1, random_state=seed)
+    return {int(i) for i in picked.index}
+
+
+_COLUMNS = (
+    "dataset_id",
+    "template_id",
+    "pronoun",
+    "draw",
+    "name",
+    "text",
+    "correct_form",
+    "ordinal",
+    "distractors",
+    "other_person",
+    "confuse_pronoun",
+    "ruff_uid",
+    "word",
+    "sample_13",
+    "sample_17",
+    "sample_19",
+)
+
+
+_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+
+
+def _copy_text(value: str) -> str:
+    """A value in PostgreSQL's COPY text format."""
+    return value.translate(_ESCAPES)
+
+
+def rows_write(dataset_id: int, templates: list[int], sources: Sources, rows: Iterable[Built]) -> int:
+    """Stream rows into the instance table: COPY on PostgreSQL, batched inserts elsewhere. Memory stays one batch."""
+    written = 0
+    tasks = sources.tasks
+    if connection.vendor == "postgresql":
+        # A measured reason for vendor SQL (benchmarks/bench_distractors.py): 5.6 M rows through the ORM take far
+        # longer than COPY, and this is a machine-driven bulk load, not a path a person waits on row by row.
+        table = connection.ops.quote_name(Instance._meta.db_table)
+        sql = f"COPY {table} ({', '.join(_COLUMNS)}) FROM STDIN"
+        pieces = [t.sentence for t in tasks] + [
+            text for rows_ in sources.contexts.values() for r in rows_ for text in (r.explicit, r.implicit)
+        ]
+        people = [(_copy_text(task.participant), _copy_text(task.word)) for task in tasks]
+        escape = any(char in piece for piece in pieces for char in "\\\t\n\r")
+        with connection.cursor() as cursor, cursor.cursor.copy(sql) as copy:
+            lines: list[str] = []
+            for row in rows:
+                participant, word = people[row.task]
+                text = _copy_text(row.text) if escape else row.text
+                lines.append(
+                    f"{dataset_id}\t{templates[row.task]}\t{row.pronoun}\t{row.draw}\t\t{text}\t{row.correct_form}\t"
+                    f"{row.ordinal}\t{row.distractors}\t{participant}\t{row.confuse_pronoun}\t{row.uid}\t{word}\tf\tf\tf\n"
+                )
+                if len(lines) >= BATCH:
+                    copy.write("".join(lines))
+                    written += len(lines)
+                    lines = []
+            copy.write("".join(lines))
+        return written + len(lines)
+    batch: list[Instance] = []
+    for row in rows:
+        task = tasks[row.task]
+        batch.append(
+            Instance(
+                dataset_id=dataset_id,
+                template_id=templates[row.task],
+                pronoun=row.pronoun,
+                draw=row.draw,
+                text=row.text,
+                correct_form=row.correct_form,
+                ordinal=row.ordinal,
+                distractors=row.distractors,
+                other_person=task.participant,
+                confuse_pronoun=row.confuse_pronoun,
+                ruff_uid=row.uid,
+                word=task.word,
+            )
+        )
+        if len(batch) >= BATCH:
+            Instance.objects.bulk_create(batch)
+            written += len(batch)
+            batch = []
+    Instance.objects.bulk_create(batch)
+    return written + len(batch)
