@@ -2,11 +2,13 @@
 
 `DATASET_KINDS` (generation/datasets/registry.py) is the one list of them, name -> `DatasetKindSpec`
 (generation/datasets/base.py); `dataset_kind(name)` looks one up by its name or by the kind a Dataset is stored as.
-`import_dataset` takes its KIND choices from it and calls the spec's entry; job parameters read a kind's
-`settings`; the chunk runner, the job pages and the TANGO report read `scores_per_generation`; scoring, the
-heuristic, referents and judges read its `codebook` (generation/datasets/labels.py for a dataset label's);
-generations files' masks come from its `seed_masks`; `export_instances` writes its `export_columns`. None of them
-names a kind:
+`import_dataset` takes its KIND choices from it and calls the spec's entry; the job parameters read a kind's
+`settings`; the chunk runner, Prob-TANGO and the job pages read `scores_per_generation`; scoring, the stored
+codebook, referents, the generations import's heuristic and judges read its `codebook` (labels.py for a dataset
+label's); the generations import reads the seed's masks from `seed_masks`; `export_instances` (export.py) writes
+its `export_columns`. No caller branches on a kind's name. Only code that is about one kind by nature imports that
+kind's module: Prob-TANGO's rewriting and the TANGO report (TANGO's codebook and stored kind), and the demo (its
+datasets); tests/generation/test_dataset_kinds.py counts the kind names left outside this package (at most 3).
 
 - misgendered.py: MISGENDERED, templates x families x names drawn as the seed draws them;
 - ruff.py: RUFF, one row per sentence and declared pronoun;
