@@ -108,8 +108,8 @@ def bench_job(n: int) -> dict:
     loaded = model_load(language_model=model)
     # The run as `manage.py judge --job` makes it, in chunks of the model's batch size as a full job's are (a small
     # job is cut into about 20 chunks, so that its progress moves: 2 generations a chunk here would hide the batching).
+    from generation.jobs.services import job_run
     from generation.models import JobChunk
-    from generation.services.jobs import job_run
     from judging.services.runs import judge_run_create
 
     run, _ = judge_run_create(job=job.pk, judge=judge.name, queue=False)

@@ -9,6 +9,15 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.roles import IsAdmin, IsResearcher
+from generation.jobs.kinds import job_kind_get
+from generation.jobs.services import (
+    JobDispatchError,
+    JobParameterError,
+    JobStateError,
+    job_cancel,
+    job_create,
+    job_resume,
+)
 from generation.models import GenerationJob
 from generation.parameters import JobParametersSerializer
 from generation.selectors import (
@@ -21,15 +30,6 @@ from generation.selectors import (
     job_status_text,
     job_timing,
 )
-from generation.services.jobs import (
-    JobDispatchError,
-    JobParameterError,
-    JobStateError,
-    job_cancel,
-    job_create,
-    job_resume,
-)
-from generation.services.kinds import job_kind_get
 
 
 def _rounded(seconds: float | None) -> float | None:

@@ -160,7 +160,7 @@ def job_timing(*, job: GenerationJob, now: datetime | None = None) -> JobTiming:
 def job_run_order(*, job_ids=None) -> list[int]:
     """The queued and running jobs of every kind (generation, judge, ...) in the order they run: running jobs first,
     then each queued job by when its chunks were handed to a runner (the broker's queue is first in, first out; the
-    embedded runner takes its jobs in this same order, generation/services/runner.py), then by creation."""
+    embedded runner takes its jobs in this same order, generation/jobs/runner.py), then by creation."""
     active = GenerationJob.objects.filter(status__in=(JobStatus.QUEUED, JobStatus.RUNNING))
     if job_ids is not None:
         active = active.filter(pk__in=job_ids)
@@ -174,7 +174,7 @@ def job_run_order(*, job_ids=None) -> list[int]:
 def job_sizing() -> dict:
     """What the job form's script needs to show a job's size and time as it is filled in: each dataset's instances
     per pronoun (before the distractor filters), and each model's recent seconds per continuation (None before it ran
-    anything). The server's "Show size and time" counts exactly (generation/services/jobs.py, job_size)."""
+    anything). The server's "Show size and time" counts exactly (generation/jobs/services.py, job_size)."""
     # A dataset's instances never change once imported (a new import is a new dataset), and counting a distractor
     # set's millions of rows takes a while: the counts are kept per set of imported datasets.
     signature = "|".join(
@@ -226,7 +226,7 @@ def job_status_text(*, job: GenerationJob) -> str:
 
 def job_chunks_live(*, job: GenerationJob) -> bool:
     """Whether a runner holds one of the job's chunks now (a live lease): then a Resume has nothing to take over."""
-    from generation.services.leases import chunk_lease_live  # the lease rule lives with the leases
+    from generation.jobs.leases import chunk_lease_live  # the lease rule lives with the leases
 
     now = timezone.now()
     chunks = JobChunk.objects.filter(job=job, finished_at__isnull=True).exclude(lease_owner="")

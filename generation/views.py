@@ -12,6 +12,17 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 from accounts.roles import ADMIN, RESEARCHER, has_role, role_required
 from common.safe_csv import SafeDictWriter
 from generation.forms import JobForm, TemplatesImportForm
+from generation.jobs.kinds import job_kind_get
+from generation.jobs.services import (
+    ACTIVE,
+    JobDispatchError,
+    JobParameterError,
+    JobStateError,
+    job_cancel,
+    job_create,
+    job_resume,
+    job_size,
+)
 from generation.models import GENERATION_KIND, Generation, JobStatus, ProbResult, TangoTemplate
 from generation.selectors import (
     EXPORT_COLUMNS,
@@ -29,17 +40,6 @@ from generation.selectors import (
     job_timing,
 )
 from generation.services.datasets import ImportFailed
-from generation.services.jobs import (
-    ACTIVE,
-    JobDispatchError,
-    JobParameterError,
-    JobStateError,
-    job_cancel,
-    job_create,
-    job_resume,
-    job_size,
-)
-from generation.services.kinds import job_kind_get
 from generation.services.templates_kind import templates_upload_import
 from generation.textfiles import MAX_ERRORS_SHOWN
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from django import forms
 from django.contrib import admin
 
-from generation.services.jobs import JobParameterError
+from generation.jobs.services import JobParameterError
 from judging.models import Judge, JudgeRun
 from judging.prompts import DEFAULT_TEMPLATE, TemplateError, default_options, template_check
 from judging.services.judges import judge_add

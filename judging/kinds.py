@@ -1,4 +1,4 @@
-"""The `judge` job kind (generation/services/kinds.py): a judge run's work is a job like any other, so it gets the
+"""The `judge` job kind (generation/jobs/kinds.py): a judge run's work is a job like any other, so it gets the
 chunks, leases, progress, estimate, cancel, resume and retries of generation jobs.
 
 The job's units are the pool's item ids (in id order), or, for a run over a generation job, that job's generation
@@ -16,10 +16,10 @@ from typing import Any
 from rest_framework import serializers
 
 from annotation.models import Pool, PoolItem
+from generation.jobs.kinds import JobKind
+from generation.jobs.progress import job_rows_write
 from generation.models import Generation, GenerationJob, JobChunk
 from generation.parameters import JobParameterError, JobParameters
-from generation.services.kinds import JobKind
-from generation.services.progress import job_rows_write
 from judging.models import Judge, JudgeRun, MachineLabel
 from judging.services.runs import judge_run_parameters_validate
 

@@ -88,7 +88,7 @@ GENERATION_KIND = "generation"
 class GenerationJob(models.Model):
     """A long run cut into chunks: a generation job, or a job of another registered kind (a judge run, ...).
 
-    `kind` names its handler in generation/services/kinds.py; kind-specific parameters live in `options`. A kind
+    `kind` names its handler in generation/jobs/kinds.py; kind-specific parameters live in `options`. A kind
     without a dataset leaves `dataset` empty. The decoding fields are those of generation/parameters.py.
     """
 

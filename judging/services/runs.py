@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from django.db import transaction
 
 from annotation.models import Pool
+from generation.jobs.services import JobStateError, job_create, job_resume
 from generation.models import GENERATION_KIND, Generation, GenerationJob, JobStatus
 from generation.parameters import MAX_SEED, JobParameterError
-from generation.services.jobs import JobStateError, job_create, job_resume
 from judging.models import JUDGE_KIND, Judge, JudgeMode, JudgeRun
 from judging.services.judges import judge_latest
 
@@ -131,7 +131,7 @@ def judge_run_create(
     it is unless `rerun`; an unfinished one is resumed (a cancelled one stays cancelled: a new run is made). Takes the
     keyword arguments of `judge_run_parameters_validate`; bad input raises `JobParameterError` and writes nothing.
     The run is a job of kind `judge` (judging/kinds.py), queued once this commits (`queue=False`: the caller runs it
-    with `generation.services.jobs.job_run`)."""
+    with `generation.jobs.services.job_run`)."""
     params = judge_run_parameters_validate(**parameters)
     if not rerun:
         same = (

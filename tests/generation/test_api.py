@@ -3,8 +3,8 @@
 import pytest
 from django.urls import reverse
 
+from generation.jobs.services import job_create
 from generation.models import GenerationJob, JobStatus
-from generation.services.jobs import job_create
 from tests.conftest import PASSWORD
 
 LIST = "/api/generation-jobs/"
@@ -144,8 +144,8 @@ class TestJobApiProgressAndResume:
 
         from django.utils import timezone
 
+        from generation.jobs.leases import lease_owner_new
         from generation.models import JobChunk
-        from generation.services.leases import lease_owner_new
 
         api.force_authenticate(researcher)
         GenerationJob.objects.filter(pk=job.pk).update(status=JobStatus.RUNNING)

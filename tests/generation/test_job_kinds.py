@@ -1,4 +1,4 @@
-"""Job kinds (generation/services/kinds.py): a kind registered by another app gets chunks, progress, cancel, resume
+"""Job kinds (generation/jobs/kinds.py): a kind registered by another app gets chunks, progress, cancel, resume
 and the jobs pages, with no dataset of its own. The kind here counts numbers; it stands in for a judge run."""
 
 from collections import defaultdict
@@ -6,11 +6,11 @@ from collections import defaultdict
 import pytest
 from rest_framework import serializers
 
+from generation.jobs import runner
+from generation.jobs.kinds import JobKind, job_kind_register, job_kinds
+from generation.jobs.progress import job_rows_write
+from generation.jobs.services import JobParameterError, JobStateError, job_cancel, job_create, job_resume, job_run
 from generation.models import GenerationJob, JobChunk, JobStatus
-from generation.services import runner
-from generation.services.jobs import JobParameterError, JobStateError, job_cancel, job_create, job_resume, job_run
-from generation.services.kinds import JobKind, job_kind_register, job_kinds
-from generation.services.progress import job_rows_write
 
 WRITTEN: dict[int, list[int]] = defaultdict(list)  # job id -> units written, in order (the kind's "rows")
 
@@ -58,7 +58,7 @@ def tally(smollm2, monkeypatch):
     job_kind_register("tally", kind)
     monkeypatch.setattr(runner, "BUSY_POLL_SECONDS", 0.05)
     yield kind
-    from generation.services import kinds
+    from generation.jobs import kinds
 
     kinds._KINDS.pop("tally", None)
     WRITTEN.clear()

@@ -8,12 +8,12 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
+from generation.jobs import runner
+from generation.jobs import services as job_services
+from generation.jobs.chunks import chunk_run
+from generation.jobs.services import JobParameterError, JobStateError, job_cancel, job_create, job_progress_refresh
 from generation.models import Generation, GenerationJob, JobChunk, JobStatus, ProbResult
 from generation.selectors import EXPORT_COLUMNS
-from generation.services import jobs as job_services
-from generation.services import runner
-from generation.services.chunks import chunk_run
-from generation.services.jobs import JobParameterError, JobStateError, job_cancel, job_create, job_progress_refresh
 
 TINY = {"samples": 2, "max_new_tokens": 3, "per_pronoun": 1}
 
@@ -128,7 +128,7 @@ class TestCancelAndFailure:
         def broken(**kwargs):
             raise RuntimeError("the GPU caught fire")
 
-        monkeypatch.setattr("generation.services.chunks.model_load", broken)
+        monkeypatch.setattr("generation.jobs.generation_kind.model_load", broken)
         with pytest.raises(RuntimeError):
             chunk_run(chunk_id=tiny_job.chunks.first().pk)
         tiny_job.refresh_from_db()

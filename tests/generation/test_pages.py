@@ -3,8 +3,8 @@
 import pytest
 from django.urls import reverse
 
+from generation.jobs.services import job_create
 from generation.models import GenerationJob, JobStatus
-from generation.services.jobs import job_create
 from tests.conftest import PASSWORD
 from tests.factories import GenerationFactory, ProbResultFactory
 

@@ -11,10 +11,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from generation.jobs import runner
+from generation.jobs.progress import job_requeue
 from generation.models import GenerationJob, JobChunk, JobStatus
 from generation.selectors import job_run_order, job_status_text, job_timing
-from generation.services import runner
-from generation.services.progress import job_requeue
 from tests.factories import GenerationJobFactory, LanguageModelFactory
 
 

@@ -18,14 +18,13 @@ from django.utils import timezone
 
 from generation.engines.hf import engine as hf_engine
 from generation.engines.hf.scoring import ScoreResult
+from generation.jobs import generation_kind, runner
+from generation.jobs.chunks import chunk_run
+from generation.jobs.leases import Heartbeat, chunk_claim, lease_owner_gone, lease_owner_new
+from generation.jobs.services import JobStateError, chunks_requeue_stale, job_create, job_resume, job_run
 from generation.models import Generation, GenerationJob, JobChunk, JobStatus, ProbResult
 from generation.pronouns import BASES
 from generation.selectors import job_timing
-from generation.services import chunks as chunk_services
-from generation.services import runner
-from generation.services.chunks import chunk_run
-from generation.services.jobs import JobStateError, chunks_requeue_stale, job_create, job_resume, job_run
-from generation.services.leases import Heartbeat, chunk_claim, lease_owner_gone, lease_owner_new
 from generation.signals import chunk_finished
 
 TINY = {"samples": 2, "max_new_tokens": 3, "per_pronoun": 1}  # 4 instances x 2 settings x 2 samples = 16 rows
@@ -51,8 +50,8 @@ class FakeModel:
 @pytest.fixture
 def fake_model(monkeypatch, settings):
     fake = FakeModel()
-    monkeypatch.setattr(chunk_services, "model_load", lambda **kwargs: object())
-    monkeypatch.setattr(chunk_services, "score_instances", fake.score)
+    monkeypatch.setattr(generation_kind, "model_load", lambda **kwargs: object())
+    monkeypatch.setattr(generation_kind, "score_instances", fake.score)
     monkeypatch.setattr(hf_engine, "sample_continuations", fake.sample)
     monkeypatch.setattr(runner, "BUSY_POLL_SECONDS", 0.05)
     settings.CONCORD_TRANSIENT_BACKOFF_SECONDS = 0
@@ -310,7 +309,7 @@ class TestCancelIsFinal:
     def test_resume_refuses_a_cancelled_job_from_the_service_the_command_the_api_and_the_page(
         self, tiny_job, api, client, admin_user
     ):
-        from generation.services.jobs import job_cancel
+        from generation.jobs.services import job_cancel
 
         job_cancel(job=tiny_job)
         with pytest.raises(JobStateError, match="cancelled"):
@@ -327,7 +326,7 @@ class TestCancelIsFinal:
         assert tiny_job.status == JobStatus.CANCELLED and tiny_job.resumes == 0
 
     def test_resume_jobs_without_a_job_leaves_cancelled_ones_alone(self, tiny_job, fake_model):
-        from generation.services.jobs import job_cancel
+        from generation.jobs.services import job_cancel
 
         job_cancel(job=tiny_job)
         out = StringIO()
@@ -337,7 +336,7 @@ class TestCancelIsFinal:
 
     def test_the_start_up_resume_skips_a_job_cancelled_after_it_was_listed(self, tiny_job, fake_model, monkeypatch):
         """The reported race: the start-up thread listed a queued job, then an admin cancelled it."""
-        from generation.services.jobs import job_cancel
+        from generation.jobs.services import job_cancel
 
         real_unfinished = runner.jobs_unfinished
 
@@ -355,7 +354,7 @@ class TestCancelIsFinal:
         assert Generation.objects.count() == ProbResult.objects.count() == 0 and fake_model.sample_calls == 0
 
     def test_a_step_in_flight_when_the_cancel_commits_writes_nothing(self, tiny_job, fake_model):
-        from generation.services.jobs import job_cancel
+        from generation.jobs.services import job_cancel
 
         real_sample = fake_model.sample
 
@@ -372,7 +371,7 @@ class TestCancelIsFinal:
 
     def test_a_cancel_reaches_a_sampling_call_in_progress_which_ends_writing_nothing(self, tiny_job, fake_model):
         from generation.engines.hf.sampling import Interrupted
-        from generation.services.jobs import job_cancel
+        from generation.jobs.services import job_cancel
 
         seen = []
 

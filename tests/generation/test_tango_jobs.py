@@ -11,11 +11,11 @@ from django.core.management import call_command
 
 from generation.engines.hf.scoring import sequence_loss
 from generation.heuristic import heuristic_verdict
+from generation.jobs.services import JobParameterError, job_parameters_validate, job_run
 from generation.models import Generation, GenerationJob, JobStatus, ProbResult, TangoTemplate
 from generation.pronouns import BASES, codebook_for
 from generation.rewriting import rewrite_continuations, template_fill
 from generation.services.datasets import dataset_import_tango
-from generation.services.jobs import JobParameterError, job_parameters_validate, job_run
 from generation.services.tango import contraction_chooser, tango_score
 from tests.conftest import DEMO
 

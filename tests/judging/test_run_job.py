@@ -9,8 +9,8 @@ import json
 import pytest
 from django.core.management import call_command
 
+from generation.jobs.services import job_cancel, job_run
 from generation.models import GenerationJob
-from generation.services.jobs import job_cancel, job_run
 from judging.models import JudgeRun, MachineLabel
 from judging.selectors import item_prompt
 from judging.services.runs import judge_run_create

@@ -4,9 +4,9 @@ from django.core.management.base import BaseCommand
 
 from annotation.models import Pool
 from demo import services as demo
+from generation.jobs.services import job_create
 from generation.models import DEFAULT_MODEL_NAME
 from generation.services.datasets import dataset_import_misgendered, dataset_import_ruff, dataset_import_tango
-from generation.services.jobs import job_create
 from generation.services.templates_kind import dataset_import_templates
 
 

@@ -3,10 +3,10 @@ import json
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from generation.management.commands.generate import job_follow_with_bar, job_run_with_bar
+from generation.jobs.cli import job_follow_with_bar, job_run_with_bar
+from generation.jobs.runner import chunks_requeue_stale
+from generation.jobs.services import JobDispatchError, JobStateError, job_resume, jobs_unfinished
 from generation.models import GenerationJob
-from generation.services.jobs import JobDispatchError, JobStateError, job_resume, jobs_unfinished
-from generation.services.runner import chunks_requeue_stale
 from generation.signals import resuming_jobs
 
 

@@ -3,8 +3,8 @@ import json
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from generation.management.commands.generate import job_follow_with_bar, job_run_with_bar
-from generation.services.jobs import JobParameterError
+from generation.jobs.cli import job_follow_with_bar, job_run_with_bar
+from generation.jobs.services import JobParameterError
 from judging.models import JudgeRun
 from judging.services.runs import judge_run_create
 

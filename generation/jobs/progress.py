@@ -1,8 +1,9 @@
 """A job's state as its chunks run: started, progress recounted from the rows, done, failed, queued again.
 
-The lowest layer of the job services: chunks, jobs and the runner import it, it imports none of them. A job's rows
-are written through `job_rows_write`, so that nothing is written once the job is cancelled (docs/domain.md,
-'Crash recovery': cancel is final).
+The layer of the job machinery (generation/jobs/) above kinds and leases: the chunk runner, the runner, the job
+services and the kinds' modules import it, it imports none of them. A job's rows are written through
+`job_rows_write`, so that nothing is written once the job is cancelled (docs/domain.md, 'Crash recovery': cancel is
+final).
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from django.db import transaction
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from generation.jobs.kinds import job_kind_handler
+from generation.jobs.leases import chunk_lease_break
 from generation.models import GenerationJob, JobChunk, JobStatus
-from generation.services.kinds import job_kind_handler
-from generation.services.leases import chunk_lease_break
 from generation.signals import job_finished
 
 logger = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ its work is, through a handler, a subclass of `JobKind`:
 - `run_chunk(job=..., chunk=..., stop=..., step_done=...)`: do one chunk's units. It must be idempotent (a chunk can
   run again after a crash: skip what is stored, insert with the database's unique constraints), call `stop()` between
   batches and return False at once when it says True (the job was cancelled or the lease lost), write its rows with
-  `job_rows_write` (generation/services/progress.py, which writes nothing once the job is cancelled), and call
+  `job_rows_write` (generation/jobs/progress.py, which writes nothing once the job is cancelled), and call
   `step_done()` after each written batch so that progress moves. Return True when every unit is stored.
 - `counts(job=...)`: (done units, done items), recounted from the stored rows (a re-run never counts twice).
 - `describe(job=...)`: one line for the jobs page ("judge smollm2 on pool 3").
@@ -22,7 +22,7 @@ its work is, through a handler, a subclass of `JobKind`:
   and `unit_label` / `item_label` for the pages ("instances" / "generations").
 
 Register from the owning app's `AppConfig.ready()`: `job_kind_register("judge", JudgeKind())`. Create a job with
-`generation.services.jobs.job_create(kind="judge", model=..., options={...})`.
+`generation.jobs.services.job_create(kind="judge", model=..., options={...})`.
 """
 
 from __future__ import annotations
