@@ -113,11 +113,11 @@ def bench_job(n: int) -> dict:
     from judging.services.runs import judge_run_create
 
     run, _ = judge_run_create(job=job.pk, judge=judge.name, queue=False)
-    ids = [unit for chunk in JobChunk.objects.filter(job=run.job).order_by("index") for unit in chunk.instance_ids]
+    ids = [unit for chunk in JobChunk.objects.filter(job=run.job).order_by("index") for unit in chunk.unit_ids]
     JobChunk.objects.filter(job=run.job).delete()
     size = model.batch_size
     JobChunk.objects.bulk_create(
-        JobChunk(job=run.job, index=index, instance_ids=ids[start : start + size])
+        JobChunk(job=run.job, index=index, unit_ids=ids[start : start + size])
         for index, start in enumerate(range(0, len(ids), size))
     )
     start = time.perf_counter()

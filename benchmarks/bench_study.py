@@ -112,8 +112,8 @@ def _build(rng) -> dict:
                     settings=["pre", "post"],
                     samples=SAMPLES,
                     status="done",
-                    total_instances=len(instances),
-                    done_instances=len(instances),
+                    total_units=len(instances),
+                    done_units=len(instances),
                 )
                 jobs.append(job)
                 ProbResult.objects.bulk_create(

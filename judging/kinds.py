@@ -42,7 +42,7 @@ def judge_run_for_job(*, job: GenerationJob) -> JudgeRun:
             "k": options["k"],
             "temperature": options["temperature"],
             "seed": job.seed,
-            "total_items": job.total_instances,
+            "total_items": job.total_units,
             "created_by": job.created_by,
         },
     )
@@ -105,7 +105,7 @@ class JudgeKind(JobKind[JobParameters]):
             return False
         judge_chunk_label(
             run=run,
-            item_ids=list(chunk.instance_ids),
+            item_ids=list(chunk.unit_ids),
             chunk_index=chunk.index,
             write=lambda save: job_rows_write(job_id=job.pk, write=save),
         )

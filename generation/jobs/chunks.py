@@ -103,7 +103,7 @@ def _chunk_run_once(*, chunk_id: int, owner: str, progress: Progress | None) -> 
         raise
     chunk_finish(chunk_id=chunk.pk)
     try:
-        handler.chunk_finished(job=job, unit_ids=list(chunk.instance_ids))
+        handler.chunk_finished(job=job, unit_ids=list(chunk.unit_ids))
     except Exception:
         logger.exception("chunk %s: the %s kind's chunk_finished failed", chunk.pk, job.kind)
     return job_progress_refresh(job_id=job.pk)  # `progress` heard of the last step already

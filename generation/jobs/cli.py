@@ -19,8 +19,8 @@ def job_progress_bar(job: GenerationJob) -> tqdm:
     """A progress bar on stderr with elapsed time and the estimate of the time left (tqdm's `[elapsed<left]`);
     items already written (a resumed job) are its starting point, so the estimate counts new work only."""
     return tqdm(
-        total=job.total_generations,
-        initial=job.done_generations,
+        total=job.total_items,
+        initial=job.done_items,
         unit="gen",
         desc=f"job {job.pk}",
         file=sys.stderr,
@@ -34,10 +34,10 @@ def job_run_with_bar(job: GenerationJob) -> GenerationJob:
     with job_progress_bar(job) as bar:
 
         def progress(current: GenerationJob) -> None:
-            bar.update(current.done_generations - bar.n)
+            bar.update(current.done_items - bar.n)
 
         job = job_run(job_id=job.pk, progress=progress)
-        bar.update(job.done_generations - bar.n)
+        bar.update(job.done_items - bar.n)
     return job
 
 
@@ -46,7 +46,7 @@ def job_follow_with_bar(job: GenerationJob) -> GenerationJob:
     with job_progress_bar(job) as bar:
         while True:
             job = job_progress_refresh(job_id=job.pk)
-            bar.update(job.done_generations - bar.n)
+            bar.update(job.done_items - bar.n)
             if job.status not in ACTIVE:
                 return job
             time.sleep(POLL_SECONDS)

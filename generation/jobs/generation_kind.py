@@ -161,8 +161,8 @@ class GenerationKind(JobKind[JobParameters]):
         loaded = model_load(language_model=job.model)
         assert job.dataset is not None
         codebook = dataset_codebook(dataset=job.dataset)
-        by_id = Instance.objects.select_related("template").in_bulk(chunk.instance_ids)
-        instances = [by_id[instance_id] for instance_id in chunk.instance_ids]
+        by_id = Instance.objects.select_related("template").in_bulk(chunk.unit_ids)
+        instances = [by_id[instance_id] for instance_id in chunk.unit_ids]
         if stop():
             return False
         _score(job, loaded, instances, codebook)
@@ -175,7 +175,7 @@ class GenerationKind(JobKind[JobParameters]):
             step_done()
         if stop():
             return False
-        tango_templates_fill(job=job, loaded=loaded, instance_ids=chunk.instance_ids)  # TANGO only
+        tango_templates_fill(job=job, loaded=loaded, instance_ids=chunk.unit_ids)  # TANGO only
         return True
 
     def counts(self, *, job: GenerationJob) -> tuple[int, int]:

@@ -6,7 +6,7 @@ estimate of the time left, cancel (final), resume after a crash, the jobs page a
 its work is, through a handler, a subclass of `JobKind`:
 
 - `units(params=...)`: the ids of the job's work units, in order (generation: its instances); they are cut into
-  chunks (`JobChunk.instance_ids`) of at most the batch size.
+  chunks (`JobChunk.unit_ids`) of at most the batch size.
 - `items_per_unit(params=...)`: how many result rows one unit gives (generation: settings x samples); the job's
   `total_generations` is units x this, and `done_generations` counts them.
 - `run_chunk(job=..., chunk=..., stop=..., step_done=...)`: do one chunk's units. It must be idempotent (a chunk can

@@ -41,14 +41,14 @@ def job_progress_refresh(*, job_id: int) -> GenerationJob:
     finished = False
     with transaction.atomic():
         job = GenerationJob.objects.select_for_update().get(pk=job_id)
-        job.done_instances, job.done_generations = job_kind_handler(job.kind).counts(job=job)
-        fields = ["done_generations", "done_instances"]
+        job.done_units, job.done_items = job_kind_handler(job.kind).counts(job=job)
+        fields = ["done_items", "done_units"]
         # Done once every row is written and every chunk is marked finished: a chunk writes its last rows and then
         # marks itself, and a job seen as done must never have a chunk that a sweeper could still hand out again.
         if (
             job.status == JobStatus.RUNNING
-            and job.done_instances == job.total_instances
-            and job.done_generations == job.total_generations
+            and job.done_units == job.total_units
+            and job.done_items == job.total_items
             and not JobChunk.objects.filter(job=job, finished_at__isnull=True).exists()
         ):
             job.status = JobStatus.DONE
@@ -96,6 +96,6 @@ def job_requeue(*, job: GenerationJob) -> GenerationJob:
     job.error = ""
     job.finished_at = None
     job.run_started_at = None
-    job.run_done_at_start = job.done_generations
+    job.run_done_at_start = job.done_items
     job.save(update_fields=["status", "error", "finished_at", "run_started_at", "run_done_at_start", "resumes"])
     return job

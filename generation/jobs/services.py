@@ -62,11 +62,6 @@ class JobStateError(ValueError):
     """The job is not in a state that allows the action (cancel a finished job, resume a cancelled one, ...)."""
 
 
-def job_instance_ids(*, params: JobParameters) -> list[int]:
-    """The job's work units in order (generation: its instances in dataset order, the first N per pronoun)."""
-    return job_kind_handler(params.kind).units(params=params)
-
-
 @dataclasses.dataclass(frozen=True)
 class JobSize:
     """What a job would be before it is queued: its size and, from the model's recent pace, its time."""
@@ -150,8 +145,8 @@ def job_create(
     with transaction.atomic():
         job = GenerationJob.objects.create(
             **_columns_and_options(params),
-            total_instances=len(unit_ids),
-            total_generations=len(unit_ids) * handler.items_per_unit(params=params),
+            total_units=len(unit_ids),
+            total_items=len(unit_ids) * handler.items_per_unit(params=params),
             created_by=created_by,
         )
         audit_record(
@@ -162,7 +157,7 @@ def job_create(
             data={"kind": job.kind, "model": job.model.name, "seed": job.seed, "options": job.options},
         )
         JobChunk.objects.bulk_create(
-            JobChunk(job=job, index=index, instance_ids=unit_ids[start : start + chunk_size])
+            JobChunk(job=job, index=index, unit_ids=unit_ids[start : start + chunk_size])
             for index, start in enumerate(range(0, len(unit_ids), chunk_size))
         )
     if queue:

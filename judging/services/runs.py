@@ -182,7 +182,7 @@ def judge_run_create(
             k=params.k,
             temperature=params.temperature,
             seed=params.seed,
-            total_items=job.total_instances,
+            total_items=job.total_units,
             created_by=created_by,
         )
     return run, True

@@ -118,7 +118,7 @@ class TestJobApiProgressAndResume:
             status=JobStatus.RUNNING,
             started_at=now - timedelta(seconds=60),
             run_started_at=now - timedelta(seconds=60),
-            done_generations=job.total_generations // 4,
+            done_items=job.total_items // 4,
         )
         body = api.get(f"{LIST}{job.pk}/").json()
         assert 60 <= body["elapsed_seconds"] < 120

@@ -63,7 +63,7 @@ class TestTheDefinition:
         from generation.jobs.services import job_create
 
         job = job_create(model="smollm2-135m", dataset="demo-ruff", batch_size=1, queue=False)
-        assert job.batch_size == 1 and {len(c.instance_ids) for c in job.chunks.all()} == {1}
+        assert job.batch_size == 1 and {len(c.unit_ids) for c in job.chunks.all()} == {1}
 
 
 class TestEveryEntrance:

@@ -55,7 +55,7 @@ def test_a_tango_job_samples_open_contexts_and_scores_prob_tango_per_generation(
 
     job = GenerationJob.objects.get(pk=summary["job"])
     assert summary == {"job": job.pk, "status": "done", "instances": 4, "generations": 8}
-    assert job.settings == ["open"] and job.done_instances == 4
+    assert job.settings == ["open"] and job.done_units == 4
     assert not ProbResult.objects.filter(job=job).exists()  # TANGO has no mask to score
     generations = list(Generation.objects.filter(job=job).select_related("instance__template", "tango_template"))
     assert len(generations) == 8

@@ -45,7 +45,7 @@ def test_a_run_over_a_job_is_a_judge_job_whose_units_are_the_jobs_generations(ju
     run, created = judge_run_create(job=job.pk, judge=judge.name, queue=False)
     assert created and run.pool is None and run.source_job == job and run.total_items == 3
     assert run.job.kind == "judge" and run.job.options["job_id"] == job.pk and "pool_id" not in run.job.options
-    units = [unit for chunk in JobChunk.objects.filter(job=run.job).order_by("index") for unit in chunk.instance_ids]
+    units = [unit for chunk in JobChunk.objects.filter(job=run.job).order_by("index") for unit in chunk.unit_ids]
     assert units == [generation.pk for generation in generations]
     again, created_again = judge_run_create(job=job.pk, judge=judge.name, queue=False)
     assert again.pk == run.pk and not created_again

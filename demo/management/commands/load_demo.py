@@ -107,7 +107,7 @@ class Command(BaseCommand):
                 )
                 demo.live_job_record(job=job)
                 self.stdout.write(
-                    f"queued job {job.pk}: {job.total_generations} continuations of {dataset.name} by "
+                    f"queued job {job.pk}: {job.total_items} continuations of {dataset.name} by "
                     f"{DEFAULT_MODEL_NAME} on the CPU (first start only)"
                 )
         if demo.live_pool_draw() is not None or Pool.objects.filter(name=demo.LIVE_POOL).exists():

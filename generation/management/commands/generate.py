@@ -71,7 +71,7 @@ class Command(BaseCommand):
         except JobDispatchError as exc:
             raise CommandError(f"{exc} Run `manage.py resume_jobs --job {exc.job_id}` once it is back.") from None
         self.stderr.write(
-            f"job {job.pk}: {job.total_instances} instances, {job.total_generations} generations "
+            f"job {job.pk}: {job.total_units} instances, {job.total_items} generations "
             f"({job.model.name} on {job.dataset.name if job.dataset else '-'})"
         )
         if embedded:
@@ -85,8 +85,8 @@ class Command(BaseCommand):
                 {
                     "job": job.pk,
                     "status": job.status,
-                    "instances": job.total_instances,
-                    "generations": job.done_generations,
+                    "instances": job.total_units,
+                    "generations": job.done_items,
                 }
             )
         )

@@ -39,9 +39,7 @@ class Command(BaseCommand):
                 raise CommandError(f"--job: {exc}") from None
             except JobDispatchError as exc:
                 raise CommandError(str(exc)) from None
-            self.stderr.write(
-                f"job {resumed.pk}: resumed at {resumed.done_generations} of {resumed.total_generations} generations"
-            )
+            self.stderr.write(f"job {resumed.pk}: resumed at {resumed.done_items} of {resumed.total_items} generations")
             if resumed.status != "done":
                 if embedded:
                     resumed = job_run_with_bar(resumed)
@@ -67,4 +65,4 @@ class Command(BaseCommand):
         return resumed
 
     def _summary(self, job: GenerationJob) -> dict:
-        return {"job": job.pk, "status": job.status, "generations": job.done_generations}
+        return {"job": job.pk, "status": job.status, "generations": job.done_items}
