@@ -10,10 +10,11 @@ from django.core.management import CommandError, call_command
 
 from generation.jobs.services import JobParameterError
 from generation.models import GenerationJob
+from judging.kinds import judge_run_parameters_validate
 from judging.models import Judge, JudgeRun
 from judging.prompts import DEFAULT_TEMPLATE, TemplateError, default_options, template_check
 from judging.services.judges import judge_add
-from judging.services.runs import judge_run_create, judge_run_parameters_validate
+from judging.services.runs import judge_run_create
 
 pytestmark = pytest.mark.django_db
 
