@@ -136,6 +136,9 @@ class GenerationKind(JobKind[JobParameters]):
     """The generation kind: a job's units are instances of its dataset; each gives settings x samples generations
     and, on the masked datasets, one probability result (TANGO: one Prob-TANGO template per generation)."""
 
+    unit_label = "instances"
+    item_label = "generations"
+
     def units(self, *, params: JobParameters) -> list[int]:
         assert params.dataset is not None  # the parameters say a generation job needs one
         rows = Instance.objects.filter(dataset=params.dataset, pronoun__in=params.pronouns).order_by("ordinal")
@@ -151,6 +154,11 @@ class GenerationKind(JobKind[JobParameters]):
             taken[pronoun] = taken.get(pronoun, 0) + 1
             ids.append(instance_id)
         return ids
+
+    def nothing_to_do(self, *, params: JobParameters) -> dict[str, str] | None:
+        if params.dataset is None:
+            return None
+        return {"dataset": f"{params.dataset.name} has no instances for pronouns {', '.join(params.pronouns)}"}
 
     def items_per_unit(self, *, params: JobParameters) -> int:
         return len(params.settings) * params.samples

@@ -19,7 +19,8 @@ its work is, through a handler, a subclass of `JobKind`:
 - optional: `needs_dataset` (False for a kind without one; the pages then show the description instead),
   `options_validate(options=..., values=...)` to check the kind's `options` (raise
   `rest_framework.serializers.ValidationError`), `chunk_finished(job=..., unit_ids=...)` after a chunk is stored,
-  and `unit_label` / `item_label` for the pages ("instances" / "generations").
+  `nothing_to_do(params=...)` to say why a job has no units, and `unit_label` / `item_label` ("units" / "items";
+  generation: "instances" / "generations").
 
 Register from the owning app's `AppConfig.ready()`: `job_kind_register("judge", JudgeKind())`. Create a job with
 `generation.jobs.services.job_create(kind="judge", model=..., options={...})`.
@@ -42,8 +43,8 @@ class JobKind(Generic[Params]):
     """The interface of a job kind's handler (see the module docstring); subclass it and override what applies."""
 
     needs_dataset: bool = True
-    unit_label: str = "instances"
-    item_label: str = "generations"
+    unit_label: str = "units"
+    item_label: str = "items"
 
     def options_validate(self, *, options: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
         return options
@@ -66,6 +67,10 @@ class JobKind(Generic[Params]):
         return f"{job.kind} with {job.model.name}"
 
     def chunk_finished(self, *, job: GenerationJob, unit_ids: list[int]) -> None:
+        return None
+
+    def nothing_to_do(self, *, params: Params) -> dict[str, str] | None:
+        """Why a job has no units, under the field to blame; None: the job services say it in general terms."""
         return None
 
 

@@ -31,7 +31,7 @@ from generation.jobs.runner import (
     job_run,
     jobs_unfinished,
 )
-from generation.models import GENERATION_KIND, GenerationJob, JobChunk, JobStatus
+from generation.models import GenerationJob, JobChunk, JobStatus
 from generation.parameters import JobParameterError, JobParameters, job_parameters_validate
 
 __all__ = [  # job_start, job_fail, job_progress_refresh (progress.py) and the runner's names may be imported from here
@@ -136,11 +136,9 @@ def job_create(
     handler = job_kind_handler(params.kind)
     unit_ids = handler.units(params=params)
     if not unit_ids:
-        if params.kind == GENERATION_KIND and params.dataset is not None:
-            raise JobParameterError(
-                {"dataset": f"{params.dataset.name} has no instances for pronouns {', '.join(params.pronouns)}"}
-            )
-        raise JobParameterError({"options": f"this {params.kind} job has nothing to do"})
+        raise JobParameterError(
+            handler.nothing_to_do(params=params) or {"options": f"this {params.kind} job has nothing to do"}
+        )
     chunk_size = job_chunk_size(instances=len(unit_ids), batch_size=params.batch_size_or_model())
     with transaction.atomic():
         job = GenerationJob.objects.create(
