@@ -291,7 +291,7 @@ class ImportJob(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
-    # The lease of the runner reading or writing it, as a generation chunk's (generation/services/leases.py): renewed
+    # The lease of the runner reading or writing it, as a generation chunk's (generation/jobs/leases.py): renewed
     # by a heartbeat, taken over by the workers' sweeper once it expires (its worker died).
     lease_owner = models.CharField(max_length=200, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)

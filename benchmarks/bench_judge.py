@@ -108,16 +108,16 @@ def bench_job(n: int) -> dict:
     loaded = model_load(language_model=model)
     # The run as `manage.py judge --job` makes it, in chunks of the model's batch size as a full job's are (a small
     # job is cut into about 20 chunks, so that its progress moves: 2 generations a chunk here would hide the batching).
+    from generation.jobs.services import job_run
     from generation.models import JobChunk
-    from generation.services.jobs import job_run
     from judging.services.runs import judge_run_create
 
     run, _ = judge_run_create(job=job.pk, judge=judge.name, queue=False)
-    ids = [unit for chunk in JobChunk.objects.filter(job=run.job).order_by("index") for unit in chunk.instance_ids]
+    ids = [unit for chunk in JobChunk.objects.filter(job=run.job).order_by("index") for unit in chunk.unit_ids]
     JobChunk.objects.filter(job=run.job).delete()
     size = model.batch_size
     JobChunk.objects.bulk_create(
-        JobChunk(job=run.job, index=index, instance_ids=ids[start : start + size])
+        JobChunk(job=run.job, index=index, unit_ids=ids[start : start + size])
         for index, start in enumerate(range(0, len(ids), size))
     )
     start = time.perf_counter()

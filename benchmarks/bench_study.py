@@ -70,7 +70,7 @@ def _build(rng) -> dict:
     from annotation.services.guidelines import pool_guidelines_set
     from annotation.services.pool import pool_sample
     from generation.models import Dataset, Generation, GenerationJob, Instance, LanguageModel, ProbResult, Template
-    from judging.models import JudgeRun, MachineLabel
+    from judging.models import MachineLabel
     from judging.services.judges import judge_add
     from judging.services.runs import judge_run_create
 
@@ -112,8 +112,8 @@ def _build(rng) -> dict:
                     settings=["pre", "post"],
                     samples=SAMPLES,
                     status="done",
-                    total_instances=len(instances),
-                    done_instances=len(instances),
+                    total_units=len(instances),
+                    done_units=len(instances),
                 )
                 jobs.append(job)
                 ProbResult.objects.bulk_create(
@@ -177,8 +177,7 @@ def _build(rng) -> dict:
             )
             for item in items
         )
-        GenerationJob.objects.filter(pk=run.job_id).update(status="done")
-        JudgeRun.objects.filter(pk=run.pk).update(total_items=len(items))
+        GenerationJob.objects.filter(pk=run.job_id).update(status="done", total_units=len(items))
     return {
         "items": pool.items.count(),
         "annotations": Annotation.objects.filter(item__pool=pool).count(),

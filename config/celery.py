@@ -12,7 +12,7 @@ app.autodiscover_tasks()
 
 @worker_ready.connect
 def _stale_chunk_sweeper(sender=None, **kwargs) -> None:
-    """Every worker re-queues chunks whose runner is gone or whose message the broker lost (generation/services/runner.py)."""
-    from generation.services.runner import stale_chunk_sweeper_start
+    """Every worker re-queues chunks whose runner is gone or whose message the broker lost (generation/jobs/runner.py)."""
+    from generation.jobs.runner import stale_chunk_sweeper_start
 
     stale_chunk_sweeper_start()

@@ -233,14 +233,14 @@ CELERY_TASK_DEFAULT_QUEUE = "default"
 # A chunk of a job that names the vllm engine goes to CONCORD_VLLM_QUEUE (generation/engines/routing.py).
 CELERY_TASK_ROUTES = ["generation.engines.routing.task_route", {"generation.tasks.*": {"queue": "generation"}}]
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=60)}
-# Crash recovery (generation/services/leases.py): a running chunk holds a lease its heartbeat renews every third of
+# Crash recovery (generation/jobs/leases.py): a running chunk holds a lease its heartbeat renews every third of
 # it; a chunk whose runner is gone is queued again within a lease and a sweep. Transient database and broker errors
 # are retried this many times, after 1, 2, 4, ... seconds (the first pause, doubled each time up to 60 s).
 CONCORD_CHUNK_LEASE_SECONDS = env_int("CONCORD_CHUNK_LEASE_SECONDS", 30, minimum=3)
 CONCORD_TRANSIENT_RETRIES = env_int("CONCORD_TRANSIENT_RETRIES", 5, minimum=0)
 CONCORD_TRANSIENT_BACKOFF_SECONDS = 1.0
 # A chunk sent to the broker but claimed by no worker within this many seconds is sent again (a broker that lost its
-# queue); generation/services/runner.py's sweeper does it.
+# queue); generation/jobs/runner.py's sweeper does it.
 CONCORD_CHUNK_UNCLAIMED_SECONDS = env_int("CONCORD_CHUNK_UNCLAIMED_SECONDS", 120, minimum=5)
 # Upper bounds of a job's parameters (generation/parameters.py); a bigger value is refused, naming the field.
 CONCORD_MAX_NUM_BEAMS = env_int("CONCORD_MAX_NUM_BEAMS", 8, minimum=1)

@@ -25,4 +25,4 @@ import_module(settings.ROOT_URLCONF)  # and with it every view module
 gc.freeze()
 
 # The embedded default (no broker) runs jobs in this process: resume those a stopped server left unfinished.
-import_module("generation.services.runner").jobs_resume_on_start()
+import_module("generation.jobs.runner").jobs_resume_on_start()

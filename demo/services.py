@@ -217,10 +217,10 @@ def _distractor_items(*, pool: Pool) -> None:
         settings=["pre"],
         samples=count,
         status=JobStatus.DONE,
-        total_instances=1,
-        done_instances=1,
-        total_generations=count,
-        done_generations=count,
+        total_units=1,
+        done_units=1,
+        total_items=count,
+        done_items=count,
     )
     for index, (text, first, correct) in enumerate(DISTRACTOR_CONTINUATIONS):
         generation = Generation.objects.create(
@@ -299,8 +299,8 @@ def live_pool_waiting() -> dict | None:
             {
                 "id": job.pk,
                 "status": job.status,
-                "done": job.done_generations,
-                "total": job.total_generations,
+                "done": job.done_items,
+                "total": job.total_items,
                 "text": WAITING.get(job.status, str(job.status)),
             }
             for job in jobs

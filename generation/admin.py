@@ -45,3 +45,12 @@ class GenerationJobAdmin(admin.ModelAdmin):
     list_display = ("id", "model", "dataset", "status", "done_instances", "total_instances", "created_at")
     list_filter = ("status",)
     inlines = [JobChunkInline]
+
+    # The columns keep their titles; the fields count any kind's units (generation: instances).
+    @admin.display(description="done instances", ordering="done_units")
+    def done_instances(self, job: GenerationJob) -> int:
+        return job.done_units
+
+    @admin.display(description="total instances", ordering="total_units")
+    def total_instances(self, job: GenerationJob) -> int:
+        return job.total_units

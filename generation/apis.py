@@ -9,6 +9,15 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.roles import IsAdmin, IsResearcher
+from generation.jobs.kinds import job_kind_get
+from generation.jobs.services import (
+    JobDispatchError,
+    JobParameterError,
+    JobStateError,
+    job_cancel,
+    job_create,
+    job_resume,
+)
 from generation.models import GenerationJob
 from generation.parameters import JobParametersSerializer
 from generation.selectors import (
@@ -21,15 +30,6 @@ from generation.selectors import (
     job_status_text,
     job_timing,
 )
-from generation.services.jobs import (
-    JobDispatchError,
-    JobParameterError,
-    JobStateError,
-    job_cancel,
-    job_create,
-    job_resume,
-)
-from generation.services.kinds import job_kind_get
 
 
 def _rounded(seconds: float | None) -> float | None:
@@ -49,6 +49,14 @@ class JobOutputSerializer(serializers.ModelSerializer):
     eta_low_seconds = serializers.SerializerMethodField()
     eta_high_seconds = serializers.SerializerMethodField()
     resumable = serializers.SerializerMethodField()
+
+    # The API's keys predate the neutral field names (any kind's units and items): each key reads its field.
+    KEYS_OF_FIELDS = {
+        "total_instances": "total_units",
+        "done_instances": "done_units",
+        "total_generations": "total_items",
+        "done_generations": "done_items",
+    }
 
     class Meta:
         model = GenerationJob
@@ -91,6 +99,13 @@ class JobOutputSerializer(serializers.ModelSerializer):
             "finished_at",
         ]
 
+    def build_field(self, field_name, info, model_class, nested_depth):
+        if field_name not in self.KEYS_OF_FIELDS:
+            return super().build_field(field_name, info, model_class, nested_depth)
+        source = self.KEYS_OF_FIELDS[field_name]
+        field_class, kwargs = super().build_field(source, info, model_class, nested_depth)
+        return field_class, {**kwargs, "source": source}
+
     def _timing(self, job: GenerationJob) -> JobTiming:
         """One reading of the chunks per job, for the four timing keys."""
         cache: dict[int, JobTiming] = self.__dict__.setdefault("_timings", {})
@@ -120,7 +135,7 @@ class JobOutputSerializer(serializers.ModelSerializer):
         return None if place is None else place.after
 
     def get_progress(self, job: GenerationJob) -> float:
-        return job.done_generations / job.total_generations if job.total_generations else 0.0
+        return job.done_items / job.total_items if job.total_items else 0.0
 
     def get_elapsed_seconds(self, job: GenerationJob) -> float | None:
         return _rounded(self._timing(job).elapsed_seconds)

@@ -16,9 +16,9 @@ class GenerationConfig(AppConfig):
         except EngineUnavailable as exc:
             raise ImproperlyConfigured(f"{exc}.") from exc
 
-        # The generation kind goes through the same registry as the kinds other apps add (generation/services/kinds.py).
+        # The generation kind goes through the same registry as the kinds other apps add (generation/jobs/kinds.py).
+        from generation.jobs.generation_kind import GenerationKind
+        from generation.jobs.kinds import job_kind_register
         from generation.models import GENERATION_KIND
-        from generation.services.chunks import GenerationKind
-        from generation.services.kinds import job_kind_register
 
         job_kind_register(GENERATION_KIND, GenerationKind())

@@ -17,7 +17,7 @@ How to add a field (e.g. `engine`, `distractors`):
 The form gets a field, the API a key and `generate` a flag (`--field-name`) without further edits: integer, float,
 choice, boolean and text fields map themselves (see generation/forms.py and the command's `add_arguments`).
 
-Kinds other than generation (generation/services/kinds.py) use the same definition: `kind` names the handler, which
+Kinds other than generation (generation/jobs/kinds.py) use the same definition: `kind` names the handler, which
 may leave out the dataset and validates its own `options`.
 """
 
@@ -36,9 +36,9 @@ from generation.datasets.registry import dataset_kind
 from generation.datasets.ruff_distractors import SAMPLE_SEED_CHOICES, SAMPLE_SEEDS
 from generation.engines import ENGINES
 from generation.engines.hf.scoring import DEFAULT_PROB_SCORE, PROB_SCORES
+from generation.jobs.kinds import job_kind_get, job_kinds
 from generation.models import DEFAULT_MODEL_NAME, GENERATION_KIND, JOB_DEFAULTS, Dataset, LanguageModel
 from generation.pronouns import BASES
-from generation.services.kinds import job_kind_get, job_kinds
 
 MAX_SEED = 2**32 - 1
 _FAMILY = re.compile(r"^[a-z]{1,8}$")

@@ -88,17 +88,17 @@ def model_seconds_per_row(
             job__kind=kind,
             finished_at__isnull=False,
             started_at__isnull=False,
-            job__total_instances__gt=0,
+            job__total_units__gt=0,
         )
         .exclude(job_id=exclude_job_id)
         .order_by("-finished_at")
-        .values_list("started_at", "finished_at", "instance_ids", "job__total_generations", "job__total_instances")
+        .values_list("started_at", "finished_at", "unit_ids", "job__total_items", "job__total_units")
     )[:RECENT_CHUNKS]
     seconds = rows = 0.0
-    for started, finished, ids, generations, instances in chunks:
+    for started, finished, ids, items, units in chunks:
         assert started is not None and finished is not None  # filtered above
         seconds += max((finished - started).total_seconds(), 0.0)
-        rows += len(ids) * generations / instances
+        rows += len(ids) * items / units
     return seconds / rows if rows and seconds else None
 
 
@@ -118,14 +118,14 @@ def job_timing(*, job: GenerationJob, now: datetime | None = None) -> JobTiming:
     elapsed = max((end - job.started_at).total_seconds(), 0.0)
     if job.status != JobStatus.RUNNING or job.run_started_at is None:
         return JobTiming(elapsed_seconds=elapsed, eta_seconds=None)
-    left = max(job.total_generations - job.done_generations, 0)
+    left = max(job.total_items - job.done_items, 0)
     if left == 0:
         return JobTiming(elapsed_seconds=elapsed, eta_seconds=0.0, eta_low_seconds=0.0, eta_high_seconds=0.0)
-    per_unit = job.total_generations / job.total_instances if job.total_instances else 0.0
+    per_unit = job.total_items / job.total_units if job.total_units else 0.0
     recent: list[tuple[datetime, datetime, list[int]]] = list(
         JobChunk.objects.filter(job=job, finished_at__gte=job.run_started_at, started_at__isnull=False)
         .order_by("-finished_at")
-        .values_list("started_at", "finished_at", "instance_ids")[:RECENT_CHUNKS]  # type: ignore[arg-type]
+        .values_list("started_at", "finished_at", "unit_ids")[:RECENT_CHUNKS]  # type: ignore[arg-type]
     )
     if recent and per_unit:
         work = [len(ids) * per_unit for _, _, ids in recent]
@@ -133,9 +133,7 @@ def job_timing(*, job: GenerationJob, now: datetime | None = None) -> JobTiming:
         paces = [max((fin - st).total_seconds(), 1e-3) / w for (st, fin, _), w in zip(recent, work, strict=True) if w]
         if span > 0 and paces:
             rate = sum(work) / span
-            unfinished = JobChunk.objects.filter(job=job, finished_at__isnull=True).values_list(
-                "instance_ids", flat=True
-            )
+            unfinished = JobChunk.objects.filter(job=job, finished_at__isnull=True).values_list("unit_ids", flat=True)
             left_work = sum(len(ids) for ids in unfinished) * per_unit
             since_last = max((now - recent[0][1]).total_seconds(), 0.0)
             eta = max(left_work / rate - since_last, ETA_FLOOR_SECONDS)
@@ -143,7 +141,7 @@ def job_timing(*, job: GenerationJob, now: datetime | None = None) -> JobTiming:
             low = min(max(min(paces) / mean, 0.5), 0.9) if len(paces) > 1 else 0.75
             high = max(min(max(paces) / mean, 2.0), 1.1) if len(paces) > 1 else 1.25
             return JobTiming(elapsed, eta, eta_low_seconds=eta * low, eta_high_seconds=eta * high)
-    done_in_run = job.done_generations - job.run_done_at_start
+    done_in_run = job.done_items - job.run_done_at_start
     run_seconds = (now - job.run_started_at).total_seconds()
     if done_in_run <= 0 or run_seconds <= 0:
         # Nothing of this run finished yet: the model's recent pace on other jobs, with a wide range; with none,
@@ -160,7 +158,7 @@ def job_timing(*, job: GenerationJob, now: datetime | None = None) -> JobTiming:
 def job_run_order(*, job_ids=None) -> list[int]:
     """The queued and running jobs of every kind (generation, judge, ...) in the order they run: running jobs first,
     then each queued job by when its chunks were handed to a runner (the broker's queue is first in, first out; the
-    embedded runner takes its jobs in this same order, generation/services/runner.py), then by creation."""
+    embedded runner takes its jobs in this same order, generation/jobs/runner.py), then by creation."""
     active = GenerationJob.objects.filter(status__in=(JobStatus.QUEUED, JobStatus.RUNNING))
     if job_ids is not None:
         active = active.filter(pk__in=job_ids)
@@ -174,7 +172,7 @@ def job_run_order(*, job_ids=None) -> list[int]:
 def job_sizing() -> dict:
     """What the job form's script needs to show a job's size and time as it is filled in: each dataset's instances
     per pronoun (before the distractor filters), and each model's recent seconds per continuation (None before it ran
-    anything). The server's "Show size and time" counts exactly (generation/services/jobs.py, job_size)."""
+    anything). The server's "Show size and time" counts exactly (generation/jobs/services.py, job_size)."""
     # A dataset's instances never change once imported (a new import is a new dataset), and counting a distractor
     # set's millions of rows takes a while: the counts are kept per set of imported datasets.
     signature = "|".join(
@@ -226,7 +224,7 @@ def job_status_text(*, job: GenerationJob) -> str:
 
 def job_chunks_live(*, job: GenerationJob) -> bool:
     """Whether a runner holds one of the job's chunks now (a live lease): then a Resume has nothing to take over."""
-    from generation.services.leases import chunk_lease_live  # the lease rule lives with the leases
+    from generation.jobs.leases import chunk_lease_live  # the lease rule lives with the leases
 
     now = timezone.now()
     chunks = JobChunk.objects.filter(job=job, finished_at__isnull=True).exclude(lease_owner="")

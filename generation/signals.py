@@ -19,7 +19,7 @@ job_finished = Signal()  # kwargs: job_id: int
 # earlier process.
 resuming_on_start = Signal()  # kwargs: started_before: datetime
 
-# A Celery worker's sweeper is looking for work whose runner is gone, every few seconds (generation/services/runner.py,
+# A Celery worker's sweeper is looking for work whose runner is gone, every few seconds (generation/jobs/runner.py,
 # after the chunks); other apps take over their own leased work (annotation: imports whose worker died). Sent with
 # `sender=None`; a receiver returns the ids it queued again.
 sweeping = Signal()

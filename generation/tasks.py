@@ -7,7 +7,7 @@ place at a time. Transient errors are retried inside `chunk_run`.
 
 from celery import shared_task
 
-from generation.services.chunks import chunk_run
+from generation.jobs.chunks import chunk_run
 
 
 @shared_task(name="generation.tasks.chunk_run_task")

@@ -14,6 +14,17 @@ from common.safe_csv import SafeDictWriter
 from generation.datasets.files import ImportFailed
 from generation.datasets.templates import templates_upload_import
 from generation.forms import JobForm, TemplatesImportForm
+from generation.jobs.kinds import job_kind_get
+from generation.jobs.services import (
+    ACTIVE,
+    JobDispatchError,
+    JobParameterError,
+    JobStateError,
+    job_cancel,
+    job_create,
+    job_resume,
+    job_size,
+)
 from generation.models import GENERATION_KIND, Generation, JobStatus, ProbResult, TangoTemplate
 from generation.selectors import (
     EXPORT_COLUMNS,
@@ -30,17 +41,6 @@ from generation.selectors import (
     job_tango_results,
     job_timing,
 )
-from generation.services.jobs import (
-    ACTIVE,
-    JobDispatchError,
-    JobParameterError,
-    JobStateError,
-    job_cancel,
-    job_create,
-    job_resume,
-    job_size,
-)
-from generation.services.kinds import job_kind_get
 from generation.textfiles import MAX_ERRORS_SHOWN
 
 PAGE_SIZE = 50
@@ -103,7 +103,7 @@ def job_new_page(request):
             form.add_error(None, str(exc))
             unsent = _job_row(_job_or_404(exc.job_id), can_manage=True)
         else:
-            messages.success(request, f"Job {job.pk} queued: {job.total_instances} instances.")
+            messages.success(request, f"Job {job.pk} queued: {job.total_units} instances.")
             return redirect("generation-jobs")
     context: dict[str, object] = {"form": form, "unsent": unsent, "size": size, "sizing": job_sizing()}
     if size is not None:
@@ -169,7 +169,7 @@ def job_resume_page(request, job_id: int):
     except (JobStateError, JobDispatchError) as exc:
         messages.error(request, str(exc))
     else:
-        messages.success(request, f"Job {job.pk} resumed: {job.done_generations} of {job.total_generations} kept.")
+        messages.success(request, f"Job {job.pk} resumed: {job.done_items} of {job.total_items} kept.")
     if request.POST.get("back") == "job":  # a fixed choice, never an address from the form
         return redirect("generation-job-results", job_id=job.pk)
     return redirect("generation-jobs")

@@ -7,11 +7,12 @@ from __future__ import annotations
 from django import forms
 from django.contrib import admin
 
-from generation.services.jobs import JobParameterError
-from judging.models import Judge, JudgeRun
+from generation.jobs.services import JobParameterError
+from judging.kinds import judge_run_parameters_validate
+from judging.models import Judge, JudgeMode, JudgeRun
 from judging.prompts import DEFAULT_TEMPLATE, TemplateError, default_options, template_check
 from judging.services.judges import judge_add
-from judging.services.runs import judge_run_create, judge_run_parameters_validate
+from judging.services.runs import judge_run_create
 
 
 class JudgeForm(forms.ModelForm):
@@ -62,9 +63,15 @@ class JudgeAdmin(admin.ModelAdmin):
 
 
 class JudgeRunForm(forms.ModelForm):
+    # The run's parameters are its job's (judging/kinds.py validates them): form fields, not columns of the run.
+    mode = forms.ChoiceField(choices=JudgeMode.choices)
+    k = forms.IntegerField(min_value=0, initial=1, help_text="samples per item (sampling mode)")
+    temperature = forms.FloatField(initial=1.0, help_text="sampling temperature (sampling mode)")
+    seed = forms.IntegerField(initial=0)
+
     class Meta:
         model = JudgeRun
-        fields = ["judge", "pool", "source_job", "mode", "k", "temperature", "seed"]
+        fields = ["judge", "pool", "source_job"]
         help_texts = {"source_job": "or a finished generation job, to judge all its generations (not both)"}
 
     def clean(self):

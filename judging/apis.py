@@ -18,7 +18,7 @@ from annotation.models import Pool
 from common.renderers import CONTENT_TYPES, CsvRenderer, JsonLinesRenderer
 from generation.models import GenerationJob
 from judging.exports import generation_labels_export, labels_export
-from judging.models import JudgeRun
+from judging.models import JudgeMode, JudgeRun
 from judging.selectors import job_runs, pool_runs
 
 
@@ -31,6 +31,12 @@ class RunSerializer(serializers.ModelSerializer):
     labels = serializers.IntegerField(source="labels.count")
     pool = serializers.SlugRelatedField(slug_field="name", read_only=True, allow_null=True)
     source_job = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
+    # The run's parameters, read from its job (JudgeRun's properties).
+    mode = serializers.ChoiceField(choices=JudgeMode.choices, read_only=True)
+    k = serializers.IntegerField(read_only=True)
+    temperature = serializers.FloatField(read_only=True)
+    seed = serializers.IntegerField(read_only=True)
+    total_items = serializers.IntegerField(read_only=True)
 
     class Meta:
         model = JudgeRun

@@ -42,7 +42,7 @@ class JudgeLabels:
 
 def connect() -> None:
     from annotation.machine import machine_label_source_register
-    from generation.services.kinds import job_kind_register
+    from generation.jobs.kinds import job_kind_register
     from judging.kinds import JudgeKind
     from judging.models import JUDGE_KIND
 

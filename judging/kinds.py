@@ -1,32 +1,156 @@
-"""The `judge` job kind (generation/services/kinds.py): a judge run's work is a job like any other, so it gets the
+"""The `judge` job kind (generation/jobs/kinds.py): a judge run's work is a job like any other, so it gets the
 chunks, leases, progress, estimate, cancel, resume and retries of generation jobs.
 
 The job's units are the pool's item ids (in id order), or, for a run over a generation job, that job's generation
-ids (in id order), one machine label each. The job's `options` say which run it does: `pool_id` or `job_id`,
-`judge_id`, `mode`, `k`, `temperature` (with `pool` and `judge` names for the pages); its `seed` column is the run's
-seed and its `model` the judge's own. `JudgeRun` is the judging app's row for the job (created
-with it by `judge_run_create`, or on its first chunk when the job came from the generic jobs API).
+ids (in id order), one machine label each. The job holds the run's parameters, validated here once
+(`judge_run_parameters_validate`, for the generic jobs API through `JudgeKind.options_validate` and for
+`judge_run_create`): its `options` say which run it does (`pool_id` or `job_id`, `judge_id`, `mode`, `k`,
+`temperature`, with `pool`, `judge` and `version` for the pages), its `seed` column is the run's seed, its `model` the
+judge's own and its `total_units` the run's items. `JudgeRun` is the judging app's row for the job (created with it by
+`judge_run_create`, or on its first chunk when the job came from the generic jobs API); it reads these from the job.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from rest_framework import serializers
 
 from annotation.models import Pool, PoolItem
-from generation.models import Generation, GenerationJob, JobChunk
-from generation.parameters import JobParameterError, JobParameters
-from generation.services.kinds import JobKind
-from generation.services.progress import job_rows_write
-from judging.models import Judge, JudgeRun, MachineLabel
-from judging.services.runs import judge_run_parameters_validate
+from generation.jobs.kinds import JobKind
+from generation.jobs.progress import job_rows_write
+from generation.models import GENERATION_KIND, Generation, GenerationJob, JobChunk, JobStatus
+from generation.parameters import MAX_SEED, JobParameterError, JobParameters
+from judging.models import Judge, JudgeMode, JudgeRun, MachineLabel
+from judging.services.judges import judge_latest
+
+DEFAULT_K = 5
+DEFAULT_TEMPERATURE = 0.7
+MAX_K = 100
+
+
+@dataclass(frozen=True)
+class RunParameters:
+    pool: Pool | None
+    judge: Judge
+    mode: str
+    k: int
+    temperature: float
+    seed: int
+    source_job: GenerationJob | None = None
+
+    def options(self) -> dict[str, Any]:
+        """The job's `options` for this run (the seed is the job's own column)."""
+        scope = (
+            {"pool_id": self.pool.pk, "pool": self.pool.name}
+            if self.pool is not None
+            else {"job_id": self.source_job.pk if self.source_job is not None else None}
+        )
+        return {
+            **scope,
+            "judge_id": self.judge.pk,
+            "judge": self.judge.name,
+            "version": self.judge.version,
+            "mode": self.mode,
+            "k": self.k,
+            "temperature": self.temperature,
+        }
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _job_check(job: int | str | GenerationJob, errors: dict[str, str]) -> GenerationJob | None:
+    """The finished generation job a run over a job labels (by id or row); a problem goes into `errors`."""
+    chosen: GenerationJob | None
+    if isinstance(job, GenerationJob):
+        chosen = job
+    else:
+        try:
+            job_id = int(job)
+        except (TypeError, ValueError):
+            errors["job"] = f"a generation job's id is a whole number, got {job!r}"
+            return None
+        chosen = GenerationJob.objects.filter(pk=job_id).first()
+        if chosen is None:
+            errors["job"] = f"no generation job {job_id}"
+            return None
+    if chosen.kind != GENERATION_KIND:
+        errors["job"] = f"job {chosen.pk} is a {chosen.kind} job; a judge runs over a generation job"
+    elif chosen.status != JobStatus.DONE:
+        errors["job"] = f"job {chosen.pk} is {chosen.status}; a judge runs over a finished generation job"
+    elif not Generation.objects.filter(job=chosen).exists():
+        errors["job"] = f"job {chosen.pk} has no generations to judge"
+    return chosen
+
+
+def judge_run_parameters_validate(
+    *,
+    pool: str | Pool | None = None,
+    judge: str | Judge,
+    job: int | str | GenerationJob | None = None,
+    mode: str | None = None,
+    k: int | None = None,
+    temperature: float | None = None,
+    seed: int = 0,
+) -> RunParameters:
+    """Check every parameter; all problems are reported at once, each under its field name. A run is over a pool or
+    over a finished generation job (`job`, its id or row): exactly one. `judge` by name means its latest version;
+    the mode defaults to the judge's. `k` is at least 1 and the temperature above 0."""
+    errors: dict[str, str] = {}
+    chosen_pool: Pool | None = None
+    chosen_job: GenerationJob | None = None
+    if (pool is None or pool == "") == (job is None or job == ""):
+        errors["pool"] = (
+            "give a pool or a generation job (--pool or --job), not both"
+            if pool
+            else ("give a pool or a generation job to judge (--pool or --job)")
+        )
+    elif job is not None and job != "":
+        chosen_job = _job_check(job, errors)
+    else:
+        chosen_pool = pool if isinstance(pool, Pool) else Pool.objects.filter(name=pool).first()
+        if chosen_pool is None:
+            known = ", ".join(Pool.objects.order_by("name").values_list("name", flat=True)) or "none"
+            errors["pool"] = f"unknown pool {pool!r}; pools: {known}"
+        elif not chosen_pool.items.exists():
+            errors["pool"] = f"pool {chosen_pool.name} has no items to judge"
+    chosen_judge = judge if isinstance(judge, Judge) else judge_latest(name=judge)
+    if chosen_judge is None:
+        known = ", ".join(sorted(set(Judge.objects.values_list("name", flat=True)))) or "none (add one with judge_add)"
+        errors["judge"] = f"unknown judge {judge!r}; judges: {known}"
+    mode = mode or (chosen_judge.mode if chosen_judge is not None else JudgeMode.LIKELIHOOD)
+    if mode not in JudgeMode.values:
+        errors["mode"] = f"unknown mode {mode!r}; use {' or '.join(JudgeMode.values)}"
+    if k is not None and (not _is_int(k) or not 1 <= k <= MAX_K):
+        errors["k"] = f"must be a whole number from 1 to {MAX_K}, got {k!r}"
+    if temperature is not None and (
+        isinstance(temperature, bool) or not isinstance(temperature, int | float) or not 0 < temperature <= 100
+    ):
+        errors["temperature"] = f"must be a number > 0, got {temperature!r}"
+    if not _is_int(seed) or not 0 <= seed <= MAX_SEED:
+        errors["seed"] = f"must be a whole number from 0 to {MAX_SEED}, got {seed!r}"
+    if errors or (chosen_pool is None and chosen_job is None) or chosen_judge is None:
+        raise JobParameterError(errors)
+    sampling = mode == JudgeMode.SAMPLING
+    return RunParameters(
+        pool=chosen_pool,
+        source_job=chosen_job,
+        judge=chosen_judge,
+        mode=mode,
+        # Likelihood mode neither samples nor uses a temperature: stored as 1 so that equal runs compare equal.
+        k=(DEFAULT_K if k is None else k) if sampling else 1,
+        temperature=float(DEFAULT_TEMPERATURE if temperature is None else temperature) if sampling else 1.0,
+        seed=seed,
+    )
 
 
 def judge_run_for_job(*, job: GenerationJob) -> JudgeRun:
     """The job's run row (made from its options when the job was queued without one)."""
-    run = JudgeRun.objects.select_related("judge__model", "pool").filter(job=job).first()
+    run = JudgeRun.objects.select_related("judge__model", "pool", "job").filter(job=job).first()
     if run is not None:
         return run
     options = job.options
@@ -38,15 +162,10 @@ def judge_run_for_job(*, job: GenerationJob) -> JudgeRun:
             "source_job": (
                 GenerationJob.objects.get(pk=options["job_id"]) if options.get("job_id") is not None else None
             ),
-            "mode": options["mode"],
-            "k": options["k"],
-            "temperature": options["temperature"],
-            "seed": job.seed,
-            "total_items": job.total_instances,
             "created_by": job.created_by,
         },
     )
-    return JudgeRun.objects.select_related("judge__model", "pool").get(pk=run.pk)
+    return JudgeRun.objects.select_related("judge__model", "pool", "job").get(pk=run.pk)
 
 
 class JudgeKind(JobKind[JobParameters]):
@@ -72,20 +191,7 @@ class JudgeKind(JobKind[JobParameters]):
         except JobParameterError as exc:
             raise serializers.ValidationError(exc.errors) from None
         values["model"] = params.judge.model
-        scope = (
-            {"pool_id": params.pool.pk, "pool": params.pool.name}
-            if params.pool is not None
-            else {"job_id": params.source_job.pk if params.source_job is not None else None}
-        )
-        return {
-            **scope,
-            "judge_id": params.judge.pk,
-            "judge": params.judge.name,
-            "version": params.judge.version,
-            "mode": params.mode,
-            "k": params.k,
-            "temperature": params.temperature,
-        }
+        return params.options()
 
     def units(self, *, params: JobParameters) -> list[int]:
         if params.options.get("job_id") is not None:
@@ -105,7 +211,7 @@ class JudgeKind(JobKind[JobParameters]):
             return False
         judge_chunk_label(
             run=run,
-            item_ids=list(chunk.instance_ids),
+            item_ids=list(chunk.unit_ids),
             chunk_index=chunk.index,
             write=lambda save: job_rows_write(job_id=job.pk, write=save),
         )

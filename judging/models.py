@@ -56,8 +56,9 @@ JUDGE_KIND = "judge"  # the job kind a judge run's work is (judging/kinds.py)
 class JudgeRun(models.Model):
     """One judge version over one pool's items, or over every generation of one generation job (`source_job`):
     exactly one of the two. Its work runs as a job of kind `judge` (chunks, leases, progress, cancel, resume); `job`
-    is that job. A run over a generation job counts for every pool drawn from that job: each pool item takes the
-    label of its generation."""
+    is that job, which holds the run's parameters (judging/kinds.py): `mode`, `k`, `temperature`, `seed` and
+    `total_items` read them from it. A run over a generation job counts for every pool drawn from that job: each pool
+    item takes the label of its generation."""
 
     judge = models.ForeignKey(Judge, on_delete=models.PROTECT, related_name="runs")
     pool = models.ForeignKey(Pool, null=True, blank=True, on_delete=models.CASCADE, related_name="judge_runs")
@@ -70,21 +71,17 @@ class JudgeRun(models.Model):
         help_text="the generation job whose generations the run labels (a run over a job)",
     )
     job = models.OneToOneField(
-        GenerationJob, null=True, blank=True, on_delete=models.SET_NULL, related_name="judge_run"
+        GenerationJob,
+        on_delete=models.CASCADE,
+        related_name="judge_run",
+        help_text="the judge job that does the run's work and holds its parameters",
     )
-    mode = models.CharField(max_length=10, choices=JudgeMode.choices)
-    k = models.PositiveSmallIntegerField(default=1, help_text="samples per item (sampling mode)")
-    temperature = models.FloatField(default=1.0, help_text="sampling temperature (sampling mode)")
-    seed = models.BigIntegerField(default=0)
-    total_items = models.PositiveIntegerField(default=0)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
         constraints = [
-            models.CheckConstraint(condition=Q(k__gte=1), name="judge_run_k_positive"),
-            models.CheckConstraint(condition=Q(temperature__gt=0), name="judge_run_temperature_positive"),
             models.CheckConstraint(
                 condition=(Q(pool__isnull=False) & Q(source_job__isnull=True))
                 | (Q(pool__isnull=True) & Q(source_job__isnull=False)),
@@ -101,10 +98,32 @@ class JudgeRun(models.Model):
         return f"pool {self.pool}" if self.pool_id is not None else f"job {self.source_job_id}"
 
     @property
+    def mode(self) -> str:
+        """likelihood or sampling (JudgeMode)."""
+        return str(self.job.options["mode"])
+
+    @property
+    def k(self) -> int:
+        """Samples per item (sampling mode; 1 in likelihood mode)."""
+        return int(self.job.options["k"])
+
+    @property
+    def temperature(self) -> float:
+        """The sampling temperature (sampling mode; 1.0 in likelihood mode)."""
+        return float(self.job.options["temperature"])
+
+    @property
+    def seed(self) -> int:
+        return self.job.seed
+
+    @property
+    def total_items(self) -> int:
+        """The items (or generations) the run labels: its job's units."""
+        return self.job.total_units
+
+    @property
     def state(self) -> str:
-        if self.job is not None:
-            return self.job.status
-        return "done" if self.total_items and self.labels.count() >= self.total_items else "queued"
+        return self.job.status
 
 
 class MachineLabel(models.Model):

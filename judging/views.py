@@ -7,7 +7,7 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from accounts.roles import ADMIN, role_required
-from generation.services.jobs import JobDispatchError, JobParameterError
+from generation.jobs.services import JobDispatchError, JobParameterError
 from judging.services.runs import judge_run_create
 
 

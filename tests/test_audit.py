@@ -23,8 +23,8 @@ from annotation.services.imports import generations_import
 from annotation.services.imports.jobs import import_job_create
 from annotation.services.pool import pool_sample
 from common.audit import AuditSecretError, audit_event, audit_record
+from generation.jobs.services import job_cancel, job_create, job_resume
 from generation.models import JobStatus
-from generation.services.jobs import job_cancel, job_create, job_resume
 from judging.services.judges import judge_add
 from tests.annotation.factories import job_with_generations, pool_for
 from tests.conftest import PASSWORD

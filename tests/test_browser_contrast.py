@@ -87,7 +87,7 @@ def site(admin_user, researcher, annotator, second_annotator):
     """Something on every page: a study pool with jobs, labels, an adjudication; a pool for the annotator; jobs."""
     study = study_build(ana=annotator, bo=second_annotator)
     pool_for(annotator, pool=PoolFactory(name="queue"), items=2)
-    running = GenerationJobFactory(status=JobStatus.RUNNING, total_generations=10, done_generations=4)
+    running = GenerationJobFactory(status=JobStatus.RUNNING, total_items=10, done_items=4)
     GenerationJobFactory(status=JobStatus.FAILED, error="Traceback: boom")
     return {"study": study.name, "job": running.pk}
 

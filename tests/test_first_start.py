@@ -11,8 +11,8 @@ import pytest
 from django.utils import timezone
 
 from config.log_filters import ClientErrorsWithoutTraceback
+from generation.jobs import runner
 from generation.models import GenerationJob, JobStatus
-from generation.services import runner
 from tests.conftest import REPO
 from tests.factories import GenerationJobFactory
 
@@ -65,7 +65,7 @@ def test_a_first_start_does_not_call_a_queued_job_left_unfinished(caplog):
         mock.patch.object(runner, "job_requeue_unfinished"),
         mock.patch.object(runner, "job_run") as job_run,
         mock.patch.object(runner.connections, "close_all"),
-        caplog.at_level(logging.INFO, logger="generation.services.runner"),
+        caplog.at_level(logging.INFO, logger="generation.jobs.runner"),
     ):
         runner._resume_thread_start()
     assert [call.kwargs["job_id"] for call in job_run.call_args_list] == [never_started.pk, interrupted.pk]

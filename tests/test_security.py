@@ -151,13 +151,13 @@ class Site:
 
 @pytest.fixture
 def site(people) -> Site:
-    from judging.models import JudgeRun
     from judging.services.judges import judge_add
+    from judging.services.runs import judge_run_create
     from tests.annotation.factories import job_with_generations, pool_for
 
     job = job_with_generations(instances_per_pronoun=1, samples=1, pronouns=("he",), settings=("pre",))
     pool, items = pool_for(people[ANNOTATOR], items=2)
-    run = JudgeRun.objects.create(judge=judge_add(name="site-judge", model=job.model)[0], pool=pool, mode="likelihood")
+    run, _ = judge_run_create(pool=pool.name, judge=judge_add(name="site-judge", model=job.model)[0], queue=False)
     return Site(values={"name": pool.name, "pool": pool.name, "job_id": job.pk, "public_id": items[0].public_id,
                         "fmt": "json", "run": run.pk})  # fmt: skip
 

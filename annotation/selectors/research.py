@@ -123,7 +123,7 @@ def pool_summaries() -> QuerySet[Pool]:
 
 def finished_jobs() -> QuerySet[GenerationJob]:
     """The jobs a pool can be drawn from, for the pool form's list."""
-    # Generation jobs only: other job kinds (judge runs, generation/services/kinds.py) have no generations to draw.
+    # Generation jobs only: other job kinds (judge runs, generation/jobs/kinds.py) have no generations to draw.
     return (
         GenerationJob.objects.filter(status=JobStatus.DONE, kind="generation")
         .select_related("model", "dataset")

@@ -3,7 +3,7 @@
 Each context is one request with `n` = the job's samples, `min_tokens` = `max_tokens` = its new tokens, its top-k and
 top-p, the model's other generation defaults (vLLM reads the model's generation config, as transformers does), and a
 seed of its own: request i of a chunk gets `request_seed(chunk seed, i)`, where the chunk seed comes from the job's
-seed (generation/services/chunks.py), so a chunk run again asks for the same numbers. Only the new tokens are
+seed (generation/jobs/generation_kind.py), so a chunk run again asks for the same numbers. Only the new tokens are
 decoded, special tokens skipped, as the hf engine does; the rows written are the same.
 
 vLLM reads a model in Hugging Face format. A GGUF model is read from the dequantized copy Concord keeps of it

@@ -88,8 +88,9 @@ GENERATION_KIND = "generation"
 class GenerationJob(models.Model):
     """A long run cut into chunks: a generation job, or a job of another registered kind (a judge run, ...).
 
-    `kind` names its handler in generation/services/kinds.py; kind-specific parameters live in `options`. A kind
-    without a dataset leaves `dataset` empty. The decoding fields are those of generation/parameters.py.
+    `kind` names its handler in generation/jobs/kinds.py; kind-specific parameters live in `options`. A kind
+    without a dataset leaves `dataset` empty. The decoding fields are those of generation/parameters.py. Progress
+    counts the kind's units (`total_units`, `done_units`) and the items they give (`total_items`, `done_items`).
     """
 
     kind = models.CharField(max_length=32, default=GENERATION_KIND, help_text="the job kind's registered name")
@@ -114,10 +115,12 @@ class GenerationJob(models.Model):
     )
 
     status = models.CharField(max_length=10, choices=JobStatus.choices, default=JobStatus.QUEUED)
-    total_instances = models.PositiveIntegerField(default=0)
-    done_instances = models.PositiveIntegerField(default=0)
-    total_generations = models.PositiveIntegerField(default=0)
-    done_generations = models.PositiveIntegerField(default=0)
+    # Progress, in the kind's units (generation: instances; judge: pool items or generations) and in the result rows
+    # they give (generation: settings x samples generations per instance; judge: one label per unit).
+    total_units = models.PositiveIntegerField(default=0)
+    done_units = models.PositiveIntegerField(default=0)
+    total_items = models.PositiveIntegerField(default=0)
+    done_items = models.PositiveIntegerField(default=0)
     error = models.TextField(blank=True, help_text="traceback of the failure")
 
     created_by = models.ForeignKey(django_settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
@@ -126,7 +129,7 @@ class GenerationJob(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     # The current run (the first, or the one since the last resume), for the estimate of the time left.
     run_started_at = models.DateTimeField(null=True, blank=True, help_text="when the current run's first chunk began")
-    run_done_at_start = models.PositiveIntegerField(default=0, help_text="generations already done when it began")
+    run_done_at_start = models.PositiveIntegerField(default=0, help_text="items already done when it began")
     resumes = models.PositiveIntegerField(default=0, help_text="how often the job was resumed")
 
     class Meta:
@@ -199,7 +202,8 @@ class Generation(models.Model):
 
 
 class JobChunk(models.Model):
-    """A slice of a job's instances, run by one task. A chunk may run again (a lost worker): its rows are unique.
+    """A slice of a job's work units (`unit_ids`: instances for generation), run by one task. A chunk may run again
+    (a lost worker): its rows are unique.
 
     The lease says who runs it now: a runner claims the chunk (`lease_owner`, `lease_expires_at`) and a heartbeat
     extends the lease while it works, so a chunk runs in one place at a time, and a chunk whose runner is gone (its
@@ -208,7 +212,7 @@ class JobChunk(models.Model):
 
     job = models.ForeignKey(GenerationJob, on_delete=models.CASCADE, related_name="chunks")
     index = models.PositiveIntegerField()
-    instance_ids = models.JSONField(help_text="the chunk's work units (instances for generation), in order")
+    unit_ids = models.JSONField(help_text="the chunk's work units (instances for generation), in order")
     attempts = models.PositiveIntegerField(default=0, help_text="how often a worker started it")
     finished_at = models.DateTimeField(null=True, blank=True)
     lease_owner = models.CharField(max_length=200, blank=True, help_text="host:pid:process:run of its runner")

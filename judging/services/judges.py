@@ -14,8 +14,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 
 from common.audit import CREATE, audit_record
+from generation.jobs.services import JobParameterError
 from generation.models import LanguageModel
-from generation.services.jobs import JobParameterError
 from judging.models import Judge, JudgeMode
 from judging.prompts import DEFAULT_TEMPLATE, TemplateError, default_options, template_check
 

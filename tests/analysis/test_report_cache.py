@@ -12,7 +12,7 @@ from analysis import services
 from analysis.selectors.report import report_data_version
 from analysis.services import report_build, report_build_uncached
 from annotation.services import adjudication_save, generations_import
-from generation.services.progress import job_progress_refresh
+from generation.jobs.progress import job_progress_refresh
 from tests.analysis.factories import study_build
 from tests.factories import AnnotationFactory, GenerationFactory, InstanceFactory, ProbResultFactory
 

@@ -548,7 +548,7 @@ class TestImportsLeftByAStoppedProcess:
     def test_a_workers_sweep_takes_over_an_import_whose_lease_expired_and_finishes_it(self, left_writing, pre_file):
         # Its Celery worker was killed (kill -9) while it was writing; its lease ran out.
         from annotation.models import ImportFileChunk, ImportJob
-        from generation.services.runner import work_sweep
+        from generation.jobs.runner import work_sweep
 
         self.lease(left_writing, owner="gone-host:ns:4242:token:run", seconds=-1)
 
@@ -626,7 +626,7 @@ class TestImportsLeftByAStoppedProcess:
 
     def test_the_embedded_start_up_sends_it_to_the_imports(self, left_writing, monkeypatch):
         from annotation.models import ImportJob
-        from generation.services import runner
+        from generation.jobs import runner
 
         monkeypatch.setattr(runner, "jobs_unfinished", lambda **kwargs: [])
         monkeypatch.setattr(runner, "_job_thread_start", lambda target, *, name, **kwargs: target(**kwargs))

@@ -106,7 +106,7 @@ def test_load_demo_makes_the_hand_written_pool_ready_and_only_queues_the_live_jo
         assert Assignment.objects.filter(pool=pool, annotator__username=name).count() == 32
     jobs = GenerationJob.objects.filter(dataset__name__in=demo.DATASETS)
     # One job: one instance per pronoun x one setting x 5 samples, small enough to finish within minutes on a busy CPU.
-    assert list(jobs.values_list("dataset__name", "status", "total_generations", "settings")) == [
+    assert list(jobs.values_list("dataset__name", "status", "total_items", "settings")) == [
         ("demo-misgendered", JobStatus.QUEUED, 20, ["pre"])
     ]
     assert not jobs.filter(generations__isnull=False).exists()

@@ -3,8 +3,8 @@
 import pytest
 from django.urls import reverse
 
+from generation.jobs.services import job_create
 from generation.models import GenerationJob, JobStatus
-from generation.services.jobs import job_create
 from tests.conftest import PASSWORD
 
 LIST = "/api/generation-jobs/"
@@ -118,7 +118,7 @@ class TestJobApiProgressAndResume:
             status=JobStatus.RUNNING,
             started_at=now - timedelta(seconds=60),
             run_started_at=now - timedelta(seconds=60),
-            done_generations=job.total_generations // 4,
+            done_items=job.total_items // 4,
         )
         body = api.get(f"{LIST}{job.pk}/").json()
         assert 60 <= body["elapsed_seconds"] < 120
@@ -144,8 +144,8 @@ class TestJobApiProgressAndResume:
 
         from django.utils import timezone
 
+        from generation.jobs.leases import lease_owner_new
         from generation.models import JobChunk
-        from generation.services.leases import lease_owner_new
 
         api.force_authenticate(researcher)
         GenerationJob.objects.filter(pk=job.pk).update(status=JobStatus.RUNNING)

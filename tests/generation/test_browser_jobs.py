@@ -4,8 +4,8 @@ place in the queue, and a Cancel that asks first (static/js/generation-jobs.js).
 import pytest
 from django.utils import timezone
 
+from generation.jobs.services import job_create
 from generation.models import GenerationJob, JobStatus
-from generation.services.jobs import job_create
 from tests.browser_support import browser_marks, log_in
 
 pytestmark = [*browser_marks, pytest.mark.django_db(transaction=True)]

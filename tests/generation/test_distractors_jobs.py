@@ -7,9 +7,9 @@ import io
 import pytest
 from django.core.management import call_command
 
+from generation.jobs.generation_kind import GenerationKind
 from generation.models import Instance
 from generation.parameters import JobParameterError, job_parameters_validate
-from generation.services.chunks import GenerationKind
 from tests.conftest import DATASETS
 from tests.factories import DatasetFactory, InstanceFactory
 

@@ -20,7 +20,7 @@ INSTANCES, SAMPLES = 4, 2  # the first instance per pronoun, one chunk each; 2 s
 # would start Django three times).
 PREPARE = (
     "from django.core.management import call_command; "
-    "from generation.services.jobs import job_create; "
+    "from generation.jobs.services import job_create; "
     "call_command('migrate', verbosity=0); "
     f"call_command('import_dataset', 'ruff', {'--templates=' + str(DEMO / 'ruff_templates.tsv')!r}, '--name=demo-ruff'); "
     f"job = job_create(model='smollm2-135m', dataset='demo-ruff', per_pronoun=1, samples={SAMPLES}, "
@@ -84,7 +84,7 @@ class Embedded:
     def job(self, job_id: int) -> dict:
         with sqlite3.connect(self.db, timeout=30) as db:
             status, done, total = db.execute(
-                "SELECT status, done_generations, total_generations FROM generation_generationjob WHERE id = ?",
+                "SELECT status, done_items, total_items FROM generation_generationjob WHERE id = ?",
                 (job_id,),
             ).fetchone()
             rows = db.execute("SELECT count(*) FROM generation_generation WHERE job_id = ?", (job_id,)).fetchone()[0]

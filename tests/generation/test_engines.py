@@ -11,9 +11,9 @@ from django.core.management import CommandError, call_command
 
 from generation.engines import EngineUnavailable, engine_check, engine_installed, engine_name
 from generation.engines.vllm import request_seed
+from generation.jobs import generation_kind
+from generation.jobs.services import JobParameterError, job_create, job_run
 from generation.models import Generation, LanguageModel
-from generation.services import chunks as chunk_services
-from generation.services.jobs import JobParameterError, job_create, job_run
 from tests.generation.test_recovery import TINY, FakeModel
 
 VLLM_INSTALLED = engine_installed("vllm")
@@ -123,8 +123,8 @@ def test_the_chunk_runner_samples_with_the_jobs_engine(smollm2, demo_ruff, monke
         return fake.sample(loaded=loaded, contexts=contexts, decoding=decoding, seed=seed)
 
     settings.CONCORD_ENGINE_CHECK = "off"
-    monkeypatch.setattr(chunk_services, "model_load", lambda **kwargs: object())
-    monkeypatch.setattr(chunk_services, "score_instances", fake.score)
+    monkeypatch.setattr(generation_kind, "model_load", lambda **kwargs: object())
+    monkeypatch.setattr(generation_kind, "score_instances", fake.score)
     monkeypatch.setattr(hf, "sample_continuations", fake.sample)
     monkeypatch.setattr(vllm.VllmEngine, "sample", vllm_sample)
     on_vllm = job_create(model="smollm2-135m", dataset="demo-ruff", queue=False, engine="vllm", **TINY)

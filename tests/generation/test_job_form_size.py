@@ -66,10 +66,10 @@ def test_show_size_and_time_counts_the_job_and_queues_nothing(client, admin_user
     assert GenerationJob.objects.count() == 0
 
     # The model ran here before: a chunk of 2 instances x 2 settings x 5 samples (20 rows) took 50 s, 2.5 s a row.
-    earlier = GenerationJobFactory(model=smollm2, total_instances=2, total_generations=20)
+    earlier = GenerationJobFactory(model=smollm2, total_units=2, total_items=20)
     now = timezone.now()
     JobChunk.objects.create(
-        job=earlier, index=0, instance_ids=[1, 2], started_at=now - timedelta(seconds=60),
+        job=earlier, index=0, unit_ids=[1, 2], started_at=now - timedelta(seconds=60),
         finished_at=now - timedelta(seconds=10),
     )  # fmt: skip
     page = client.post(reverse("generation-job-new"), {**FORM, "preview": "1"}).content.decode()

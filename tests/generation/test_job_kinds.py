@@ -1,4 +1,4 @@
-"""Job kinds (generation/services/kinds.py): a kind registered by another app gets chunks, progress, cancel, resume
+"""Job kinds (generation/jobs/kinds.py): a kind registered by another app gets chunks, progress, cancel, resume
 and the jobs pages, with no dataset of its own. The kind here counts numbers; it stands in for a judge run."""
 
 from collections import defaultdict
@@ -6,11 +6,11 @@ from collections import defaultdict
 import pytest
 from rest_framework import serializers
 
+from generation.jobs import runner
+from generation.jobs.kinds import JobKind, job_kind_register, job_kinds
+from generation.jobs.progress import job_rows_write
+from generation.jobs.services import JobParameterError, JobStateError, job_cancel, job_create, job_resume, job_run
 from generation.models import GenerationJob, JobChunk, JobStatus
-from generation.services import runner
-from generation.services.jobs import JobParameterError, JobStateError, job_cancel, job_create, job_resume, job_run
-from generation.services.kinds import JobKind, job_kind_register, job_kinds
-from generation.services.progress import job_rows_write
 
 WRITTEN: dict[int, list[int]] = defaultdict(list)  # job id -> units written, in order (the kind's "rows")
 
@@ -35,7 +35,7 @@ class TallyKind(JobKind):
         return 2
 
     def run_chunk(self, *, job, chunk, stop, step_done):
-        for unit in chunk.instance_ids:
+        for unit in chunk.unit_ids:
             if stop():
                 return False
             if unit not in WRITTEN[job.pk]:
@@ -58,7 +58,7 @@ def tally(smollm2, monkeypatch):
     job_kind_register("tally", kind)
     monkeypatch.setattr(runner, "BUSY_POLL_SECONDS", 0.05)
     yield kind
-    from generation.services import kinds
+    from generation.jobs import kinds
 
     kinds._KINDS.pop("tally", None)
     WRITTEN.clear()
@@ -71,15 +71,15 @@ def test_it_registers_generation_through_the_same_registry():
 def test_a_kind_without_a_dataset_is_cut_into_chunks_of_its_units(tally):
     job = job_create(kind="tally", model="smollm2-135m", options={"n": 59}, batch_size=4, queue=False)
     assert job.dataset is None and job.kind == "tally" and job.options == {"n": 59}
-    chunks = [c.instance_ids for c in job.chunks.order_by("index")]  # 59 / 20 chunks: 3 per chunk (under 4)
+    chunks = [c.unit_ids for c in job.chunks.order_by("index")]  # 59 / 20 chunks: 3 per chunk (under 4)
     assert chunks == [list(range(start, min(start + 3, 60))) for start in range(1, 60, 3)]
-    assert (job.total_instances, job.total_generations, job.status) == (59, 118, JobStatus.QUEUED)
+    assert (job.total_units, job.total_items, job.status) == (59, 118, JobStatus.QUEUED)
 
 
 def test_it_runs_to_exact_counts_and_shows_on_the_pages(tally, client, api, admin_user):
     job = job_create(kind="tally", model="smollm2-135m", options={"n": 5}, batch_size=2, queue=False)
     job = job_run(job_id=job.pk)
-    assert job.status == JobStatus.DONE and (job.done_instances, job.done_generations) == (5, 10)
+    assert job.status == JobStatus.DONE and (job.done_units, job.done_items) == (5, 10)
     assert WRITTEN[job.pk] == [1, 2, 3, 4, 5]
 
     client.force_login(admin_user)

@@ -60,10 +60,10 @@ class TestTheDefinition:
             job_parameters_validate(model="smollm2-135m", dataset="demo-ruff", beams=2)
 
     def test_the_batch_size_caps_the_chunks(self, smollm2, demo_ruff):
-        from generation.services.jobs import job_create
+        from generation.jobs.services import job_create
 
         job = job_create(model="smollm2-135m", dataset="demo-ruff", batch_size=1, queue=False)
-        assert job.batch_size == 1 and {len(c.instance_ids) for c in job.chunks.all()} == {1}
+        assert job.batch_size == 1 and {len(c.unit_ids) for c in job.chunks.all()} == {1}
 
 
 class TestEveryEntrance:

@@ -8,12 +8,12 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
+from generation.jobs import runner
+from generation.jobs import services as job_services
+from generation.jobs.chunks import chunk_run
+from generation.jobs.services import JobParameterError, JobStateError, job_cancel, job_create, job_progress_refresh
 from generation.models import Generation, GenerationJob, JobChunk, JobStatus, ProbResult
 from generation.selectors import EXPORT_COLUMNS
-from generation.services import jobs as job_services
-from generation.services import runner
-from generation.services.chunks import chunk_run
-from generation.services.jobs import JobParameterError, JobStateError, job_cancel, job_create, job_progress_refresh
 
 TINY = {"samples": 2, "max_new_tokens": 3, "per_pronoun": 1}
 
@@ -59,7 +59,7 @@ class TestJobCreate:
     def test_it_takes_the_first_instances_of_each_pronoun_in_dataset_order(self, smollm2, demo_ruff):
         job = job_create(model="smollm2-135m", dataset="demo-ruff", pronouns=["xe", "he"], per_pronoun=2, queue=False)
         chunks = list(JobChunk.objects.filter(job=job))
-        ids = [i for chunk in chunks for i in chunk.instance_ids]
+        ids = [i for chunk in chunks for i in chunk.unit_ids]
         expected = []
         for pronoun in ("he", "xe"):
             expected += list(
@@ -67,11 +67,11 @@ class TestJobCreate:
             )
         assert sorted(ids) == sorted(expected)
         assert ids == sorted(ids, key=lambda i: demo_ruff.instances.get(pk=i).ordinal)
-        assert (job.total_instances, job.total_generations) == (4, 4 * 2 * 5)
+        assert (job.total_units, job.total_items) == (4, 4 * 2 * 5)
         assert job.pronouns == ["he", "xe"] and job.status == JobStatus.QUEUED
 
     def test_it_cuts_a_small_job_finer_than_the_batch_size_so_its_progress_moves(self, tiny_job):
-        sizes = [len(c.instance_ids) for c in tiny_job.chunks.order_by("index")]
+        sizes = [len(c.unit_ids) for c in tiny_job.chunks.order_by("index")]
         assert sizes == [1, 1, 1, 1]  # 4 instances: one chunk each, not two batches of 2
 
     @pytest.mark.parametrize(("batch_size", "expected"), [(1, [1] * 36), (2, [2] * 18), (16, [2] * 18)])
@@ -81,9 +81,9 @@ class TestJobCreate:
         smollm2.save()
         job = job_create(model="smollm2-135m", dataset="demo-ruff", queue=False)
         chunks = list(job.chunks.order_by("index"))
-        assert [len(c.instance_ids) for c in chunks] == expected
+        assert [len(c.unit_ids) for c in chunks] == expected
         ordered = list(demo_ruff.instances.order_by("ordinal").values_list("id", flat=True))
-        assert [i for c in chunks for i in c.instance_ids] == ordered
+        assert [i for c in chunks for i in c.unit_ids] == ordered
 
     def test_it_queues_only_after_commit(self, smollm2, demo_ruff, monkeypatch, django_capture_on_commit_callbacks):
         dispatched = []
@@ -128,7 +128,7 @@ class TestCancelAndFailure:
         def broken(**kwargs):
             raise RuntimeError("the GPU caught fire")
 
-        monkeypatch.setattr("generation.services.chunks.model_load", broken)
+        monkeypatch.setattr("generation.jobs.generation_kind.model_load", broken)
         with pytest.raises(RuntimeError):
             chunk_run(chunk_id=tiny_job.chunks.first().pk)
         tiny_job.refresh_from_db()
@@ -151,7 +151,7 @@ class TestChunkRun:
         chunk_run(chunk_id=first.pk)
         assert sorted(Generation.objects.values_list("instance_id", "setting", "sample_index", "continuation")) == rows
         job = job_progress_refresh(job_id=tiny_job.pk)
-        assert (job.status, job.done_instances, job.done_generations) == (JobStatus.RUNNING, 1, 4)
+        assert (job.status, job.done_units, job.done_items) == (JobStatus.RUNNING, 1, 4)
 
         # A worker lost mid-step: the re-run reproduces exactly the rows that were missing.
         Generation.objects.filter(setting="post", sample_index=1).delete()
@@ -164,7 +164,7 @@ class TestChunkRun:
         for chunk in others:
             chunk_run(chunk_id=chunk.pk)
         job.refresh_from_db()
-        assert (job.status, job.done_instances, job.done_generations) == (JobStatus.DONE, 4, 16)
+        assert (job.status, job.done_units, job.done_items) == (JobStatus.DONE, 4, 16)
         for generation in Generation.objects.select_related("instance__template"):
             assert generation.context.startswith(generation.instance.text.split(generation.instance.template.mask)[0])
 

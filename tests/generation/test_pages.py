@@ -3,8 +3,8 @@
 import pytest
 from django.urls import reverse
 
+from generation.jobs.services import job_create
 from generation.models import GenerationJob, JobStatus
-from generation.services.jobs import job_create
 from tests.conftest import PASSWORD
 from tests.factories import GenerationFactory, ProbResultFactory
 
@@ -63,7 +63,7 @@ class TestPages:
         response = client.post(reverse("generation-job-new"), data)
         assert response.status_code == 302
         job = GenerationJob.objects.get()
-        assert (job.pronouns, job.settings, job.samples, job.seed, job.total_instances) == (
+        assert (job.pronouns, job.settings, job.samples, job.seed, job.total_units) == (
             ["he", "xe"],
             ["pre"],
             2,
@@ -132,7 +132,7 @@ class TestJobPageActions:
             status=JobStatus.RUNNING,
             started_at=now - timedelta(seconds=125),
             run_started_at=now - timedelta(seconds=125),
-            done_generations=job.total_generations // 2,
+            done_items=job.total_items // 2,
         )
         client.force_login(researcher)
         for url in (reverse("generation-jobs"), reverse("generation-job-results", args=[job.pk])):

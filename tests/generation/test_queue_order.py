@@ -11,10 +11,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from generation.jobs import runner
+from generation.jobs.progress import job_requeue
 from generation.models import GenerationJob, JobChunk, JobStatus
 from generation.selectors import job_run_order, job_status_text, job_timing
-from generation.services import runner
-from generation.services.progress import job_requeue
 from tests.factories import GenerationJobFactory, LanguageModelFactory
 
 
@@ -23,12 +23,12 @@ def queued(*, kind: str = "generation", sent_seconds_ago: float | None, model=No
     job = GenerationJobFactory(
         kind=kind,
         status=JobStatus.QUEUED,
-        total_instances=1,
-        total_generations=4,
+        total_units=1,
+        total_items=4,
         **({"model": model} if model else {}),
     )
     sent = None if sent_seconds_ago is None else timezone.now() - timedelta(seconds=sent_seconds_ago)
-    JobChunk.objects.create(job=job, index=0, instance_ids=[1], sent_at=sent)
+    JobChunk.objects.create(job=job, index=0, unit_ids=[1], sent_at=sent)
     return job
 
 
@@ -94,7 +94,7 @@ def test_a_running_job_has_a_range_from_its_models_recent_pace_before_its_own_fi
     now = timezone.now()
     job = queued(sent_seconds_ago=5, model=model)
     GenerationJob.objects.filter(pk=job.pk).update(
-        status=JobStatus.RUNNING, started_at=now, run_started_at=now, total_generations=40, total_instances=10
+        status=JobStatus.RUNNING, started_at=now, run_started_at=now, total_items=40, total_units=10
     )
     job.refresh_from_db()
     assert job_timing(job=job, now=now).eta_seconds is None
@@ -102,9 +102,9 @@ def test_a_running_job_has_a_range_from_its_models_recent_pace_before_its_own_fi
     assert "estimated after the first batch" in client.get(f"/generation/jobs/{job.pk}/").content.decode()
 
     # An earlier job of the model: a chunk of 2 instances x 4 rows took 80 s, 10 s a row.
-    earlier = GenerationJobFactory(model=model, total_instances=2, total_generations=8)
+    earlier = GenerationJobFactory(model=model, total_units=2, total_items=8)
     JobChunk.objects.create(
-        job=earlier, index=0, instance_ids=[1, 2], started_at=now - timedelta(seconds=100),
+        job=earlier, index=0, unit_ids=[1, 2], started_at=now - timedelta(seconds=100),
         finished_at=now - timedelta(seconds=20),
     )  # fmt: skip
     timing = job_timing(job=job, now=now)

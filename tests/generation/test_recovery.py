@@ -18,14 +18,13 @@ from django.utils import timezone
 
 from generation.engines.hf import engine as hf_engine
 from generation.engines.hf.scoring import ScoreResult
+from generation.jobs import generation_kind, runner
+from generation.jobs.chunks import chunk_run
+from generation.jobs.leases import Heartbeat, chunk_claim, lease_owner_gone, lease_owner_new
+from generation.jobs.services import JobStateError, chunks_requeue_stale, job_create, job_resume, job_run
 from generation.models import Generation, GenerationJob, JobChunk, JobStatus, ProbResult
 from generation.pronouns import BASES
 from generation.selectors import job_timing
-from generation.services import chunks as chunk_services
-from generation.services import runner
-from generation.services.chunks import chunk_run
-from generation.services.jobs import JobStateError, chunks_requeue_stale, job_create, job_resume, job_run
-from generation.services.leases import Heartbeat, chunk_claim, lease_owner_gone, lease_owner_new
 from generation.signals import chunk_finished
 
 TINY = {"samples": 2, "max_new_tokens": 3, "per_pronoun": 1}  # 4 instances x 2 settings x 2 samples = 16 rows
@@ -51,8 +50,8 @@ class FakeModel:
 @pytest.fixture
 def fake_model(monkeypatch, settings):
     fake = FakeModel()
-    monkeypatch.setattr(chunk_services, "model_load", lambda **kwargs: object())
-    monkeypatch.setattr(chunk_services, "score_instances", fake.score)
+    monkeypatch.setattr(generation_kind, "model_load", lambda **kwargs: object())
+    monkeypatch.setattr(generation_kind, "score_instances", fake.score)
     monkeypatch.setattr(hf_engine, "sample_continuations", fake.sample)
     monkeypatch.setattr(runner, "BUSY_POLL_SECONDS", 0.05)
     settings.CONCORD_TRANSIENT_BACKOFF_SECONDS = 0
@@ -69,7 +68,7 @@ def rows_of(job) -> list[tuple]:
 
 
 def expected_rows(job) -> list[tuple]:
-    ids = [i for chunk in job.chunks.all() for i in chunk.instance_ids]
+    ids = [i for chunk in job.chunks.all() for i in chunk.unit_ids]
     return sorted((i, setting, index) for i in ids for setting in job.settings for index in range(job.samples))
 
 
@@ -141,7 +140,7 @@ class TestTransientErrors:
         for chunk in tiny_job.chunks.order_by("index"):
             chunk_run(chunk_id=chunk.pk)
         job = GenerationJob.objects.get(pk=tiny_job.pk)
-        assert (job.status, job.done_generations, job.done_instances) == (JobStatus.DONE, 16, 4)
+        assert (job.status, job.done_items, job.done_units) == (JobStatus.DONE, 16, 4)
         assert rows_of(job) == expected_rows(job) and ProbResult.objects.filter(job=job).count() == 4
         first = job.chunks.get(index=0)
         assert "terminating connection" in first.last_error and first.attempts == 2
@@ -165,7 +164,7 @@ class TestTransientErrors:
         job = job_resume(job_id=job.pk, queue=False)
         assert (job.status, job.error, job.resumes, job.run_done_at_start) == (JobStatus.QUEUED, "", 1, 4)
         job = job_run(job_id=job.pk)
-        assert (job.status, job.done_generations, job.done_instances) == (JobStatus.DONE, 16, 4)
+        assert (job.status, job.done_items, job.done_units) == (JobStatus.DONE, 16, 4)
         assert rows_of(job) == expected_rows(job)
 
     def test_any_other_error_fails_the_job_at_once(self, tiny_job, fake_model):
@@ -232,7 +231,7 @@ class TestResume:
             lease_owner="elsewhere:1:2:3:4", lease_expires_at=timezone.now() + timedelta(milliseconds=300)
         )
         job = job_run(job_id=tiny_job.pk)
-        assert (job.status, job.done_generations) == (JobStatus.DONE, 16)
+        assert (job.status, job.done_items) == (JobStatus.DONE, 16)
         assert rows_of(job) == expected_rows(job)
 
     def test_resume_jobs_finishes_failed_and_abandoned_jobs_with_exact_counts(self, smollm2, demo_ruff, fake_model):
@@ -269,7 +268,7 @@ class TestResume:
 class TestProgress:
     def test_progress_is_reported_after_every_written_step(self, tiny_job, fake_model):
         seen = []
-        job_run(job_id=tiny_job.pk, progress=lambda job: seen.append(job.done_generations))
+        job_run(job_id=tiny_job.pk, progress=lambda job: seen.append(job.done_items))
         # Per chunk (one instance): after scoring, after pre (2 rows), after post (2 more).
         assert seen == [n for chunk in range(4) for n in (4 * chunk, 4 * chunk + 2, 4 * chunk + 4)]
 
@@ -285,19 +284,19 @@ class TestProgress:
             chunk_run(chunk_id=chunk.pk)
         finally:
             chunk_finished.disconnect(receiver)
-        assert heard == [(tiny_job.pk, chunk.instance_ids)]
+        assert heard == [(tiny_job.pk, chunk.unit_ids)]
 
     def test_the_time_left_is_the_work_left_at_this_runs_pace(self, tiny_job):
         now = timezone.now()
         job = tiny_job
         job.status = JobStatus.RUNNING
-        job.total_generations, job.done_generations, job.run_done_at_start = 130, 50, 10
+        job.total_items, job.done_items, job.run_done_at_start = 130, 50, 10
         job.started_at, job.run_started_at = now - timedelta(seconds=400), now - timedelta(seconds=100)
         timing = job_timing(job=job, now=now)
         # 40 generations in this run's 100 s; 80 left at that pace: 200 s.
         assert timing.elapsed_seconds == pytest.approx(400) and timing.eta_seconds == pytest.approx(200)
 
-        job.done_generations = job.run_done_at_start
+        job.done_items = job.run_done_at_start
         assert job_timing(job=job, now=now).eta_seconds is None  # no pace yet
         job.status, job.finished_at = JobStatus.DONE, now - timedelta(seconds=30)
         timing = job_timing(job=job, now=now)
@@ -310,7 +309,7 @@ class TestCancelIsFinal:
     def test_resume_refuses_a_cancelled_job_from_the_service_the_command_the_api_and_the_page(
         self, tiny_job, api, client, admin_user
     ):
-        from generation.services.jobs import job_cancel
+        from generation.jobs.services import job_cancel
 
         job_cancel(job=tiny_job)
         with pytest.raises(JobStateError, match="cancelled"):
@@ -327,7 +326,7 @@ class TestCancelIsFinal:
         assert tiny_job.status == JobStatus.CANCELLED and tiny_job.resumes == 0
 
     def test_resume_jobs_without_a_job_leaves_cancelled_ones_alone(self, tiny_job, fake_model):
-        from generation.services.jobs import job_cancel
+        from generation.jobs.services import job_cancel
 
         job_cancel(job=tiny_job)
         out = StringIO()
@@ -337,7 +336,7 @@ class TestCancelIsFinal:
 
     def test_the_start_up_resume_skips_a_job_cancelled_after_it_was_listed(self, tiny_job, fake_model, monkeypatch):
         """The reported race: the start-up thread listed a queued job, then an admin cancelled it."""
-        from generation.services.jobs import job_cancel
+        from generation.jobs.services import job_cancel
 
         real_unfinished = runner.jobs_unfinished
 
@@ -355,7 +354,7 @@ class TestCancelIsFinal:
         assert Generation.objects.count() == ProbResult.objects.count() == 0 and fake_model.sample_calls == 0
 
     def test_a_step_in_flight_when_the_cancel_commits_writes_nothing(self, tiny_job, fake_model):
-        from generation.services.jobs import job_cancel
+        from generation.jobs.services import job_cancel
 
         real_sample = fake_model.sample
 
@@ -372,7 +371,7 @@ class TestCancelIsFinal:
 
     def test_a_cancel_reaches_a_sampling_call_in_progress_which_ends_writing_nothing(self, tiny_job, fake_model):
         from generation.engines.hf.sampling import Interrupted
-        from generation.services.jobs import job_cancel
+        from generation.jobs.services import job_cancel
 
         seen = []
 
@@ -472,7 +471,7 @@ class TestTimeLeftAndQueue:
         """Mark the first chunks finished, each (started, finished) seconds before `now`; 4 rows per chunk."""
         job.status = JobStatus.RUNNING
         job.started_at = job.run_started_at = now - timedelta(seconds=1000)
-        job.done_generations = 4 * len(chunks_done)
+        job.done_items = 4 * len(chunks_done)
         job.save()
         for chunk, (started, finished) in zip(job.chunks.order_by("index"), chunks_done, strict=False):
             JobChunk.objects.filter(pk=chunk.pk).update(

@@ -13,10 +13,10 @@ from generation.datasets.registry import codebook_for
 from generation.datasets.tango import dataset_import_tango
 from generation.engines.hf.scoring import sequence_loss
 from generation.heuristic import heuristic_verdict
+from generation.jobs.services import JobParameterError, job_parameters_validate, job_run
 from generation.models import Generation, GenerationJob, JobStatus, ProbResult, TangoTemplate
 from generation.pronouns import BASES
 from generation.rewriting import rewrite_continuations, template_fill
-from generation.services.jobs import JobParameterError, job_parameters_validate, job_run
 from generation.services.tango import contraction_chooser, tango_score
 from tests.conftest import DEMO
 
@@ -56,7 +56,7 @@ def test_a_tango_job_samples_open_contexts_and_scores_prob_tango_per_generation(
 
     job = GenerationJob.objects.get(pk=summary["job"])
     assert summary == {"job": job.pk, "status": "done", "instances": 4, "generations": 8}
-    assert job.settings == ["open"] and job.done_instances == 4
+    assert job.settings == ["open"] and job.done_units == 4
     assert not ProbResult.objects.filter(job=job).exists()  # TANGO has no mask to score
     generations = list(Generation.objects.filter(job=job).select_related("instance__template", "tango_template"))
     assert len(generations) == 8

@@ -14,9 +14,9 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from generation.engines.hf.scoring import ScoreItem, score_instances, sequence_loss
+from generation.jobs.services import JobParameterError, job_parameters_validate
 from generation.models import Dataset, Generation, GenerationJob, Instance, ProbResult, PronounForm, Template
 from generation.pronouns import Codebook
-from generation.services.jobs import JobParameterError, job_parameters_validate
 
 CODEBOOK = """base,nom,acc,pos_dep,pos_ind,ref
 he,he,him,his,his,himself

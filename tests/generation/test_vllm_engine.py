@@ -8,10 +8,10 @@ import pytest
 pytest.importorskip("vllm")
 
 from generation.heuristic import heuristic_verdicts  # noqa: E402 - after the skip
+from generation.jobs import generation_kind  # noqa: E402
+from generation.jobs.services import job_create, job_resume, job_run  # noqa: E402
 from generation.models import Generation, JobStatus  # noqa: E402
 from generation.selectors import dataset_codebook  # noqa: E402
-from generation.services import chunks as chunk_services  # noqa: E402
-from generation.services.jobs import job_create, job_resume, job_run  # noqa: E402
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -59,7 +59,7 @@ def test_a_killed_worker_is_resumed_with_exact_counts_and_the_same_text(smollm2,
     job_run(job_id=reference.pk)
     job = job_create(model="smollm2-135m", dataset="demo-ruff", engine="vllm", queue=False, seed=5, **SMALL)
 
-    real = chunk_services.engine_sample
+    real = generation_kind.engine_sample
     calls = {"n": 0}
 
     def dies_on_the_third_sampling(**kwargs):
@@ -68,11 +68,11 @@ def test_a_killed_worker_is_resumed_with_exact_counts_and_the_same_text(smollm2,
             raise RuntimeError("worker killed")
         return real(**kwargs)
 
-    monkeypatch.setattr(chunk_services, "engine_sample", dies_on_the_third_sampling)
+    monkeypatch.setattr(generation_kind, "engine_sample", dies_on_the_third_sampling)
     assert job_run(job_id=job.pk).status == JobStatus.FAILED
     partial = Generation.objects.filter(job=job).count()
     assert 0 < partial < 40
-    monkeypatch.setattr(chunk_services, "engine_sample", real)
+    monkeypatch.setattr(generation_kind, "engine_sample", real)
 
     job_resume(job_id=job.pk, queue=False)
     job = job_run(job_id=job.pk)

@@ -157,7 +157,7 @@ def _wait(condition, *, seconds: float, what: str, workers: Workers):
 def _chunk_mid_run():
     """A chunk a worker holds that has been scored but not finished: its worker is sampling it now."""
     for chunk in JobChunk.objects.filter(finished_at__isnull=True).exclude(lease_owner=""):
-        if ProbResult.objects.filter(job_id=chunk.job_id, instance_id__in=chunk.instance_ids).exists():
+        if ProbResult.objects.filter(job_id=chunk.job_id, instance_id__in=chunk.unit_ids).exists():
             return chunk
     return None
 
@@ -178,7 +178,7 @@ def _recovery_job(workers: Workers) -> GenerationJob:
 def _assert_exact(job: GenerationJob) -> None:
     job.refresh_from_db()
     instances = len(RECOVERY_PRONOUNS)
-    assert (job.status, job.done_instances, job.done_generations) == (JobStatus.DONE, instances, instances * 2 * 2)
+    assert (job.status, job.done_units, job.done_items) == (JobStatus.DONE, instances, instances * 2 * 2)
     assert Generation.objects.filter(job=job).count() == instances * 2 * 2
     assert ProbResult.objects.filter(job=job).count() == instances
     assert JobChunk.objects.filter(job=job).count() == instances

@@ -34,7 +34,7 @@ def test_a_template_without_its_fields_is_refused_in_the_admin(client, admin_use
 
 
 def test_adding_a_run_in_the_admin_queues_a_judge_job(client, admin_user, judge, judged_pool, monkeypatch):
-    monkeypatch.setattr("generation.services.jobs.job_dispatch", lambda **kwargs: None)
+    monkeypatch.setattr("generation.jobs.services.job_dispatch", lambda **kwargs: None)
     pool, _ = judged_pool
     client.force_login(admin_user)
     form = {"judge": judge.pk, "pool": pool.pk, "mode": "sampling", "k": 3, "temperature": 0.5, "seed": 4}

@@ -45,14 +45,14 @@ def test_a_run_over_a_job_is_a_judge_job_whose_units_are_the_jobs_generations(ju
     run, created = judge_run_create(job=job.pk, judge=judge.name, queue=False)
     assert created and run.pool is None and run.source_job == job and run.total_items == 3
     assert run.job.kind == "judge" and run.job.options["job_id"] == job.pk and "pool_id" not in run.job.options
-    units = [unit for chunk in JobChunk.objects.filter(job=run.job).order_by("index") for unit in chunk.instance_ids]
+    units = [unit for chunk in JobChunk.objects.filter(job=run.job).order_by("index") for unit in chunk.unit_ids]
     assert units == [generation.pk for generation in generations]
     again, created_again = judge_run_create(job=job.pk, judge=judge.name, queue=False)
     assert again.pk == run.pk and not created_again
 
 
 def test_a_cancelled_run_over_a_job_writes_nothing_and_is_not_resumed(judge):
-    from generation.services.jobs import JobStateError, job_cancel, job_resume, job_run
+    from generation.jobs.services import JobStateError, job_cancel, job_resume, job_run
 
     job = GenerationJobFactory()
     GenerationFactory(job=job)
@@ -152,7 +152,7 @@ def test_researchers_list_a_jobs_runs_and_fetch_their_labels(api, researcher, an
 
 
 def test_admins_start_a_run_over_a_finished_job_from_the_jobs_page(client, admin_user, researcher, judge, monkeypatch):
-    monkeypatch.setattr("generation.services.jobs.job_dispatch", lambda **kwargs: None)
+    monkeypatch.setattr("generation.jobs.services.job_dispatch", lambda **kwargs: None)
     job = GenerationJobFactory()
     GenerationFactory(job=job)
     client.force_login(admin_user)
@@ -209,7 +209,7 @@ def test_judge_job_labels_every_generation_with_the_model(judge, loaded_model):
 
 
 def test_adding_a_run_over_a_job_in_the_admin_queues_it(client, admin_user, judge, judged_pool, monkeypatch):
-    monkeypatch.setattr("generation.services.jobs.job_dispatch", lambda **kwargs: None)
+    monkeypatch.setattr("generation.jobs.services.job_dispatch", lambda **kwargs: None)
     job = GenerationJobFactory()
     GenerationFactory(job=job)
     client.force_login(admin_user)

@@ -8,12 +8,13 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
+from generation.jobs.services import JobParameterError
 from generation.models import GenerationJob
-from generation.services.jobs import JobParameterError
+from judging.kinds import judge_run_parameters_validate
 from judging.models import Judge, JudgeRun
 from judging.prompts import DEFAULT_TEMPLATE, TemplateError, default_options, template_check
 from judging.services.judges import judge_add
-from judging.services.runs import judge_run_create, judge_run_parameters_validate
+from judging.services.runs import judge_run_create
 
 pytestmark = pytest.mark.django_db
 
@@ -129,7 +130,7 @@ def test_a_distractor_item_names_both_people_and_marks_the_target(db):
 def test_the_generic_job_api_queues_a_judge_run_by_names(api, admin_user, judge, judged_pool, monkeypatch):
     from judging.kinds import judge_run_for_job
 
-    monkeypatch.setattr("generation.services.jobs.job_dispatch", lambda **kwargs: None)
+    monkeypatch.setattr("generation.jobs.services.job_dispatch", lambda **kwargs: None)
     pool, items = judged_pool
     api.force_authenticate(admin_user)
     bad = api.post("/api/generation-jobs/", {"kind": "judge", "options": {"pool": pool.name, "judge": "nope"}},
@@ -142,7 +143,7 @@ def test_the_generic_job_api_queues_a_judge_run_by_names(api, admin_user, judge,
     )
     assert response.status_code == 201, response.json()
     job = GenerationJob.objects.get(pk=response.json()["id"])
-    assert (job.kind, job.model_id, job.total_instances, job.dataset_id) == ("judge", judge.model_id, len(items), None)
+    assert (job.kind, job.model_id, job.total_units, job.dataset_id) == ("judge", judge.model_id, len(items), None)
     run = judge_run_for_job(job=job)
     assert (run.judge_id, run.pool_id, run.mode, run.k, run.temperature, run.seed) == (
         judge.pk, pool.pk, "sampling", 2, 0.7, 3,

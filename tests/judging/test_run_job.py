@@ -9,8 +9,8 @@ import json
 import pytest
 from django.core.management import call_command
 
+from generation.jobs.services import job_cancel, job_run
 from generation.models import GenerationJob
-from generation.services.jobs import job_cancel, job_run
 from judging.models import JudgeRun, MachineLabel
 from judging.selectors import item_prompt
 from judging.services.runs import judge_run_create
@@ -30,7 +30,7 @@ def test_it_labels_every_item_once_as_a_judge_job(judge, judged_pool, loaded_mod
     assert summary["state"] == "done" and summary["labels"] == len(items) and summary["created"]
     run = JudgeRun.objects.get(pk=summary["run"])
     job = GenerationJob.objects.get(pk=run.job_id)
-    assert (job.kind, job.status, job.done_instances, job.total_instances) == ("judge", "done", 5, 5)
+    assert (job.kind, job.status, job.done_units, job.total_units) == ("judge", "done", 5, 5)
     assert job.dataset is None and job.model_id == judge.model_id
     labels = {label.item_id: label for label in MachineLabel.objects.filter(run=run)}
     assert set(labels) == {item.pk for item in items}

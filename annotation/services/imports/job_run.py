@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from annotation.models import ImportFileChunk, ImportJob
 from annotation.services.imports import GenerationImportError, Stored, generations_import
-from generation.services.leases import Heartbeat, lease_owner_gone, lease_owner_new, lease_seconds
+from generation.jobs.leases import Heartbeat, lease_owner_gone, lease_owner_new, lease_seconds
 
 logger = logging.getLogger(__name__)
 

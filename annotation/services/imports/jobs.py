@@ -6,7 +6,7 @@ The files are stored in the database (`ImportFileChunk`, 1 MiB each) rather than
 share, and read back as a stream; they are deleted when the job ends. Running a job twice is safe: rows already in
 the pool are recognised by content and skipped.
 
-A running import holds a lease, as a generation chunk does (generation/services/leases.py): its runner's name and an
+A running import holds a lease, as a generation chunk does (generation/jobs/leases.py): its runner's name and an
 expiry that a heartbeat renews. When its worker dies, the lease expires and any Celery worker's sweeper queues the
 import again (`imports_requeue_stale`, within a lease and a sweep, about a minute), rather than the broker's
 redelivery after its visibility timeout (an hour); `resume_jobs` resumes such imports too (`imports_resume`).
@@ -39,7 +39,7 @@ from annotation.services.imports.job_run import (
     import_job_run,
 )
 from common.audit import CREATE, audit_record
-from generation.services.leases import chunk_lease_stale, lease_seconds
+from generation.jobs.leases import chunk_lease_stale, lease_seconds
 
 logger = logging.getLogger(__name__)
 

@@ -8,8 +8,8 @@ from generation.datasets.misgendered import dataset_import_misgendered
 from generation.datasets.ruff import dataset_import_ruff
 from generation.datasets.tango import dataset_import_tango
 from generation.datasets.templates import dataset_import_templates
+from generation.jobs.services import job_create
 from generation.models import DEFAULT_MODEL_NAME
-from generation.services.jobs import job_create
 
 
 class Command(BaseCommand):
@@ -109,7 +109,7 @@ class Command(BaseCommand):
                 )
                 demo.live_job_record(job=job)
                 self.stdout.write(
-                    f"queued job {job.pk}: {job.total_generations} continuations of {dataset.name} by "
+                    f"queued job {job.pk}: {job.total_items} continuations of {dataset.name} by "
                     f"{DEFAULT_MODEL_NAME} on the CPU (first start only)"
                 )
         if demo.live_pool_draw() is not None or Pool.objects.filter(name=demo.LIVE_POOL).exists():

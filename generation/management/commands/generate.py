@@ -1,24 +1,13 @@
 import json
-import sys
-import time
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from rest_framework import serializers
-from tqdm import tqdm
 
-from generation.models import GenerationJob
+from generation.jobs.cli import job_follow_with_bar, job_run_with_bar
+from generation.jobs.services import JobDispatchError, JobParameterError, job_create
 from generation.parameters import ChoiceListField, JobParametersSerializer, NamedRowField
-from generation.services.jobs import (
-    ACTIVE,
-    JobDispatchError,
-    JobParameterError,
-    job_create,
-    job_progress_refresh,
-    job_run,
-)
 
-POLL_SECONDS = 2.0
 # Fields of the definition the command leaves out (a generation job has no kind-specific options), and the extra
 # spellings of a flag. Django's own --settings names a settings module: ours names evaluation settings.
 NOT_FLAGS = ("kind", "options")
@@ -82,70 +71,24 @@ class Command(BaseCommand):
         except JobDispatchError as exc:
             raise CommandError(f"{exc} Run `manage.py resume_jobs --job {exc.job_id}` once it is back.") from None
         self.stderr.write(
-            f"job {job.pk}: {job.total_instances} instances, {job.total_generations} generations "
+            f"job {job.pk}: {job.total_units} instances, {job.total_items} generations "
             f"({job.model.name} on {job.dataset.name if job.dataset else '-'})"
         )
         if embedded:
             if not options["wait"]:
                 self.stderr.write("no broker configured (CELERY_BROKER_URL unset): running the job here")
-            job = self._run_here(job)
+            job = job_run_with_bar(job)
         elif options["wait"]:
-            job = self._follow(job)
+            job = job_follow_with_bar(job)
         self.stdout.write(
             json.dumps(
                 {
                     "job": job.pk,
                     "status": job.status,
-                    "instances": job.total_instances,
-                    "generations": job.done_generations,
+                    "instances": job.total_units,
+                    "generations": job.done_items,
                 }
             )
         )
         if job.status == "failed":
             raise CommandError(f"job {job.pk} failed:\n{job.error.strip()}")
-
-    def _bar(self, job: GenerationJob) -> tqdm:
-        return job_progress_bar(job)
-
-    def _run_here(self, job: GenerationJob) -> GenerationJob:
-        return job_run_with_bar(job)
-
-    def _follow(self, job: GenerationJob) -> GenerationJob:
-        return job_follow_with_bar(job)
-
-
-def job_progress_bar(job: GenerationJob) -> tqdm:
-    """A progress bar on stderr with elapsed time and the estimate of the time left (tqdm's `[elapsed<left]`);
-    generations already written (a resumed job) are its starting point, so the estimate counts new work only."""
-    return tqdm(
-        total=job.total_generations,
-        initial=job.done_generations,
-        unit="gen",
-        desc=f"job {job.pk}",
-        file=sys.stderr,
-        dynamic_ncols=True,
-        mininterval=0,  # the services call back once per written step, a few times a second at most
-    )
-
-
-def job_run_with_bar(job: GenerationJob) -> GenerationJob:
-    """Run the job here (the embedded default), the bar moving after every written step."""
-    with job_progress_bar(job) as bar:
-
-        def progress(current: GenerationJob) -> None:
-            bar.update(current.done_generations - bar.n)
-
-        job = job_run(job_id=job.pk, progress=progress)
-        bar.update(job.done_generations - bar.n)
-    return job
-
-
-def job_follow_with_bar(job: GenerationJob) -> GenerationJob:
-    """Follow a job that Celery workers run, polling its row."""
-    with job_progress_bar(job) as bar:
-        while True:
-            job = job_progress_refresh(job_id=job.pk)
-            bar.update(job.done_generations - bar.n)
-            if job.status not in ACTIVE:
-                return job
-            time.sleep(POLL_SECONDS)

@@ -3,10 +3,10 @@ import json
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from generation.management.commands.generate import job_follow_with_bar, job_run_with_bar
+from generation.jobs.cli import job_follow_with_bar, job_run_with_bar
+from generation.jobs.runner import chunks_requeue_stale
+from generation.jobs.services import JobDispatchError, JobStateError, job_resume, jobs_unfinished
 from generation.models import GenerationJob
-from generation.services.jobs import JobDispatchError, JobStateError, job_resume, jobs_unfinished
-from generation.services.runner import chunks_requeue_stale
 from generation.signals import resuming_jobs
 
 
@@ -39,9 +39,7 @@ class Command(BaseCommand):
                 raise CommandError(f"--job: {exc}") from None
             except JobDispatchError as exc:
                 raise CommandError(str(exc)) from None
-            self.stderr.write(
-                f"job {resumed.pk}: resumed at {resumed.done_generations} of {resumed.total_generations} generations"
-            )
+            self.stderr.write(f"job {resumed.pk}: resumed at {resumed.done_items} of {resumed.total_items} generations")
             if resumed.status != "done":
                 if embedded:
                     resumed = job_run_with_bar(resumed)
@@ -67,4 +65,4 @@ class Command(BaseCommand):
         return resumed
 
     def _summary(self, job: GenerationJob) -> dict:
-        return {"job": job.pk, "status": job.status, "generations": job.done_generations}
+        return {"job": job.pk, "status": job.status, "generations": job.done_items}

@@ -3,8 +3,8 @@ import json
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from generation.management.commands.generate import job_follow_with_bar, job_run_with_bar
-from generation.services.jobs import JobParameterError
+from generation.jobs.cli import job_follow_with_bar, job_run_with_bar
+from generation.jobs.services import JobParameterError
 from judging.models import JudgeRun
 from judging.services.runs import judge_run_create
 
@@ -51,9 +51,9 @@ class Command(BaseCommand):
         else:
             unit = "generations" if run.source_job_id is not None else "items"
             self.stderr.write(f"run {run.pk}: {run.judge} on {run.scope}, {run.total_items} {unit}, {run.mode}")
-            if run.job is not None and embedded:
+            if embedded:
                 job_run_with_bar(run.job)  # no broker: the job runs here, in the foreground
-            elif run.job is not None and options["wait"]:
+            elif options["wait"]:
                 job_follow_with_bar(run.job)
         run = JudgeRun.objects.select_related("judge", "job", "pool").get(pk=run.pk)
         self.stdout.write(
@@ -72,4 +72,4 @@ class Command(BaseCommand):
             )
         )
         if run.state == "failed":
-            raise CommandError(f"run {run.pk} failed:\n{run.job.error.strip() if run.job else ''}")
+            raise CommandError(f"run {run.pk} failed:\n{run.job.error.strip()}")

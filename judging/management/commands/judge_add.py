@@ -3,8 +3,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from generation.jobs.services import JobParameterError
 from generation.models import DEFAULT_MODEL_NAME
-from generation.services.jobs import JobParameterError
 from judging.models import JudgeMode
 from judging.services.judges import judge_add
 

@@ -1,8 +1,9 @@
 """A job's state as its chunks run: started, progress recounted from the rows, done, failed, queued again.
 
-The lowest layer of the job services: chunks, jobs and the runner import it, it imports none of them. A job's rows
-are written through `job_rows_write`, so that nothing is written once the job is cancelled (docs/domain.md,
-'Crash recovery': cancel is final).
+The layer of the job machinery (generation/jobs/) above kinds and leases: the chunk runner, the runner, the job
+services and the kinds' modules import it, it imports none of them. A job's rows are written through
+`job_rows_write`, so that nothing is written once the job is cancelled (docs/domain.md, 'Crash recovery': cancel is
+final).
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from django.db import transaction
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from generation.jobs.kinds import job_kind_handler
+from generation.jobs.leases import chunk_lease_break
 from generation.models import GenerationJob, JobChunk, JobStatus
-from generation.services.kinds import job_kind_handler
-from generation.services.leases import chunk_lease_break
 from generation.signals import job_finished
 
 logger = logging.getLogger(__name__)
@@ -40,14 +41,14 @@ def job_progress_refresh(*, job_id: int) -> GenerationJob:
     finished = False
     with transaction.atomic():
         job = GenerationJob.objects.select_for_update().get(pk=job_id)
-        job.done_instances, job.done_generations = job_kind_handler(job.kind).counts(job=job)
-        fields = ["done_generations", "done_instances"]
+        job.done_units, job.done_items = job_kind_handler(job.kind).counts(job=job)
+        fields = ["done_items", "done_units"]
         # Done once every row is written and every chunk is marked finished: a chunk writes its last rows and then
         # marks itself, and a job seen as done must never have a chunk that a sweeper could still hand out again.
         if (
             job.status == JobStatus.RUNNING
-            and job.done_instances == job.total_instances
-            and job.done_generations == job.total_generations
+            and job.done_units == job.total_units
+            and job.done_items == job.total_items
             and not JobChunk.objects.filter(job=job, finished_at__isnull=True).exists()
         ):
             job.status = JobStatus.DONE
@@ -95,6 +96,6 @@ def job_requeue(*, job: GenerationJob) -> GenerationJob:
     job.error = ""
     job.finished_at = None
     job.run_started_at = None
-    job.run_done_at_start = job.done_generations
+    job.run_done_at_start = job.done_items
     job.save(update_fields=["status", "error", "finished_at", "run_started_at", "run_done_at_start", "resumes"])
     return job

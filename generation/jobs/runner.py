@@ -1,6 +1,6 @@
 """Where a job runs: its chunks sent to Celery workers, or run in a thread of the web process (the embedded default,
 no broker) or in the foreground (`manage.py generate`); the start-up resume, the workers' chunk sweeper and the
-uWSGI hooks. What a job is (create, cancel, resume) is generation/services/jobs.py.
+uWSGI hooks. What a job is (create, cancel, resume) is generation/jobs/services.py.
 
 Recovery (docs/domain.md, 'Crash recovery'): every Celery worker runs a sweeper thread that, every few seconds,
 sends again (1) the chunks whose runner is gone (an expired lease, a dead process of this host) and (2) the chunks
@@ -26,16 +26,16 @@ from django.db import connections, transaction
 from django.utils import timezone
 
 from generation.engines import ENGINES
-from generation.models import GenerationJob, JobChunk, JobStatus
-from generation.services.chunks import TRANSIENT_ERRORS, Progress, chunk_run
-from generation.services.leases import (
+from generation.jobs.chunks import TRANSIENT_ERRORS, Progress, chunk_run
+from generation.jobs.leases import (
     chunk_lease_break,
     chunk_lease_live,
     chunk_lease_stale,
     connections_reset,
     heartbeat_seconds,
 )
-from generation.services.progress import ACTIVE, job_fail, job_progress_refresh, job_requeue
+from generation.jobs.progress import ACTIVE, job_fail, job_progress_refresh, job_requeue
+from generation.models import GenerationJob, JobChunk, JobStatus
 from generation.signals import resuming_on_start, sweeping
 
 logger = logging.getLogger(__name__)

@@ -1,16 +1,16 @@
 """What a job is: validated (generation/parameters.py), created with its chunks, cancelled (for good), resumed.
 
-A job of any kind (generation/services/kinds.py) is split into chunks when it is created: its kind's work units in
+A job of any kind (generation/jobs/kinds.py) is split into chunks when it is created: its kind's work units in
 order, at most the batch size per chunk, smaller for small jobs so that progress moves every few seconds. Where the
-chunks run (Celery workers, or a thread of the web process on the embedded default) is generation/services/runner.py.
+chunks run (Celery workers, or a thread of the web process on the embedded default) is generation/jobs/runner.py.
 
 Creating a job and handing it to the broker succeed or fail together: if the broker cannot take it, the job is
 marked failed with a message that says so (it can be resumed) and `JobDispatchError` is raised (the API answers 503).
 Cancel is final: nothing resumes a cancelled job, and its chunks stop writing at their next batch (docs/domain.md,
 'Crash recovery').
 
-Layers (no import cycle): kinds, leases <- progress <- chunks <- runner <- jobs; the Celery tasks import these
-services, and these services import the tasks only inside functions.
+Layers (no import cycle): kinds, leases <- progress <- chunks <- runner <- services (generation/jobs/__init__.py);
+the Celery tasks import the chunk runner, and the runner imports the tasks only inside functions.
 """
 
 from __future__ import annotations
@@ -22,17 +22,17 @@ from django.db import transaction
 from django.utils import timezone
 
 from common.audit import CREATE, audit_record
-from generation.models import GENERATION_KIND, GenerationJob, JobChunk, JobStatus
-from generation.parameters import JobParameterError, JobParameters, job_parameters_validate
-from generation.services.kinds import job_kind_handler
-from generation.services.progress import ACTIVE, job_fail, job_progress_refresh, job_requeue, job_start
-from generation.services.runner import (
+from generation.jobs.kinds import job_kind_handler
+from generation.jobs.progress import ACTIVE, job_fail, job_progress_refresh, job_requeue, job_start
+from generation.jobs.runner import (
     JobDispatchError,
     chunks_requeue_stale,
     job_dispatch,
     job_run,
     jobs_unfinished,
 )
+from generation.models import GenerationJob, JobChunk, JobStatus
+from generation.parameters import JobParameterError, JobParameters, job_parameters_validate
 
 __all__ = [  # job_start, job_fail, job_progress_refresh (progress.py) and the runner's names may be imported from here
     "ACTIVE",
@@ -60,11 +60,6 @@ TARGET_CHUNKS = 20
 
 class JobStateError(ValueError):
     """The job is not in a state that allows the action (cancel a finished job, resume a cancelled one, ...)."""
-
-
-def job_instance_ids(*, params: JobParameters) -> list[int]:
-    """The job's work units in order (generation: its instances in dataset order, the first N per pronoun)."""
-    return job_kind_handler(params.kind).units(params=params)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -141,17 +136,15 @@ def job_create(
     handler = job_kind_handler(params.kind)
     unit_ids = handler.units(params=params)
     if not unit_ids:
-        if params.kind == GENERATION_KIND and params.dataset is not None:
-            raise JobParameterError(
-                {"dataset": f"{params.dataset.name} has no instances for pronouns {', '.join(params.pronouns)}"}
-            )
-        raise JobParameterError({"options": f"this {params.kind} job has nothing to do"})
+        raise JobParameterError(
+            handler.nothing_to_do(params=params) or {"options": f"this {params.kind} job has nothing to do"}
+        )
     chunk_size = job_chunk_size(instances=len(unit_ids), batch_size=params.batch_size_or_model())
     with transaction.atomic():
         job = GenerationJob.objects.create(
             **_columns_and_options(params),
-            total_instances=len(unit_ids),
-            total_generations=len(unit_ids) * handler.items_per_unit(params=params),
+            total_units=len(unit_ids),
+            total_items=len(unit_ids) * handler.items_per_unit(params=params),
             created_by=created_by,
         )
         audit_record(
@@ -162,7 +155,7 @@ def job_create(
             data={"kind": job.kind, "model": job.model.name, "seed": job.seed, "options": job.options},
         )
         JobChunk.objects.bulk_create(
-            JobChunk(job=job, index=index, instance_ids=unit_ids[start : start + chunk_size])
+            JobChunk(job=job, index=index, unit_ids=unit_ids[start : start + chunk_size])
             for index, start in enumerate(range(0, len(unit_ids), chunk_size))
         )
     if queue:

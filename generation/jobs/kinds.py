@@ -6,23 +6,24 @@ estimate of the time left, cancel (final), resume after a crash, the jobs page a
 its work is, through a handler, a subclass of `JobKind`:
 
 - `units(params=...)`: the ids of the job's work units, in order (generation: its instances); they are cut into
-  chunks (`JobChunk.instance_ids`) of at most the batch size.
+  chunks (`JobChunk.unit_ids`) of at most the batch size.
 - `items_per_unit(params=...)`: how many result rows one unit gives (generation: settings x samples); the job's
-  `total_generations` is units x this, and `done_generations` counts them.
+  `total_items` is units x this, and `done_items` counts them (`total_units`, `done_units`: the units).
 - `run_chunk(job=..., chunk=..., stop=..., step_done=...)`: do one chunk's units. It must be idempotent (a chunk can
   run again after a crash: skip what is stored, insert with the database's unique constraints), call `stop()` between
   batches and return False at once when it says True (the job was cancelled or the lease lost), write its rows with
-  `job_rows_write` (generation/services/progress.py, which writes nothing once the job is cancelled), and call
+  `job_rows_write` (generation/jobs/progress.py, which writes nothing once the job is cancelled), and call
   `step_done()` after each written batch so that progress moves. Return True when every unit is stored.
 - `counts(job=...)`: (done units, done items), recounted from the stored rows (a re-run never counts twice).
 - `describe(job=...)`: one line for the jobs page ("judge smollm2 on pool 3").
 - optional: `needs_dataset` (False for a kind without one; the pages then show the description instead),
   `options_validate(options=..., values=...)` to check the kind's `options` (raise
   `rest_framework.serializers.ValidationError`), `chunk_finished(job=..., unit_ids=...)` after a chunk is stored,
-  and `unit_label` / `item_label` for the pages ("instances" / "generations").
+  `nothing_to_do(params=...)` to say why a job has no units, and `unit_label` / `item_label` ("units" / "items";
+  generation: "instances" / "generations").
 
 Register from the owning app's `AppConfig.ready()`: `job_kind_register("judge", JudgeKind())`. Create a job with
-`generation.services.jobs.job_create(kind="judge", model=..., options={...})`.
+`generation.jobs.services.job_create(kind="judge", model=..., options={...})`.
 """
 
 from __future__ import annotations
@@ -42,8 +43,8 @@ class JobKind(Generic[Params]):
     """The interface of a job kind's handler (see the module docstring); subclass it and override what applies."""
 
     needs_dataset: bool = True
-    unit_label: str = "instances"
-    item_label: str = "generations"
+    unit_label: str = "units"
+    item_label: str = "items"
 
     def options_validate(self, *, options: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
         return options
@@ -66,6 +67,10 @@ class JobKind(Generic[Params]):
         return f"{job.kind} with {job.model.name}"
 
     def chunk_finished(self, *, job: GenerationJob, unit_ids: list[int]) -> None:
+        return None
+
+    def nothing_to_do(self, *, params: Params) -> dict[str, str] | None:
+        """Why a job has no units, under the field to blame; None: the job services say it in general terms."""
         return None
 
 
