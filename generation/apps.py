@@ -22,3 +22,5 @@ class GenerationConfig(AppConfig):
         from generation.services.kinds import job_kind_register
 
         job_kind_register(GENERATION_KIND, GenerationKind())
+
+        from generation import openapi  # noqa: F401  the jobs API's schema, registered before any is built
