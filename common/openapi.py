@@ -1,9 +1,10 @@
 """How a view declares the OpenAPI shapes of the responses it builds by hand (drf-spectacular), and the shapes every
 API shares: an error's `{"detail": ...}`, a refusal's field errors and a file.
 
-`declared("app.apis.SomeApi", get=lambda view: {...})` returns an extension that drf-spectacular applies to the view
-named by the dotted path, leaving the view's own code alone. The extension is registered when the module that calls
-`declared` is imported (config/urls.py imports each such module before any schema is built).
+`declared(SomeApi, get=lambda view: {...})` returns an extension that drf-spectacular applies to the view (a class, or
+its dotted path), leaving the view's own code alone. The extension is registered when the module that calls `declared`
+is imported: each app's openapi.py, beside its views, which the app's `AppConfig.ready()` imports, so that every
+declaration is in place before any schema is built.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any, cast
 
 from drf_spectacular.extensions import OpenApiViewExtension
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers
 
 Detail = inline_serializer(name="Detail", fields={"detail": serializers.CharField()})
@@ -21,9 +22,17 @@ FieldErrors = OpenApiResponse(
     OpenApiTypes.OBJECT, description="`{field: [message, ...]}` for each field that was refused"
 )
 FILE = OpenApiTypes.BINARY
+# A file export (common/renderers.py: CSV or JSON lines); errors answer in JSON.
+FILE_FORMAT = OpenApiParameter("format", str, enum=["csv", "jsonl"], description="default csv")
+FILE_RESPONSES = {(200, "text/csv"): FILE, (200, "application/jsonl"): FILE, (404, "text/csv"): Detail}
 
 
-def declared(target: str, **methods: Callable[[Any], dict]) -> type[OpenApiViewExtension]:
+def named(serializer: type, name: str) -> type:
+    """The same serializer under its own component name (the views' inner classes are all `InputSerializer`)."""
+    return type(f"{name}Serializer", (serializer,), {"__module__": serializer.__module__})
+
+
+def declared(target: type | str, **methods: Callable[[Any], dict]) -> type[OpenApiViewExtension]:
     """An extension that gives each named method of the view at `target` the `@extend_schema` arguments its callable
     returns (called with the view class when the schema is built, so that a view's inner serializers can be named)."""
 

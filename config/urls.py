@@ -2,9 +2,6 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-import analysis.openapi  # noqa: F401  (the report's account, built from its types)
-import config.openapi  # noqa: F401  (the schema's account of hand-built responses)
-
 # Annotation first: its API is the hot path, and Django tries the patterns in order. No two apps share a pattern.
 urlpatterns = [
     path("", include("annotation.urls")),

@@ -8,6 +8,9 @@ class JudgingConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from judging import hooks
+        from judging import (
+            hooks,
+            openapi,  # noqa: F401  the judge API's schema, registered before any is built
+        )
 
         hooks.connect()

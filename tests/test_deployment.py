@@ -179,6 +179,7 @@ def test_the_web_servers_listen_queue_holds_a_burst_within_the_kernels_limit(mon
         ("WEB_BIND", "0.0.0.0:http", "WEB_BIND='0.0.0.0:http' is not an address"),
     ],
 )
+@pytest.mark.slow  # starts the web server in a process for each case; the full suite runs it
 def test_the_web_server_names_a_bad_variable_and_does_not_start(name, value, message):
     result = subprocess.run(
         [sys.executable, "-m", "config.web"],
@@ -279,6 +280,7 @@ def test_every_way_to_start_the_web_server_uses_its_settings_module():
         ({"SECRET_KEY": ""}, "SECRET_KEY is not set"),
     ],
 )
+@pytest.mark.slow  # starts the web server in a process for each case; the full suite runs it
 def test_the_web_server_refuses_to_start_without_a_secret_key(env, message):
     base = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "DEBUG"}}
     result = subprocess.run(

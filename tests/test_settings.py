@@ -80,6 +80,7 @@ def settings_under(env: dict[str, str], *names: str) -> dict:
         ({"ALLOWED_HOSTS": "a.org,,b.org"}, "ALLOWED_HOSTS='a.org,,b.org' has an empty entry"),
     ],
 )
+@pytest.mark.slow  # starts Django in a process for each case; the full suite runs it
 def test_it_refuses_to_start_with_a_malformed_variable(env, message):
     result = start(env)
     assert result.returncode != 0
@@ -202,6 +203,7 @@ def test_the_helpers_name_the_variable_in_errors(monkeypatch):
         env_int("NUMBER", 1, minimum=1)
 
 
+@pytest.mark.slow  # starts Django in a process; the full suite runs it
 def test_the_embedded_sqlite_runs_in_wal_mode_with_a_busy_timeout(tmp_path):
     """Readers never wait for a writer, and a writer waits for the lock (never 'database is locked' at once): an
     import writing next to an annotator's save."""

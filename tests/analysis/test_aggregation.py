@@ -11,7 +11,6 @@ from unittest import mock
 
 import pandas as pd
 import pytest
-from crowdkit.aggregation import MACE, DawidSkene, MajorityVote
 from django.core.management import CommandError, call_command
 from irrCAC.raw import CAC
 
@@ -83,6 +82,8 @@ def _crowd(pool) -> pd.DataFrame:
 
 class TestAggregation:
     def test_it_gives_crowd_kits_majority_dawid_skene_and_mace(self, pool):
+        from crowdkit.aggregation import MACE, DawidSkene, MajorityVote  # here, not at collection
+
         data = _crowd(pool)
         majority = MajorityVote().fit_predict(data)
         dawid_skene = DawidSkene(n_iter=100).fit(data)
@@ -158,6 +159,8 @@ class TestAggregation:
 
     @pytest.mark.slow
     def test_one_mace_restart_is_crowd_kits_default_of_ten(self, pool):
+        from crowdkit.aggregation import MACE  # here, not at collection
+
         data = _crowd(pool)
         default = MACE().fit(data)  # every restart starts from the same seeded point
         aggregated = ratings_aggregate(ratings=data)
@@ -301,6 +304,8 @@ class TestQualityConfusion:
         assert heuristic["cy"] == {C: {C: 0, M: 1, N: 0}, M: {C: 0, M: 0, N: 0}}
 
     def test_each_rater_is_counted_against_crowd_kits_dawid_skene(self, pool):
+        from crowdkit.aggregation import DawidSkene  # here, not at collection
+
         data = quality.quality_dashboard(pool=pool)
         labels = DawidSkene(n_iter=100).fit(_crowd(pool)).labels_
         expected = {C: {C: 0, M: 0, N: 0}, M: {C: 0, M: 0, N: 0}, N: {C: 0, M: 0, N: 0}}

@@ -13,7 +13,6 @@ from collections import Counter
 
 import numpy as np
 import pytest
-import spacy
 from scipy import stats
 from statsmodels.stats.inter_rater import cohens_kappa as sm_cohens_kappa
 
@@ -59,6 +58,8 @@ def _row(rows: list[dict], **keys) -> dict:
 
 @functools.cache
 def _tokenizer():
+    import spacy  # here, not at collection: spaCy loads torch
+
     return spacy.blank("en")
 
 

@@ -93,6 +93,7 @@ def pdflatex_or_skip() -> str:
     return found
 
 
+@pytest.mark.slow  # starts pdflatex in a process; the full suite runs it
 @pytest.mark.parametrize("which", ["study", "imported"])
 def test_the_whole_export_compiles_with_pdflatex(request, tmp_path, which):
     pdflatex = pdflatex_or_skip()

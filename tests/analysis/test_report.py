@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import spacy
 from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.inter_rater import cohens_kappa as sm_cohens_kappa
@@ -134,6 +133,8 @@ class TestAutomaticSide:
 
     def test_it_averages_repetition_rates_of_the_stored_generations(self, annotator, second_annotator):
         report = report_build(pool=study_build(ana=annotator, bo=second_annotator))  # read beside its generations
+        import spacy  # here, not at collection: spaCy loads torch
+
         tokenizer = spacy.blank("en").tokenizer
 
         def rr(text: str) -> float | None:

@@ -211,6 +211,7 @@ def test_annotation_no_longer_listens_to_the_end_of_a_job():
     ("database_url", "installed"),
     [("sqlite:///{tmp}/concord.sqlite3", True), ("postgres://postgres@127.0.0.1:5432/concord_unused", False)],
 )
+@pytest.mark.slow  # starts Django in a process for each case; the full suite runs it
 def test_the_demo_app_is_installed_by_the_embedded_default_only(tmp_path, database_url, installed):
     env = {k: v for k, v in os.environ.items() if k not in {"CONCORD_DEMO", "CELERY_BROKER_URL"}}
     env |= {"DATABASE_URL": database_url.format(tmp=tmp_path), "DJANGO_SETTINGS_MODULE": "config.settings"}

@@ -1,11 +1,12 @@
 """Concord's sampling against transformers': the fused top-k/top-p filter keeps exactly the tokens the two warpers
 keep, the own sampling loop draws from the distribution `generate` draws from, and a stop ends a call early."""
 
+from __future__ import annotations
+
 from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
 import pytest
-import torch
-from transformers import GenerationConfig, TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
 
 from generation.engines.hf.sampling import (
     Decoding,
@@ -18,9 +19,15 @@ from generation.engines.hf.sampling import (
     sample_continuations,
 )
 
+if TYPE_CHECKING:  # torch and transformers load only in the tests that use them, not at collection
+    import torch
+
 
 @pytest.mark.parametrize(("top_k", "top_p"), [(50, 0.95), (50, 1.0), (5, 0.5), (1, 0.9), (200, 0.3)])
 def test_it_keeps_the_same_tokens_as_top_k_then_top_p(top_k, top_p):
+    import torch
+    from transformers import TopKLogitsWarper, TopPLogitsWarper
+
     torch.manual_seed(0)
     scores = torch.randn(64, 1000) * 3
     expected = TopPLogitsWarper(top_p)(None, TopKLogitsWarper(top_k)(None, scores.clone()))
@@ -32,6 +39,8 @@ def test_it_keeps_the_same_tokens_as_top_k_then_top_p(top_k, top_p):
 
 
 def test_stop_when_asks_only_after_its_interval_and_then_ends_every_row():
+    import torch
+
     asked = []
     criterion = StopWhen(lambda: asked.append(1) or len(asked) >= 2, interval=0.0)
     ids = torch.zeros((3, 4), dtype=torch.long)
@@ -79,6 +88,9 @@ def test_a_stop_that_never_fires_changes_nothing(loaded_model):
 
 def warped_distribution(scores, *, top_k, top_p, temperature=None, banned=()):
     """What transformers' sampling step draws from: min_new_tokens' ban, temperature, top-k, top-p, softmax."""
+    import torch
+    from transformers import TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
+
     scores = scores.clone()
     scores[:, list(banned)] = float("-inf")
     if temperature is not None:
@@ -91,6 +103,8 @@ def warped_distribution(scores, *, top_k, top_p, temperature=None, banned=()):
     ("top_k", "top_p", "temperature"), [(50, 0.95, None), (5, 0.7, None), (8, 1.0, 0.6), (30, 0.9, 1.7)]
 )
 def test_each_draw_follows_the_distribution_of_transformers_warpers(top_k, top_p, temperature):
+    import torch
+
     torch.manual_seed(3)
     rows, draws, vocabulary = 3, 40_000, 60
     logits = torch.randn(rows, vocabulary) * 2
@@ -111,6 +125,8 @@ def test_each_draw_follows_the_distribution_of_transformers_warpers(top_k, top_p
 
 
 def test_a_banned_token_is_never_drawn_even_as_the_certain_favourite():
+    import torch
+
     logits = torch.full((2_000, 40), -5.0)
     logits[:, 7] = 50.0  # all the mass, before the ban
     drawn = draw_tokens(logits, decoding=Decoding(top_k=50, top_p=0.95), banned=(7,))
@@ -119,6 +135,8 @@ def test_a_banned_token_is_never_drawn_even_as_the_certain_favourite():
 
 
 def _loaded(**settings):
+    from transformers import GenerationConfig
+
     return SimpleNamespace(model=SimpleNamespace(generation_config=GenerationConfig(**settings)))
 
 
@@ -156,6 +174,8 @@ def _greedy_pairs(loaded_model, encoded, length: int, *, may_end: bool = False) 
 def test_the_own_loop_decodes_as_generate_does_on_left_padded_contexts(loaded_model):
     """With top_k=1 both paths are greedy, so they must produce the same tokens (the cached prefill shared by the
     samples, the positions under left padding, the end-of-sequence ban)."""
+    import torch
+
     tokenizer, model = loaded_model.tokenizer, loaded_model.model
     contexts = ["Alex said that", "After the long meeting about the budget, Sam told everyone that", "Yes,"]
     length = 12
@@ -178,6 +198,8 @@ def test_the_own_loop_decodes_as_generate_does_on_left_padded_contexts(loaded_mo
 
 def test_pure_sampling_draws_from_the_whole_tempered_distribution():
     """The judge's sampling mode: no top-k, no top-p, a temperature."""
+    import torch
+
     torch.manual_seed(5)
     rows, draws, vocabulary, temperature = 2, 40_000, 30, 0.7
     logits = torch.randn(rows, vocabulary) * 2
@@ -195,6 +217,8 @@ def test_pure_sampling_draws_from_the_whole_tempered_distribution():
 def test_rows_that_may_end_stop_at_the_end_of_sequence_as_generate_does(loaded_model, monkeypatch):
     """The judge's answers: greedy (top_k=1), with a token the first row produces early made the end of sequence, so
     that row ends there and is padded after it, as in `generate`."""
+    import torch
+
     tokenizer, model = loaded_model.tokenizer, loaded_model.model
     contexts = ["Alex said that", "After the long meeting about the budget, Sam told everyone that"]
     length = 10
