@@ -1,15 +1,14 @@
-"""The OpenAPI account of the analysis API (analysis/apis.py), generated from the report's table declarations
-(analysis/report/tables.py: each table's row type) with drf-spectacular's type-hint resolver, so that the schema and
-the code cannot drift apart. The report also comes as files (CSV, HTML, LaTeX), declared as binary. Loaded by config/urls.py;
-`common.openapi.declared` attaches these declarations to the views without touching them."""
+"""The OpenAPI account of the analysis API (analysis/apis.py), generated with drf-spectacular's type-hint resolver
+from the report's type, which the table declarations make (analysis/report/shape.py, analysis/report/tables/), so that
+the schema and the code cannot drift apart. The report also comes as files (CSV, HTML, LaTeX), declared as binary.
+Loaded by config/urls.py; `common.openapi.declared` attaches these declarations to the views without touching them."""
 
 from __future__ import annotations
 
 from drf_spectacular.plumbing import resolve_type_hint
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 
-from analysis.report.shape import QualityDashboard, ReportHeader
-from analysis.report.tables import TABLES
+from analysis.report.shape import QualityDashboard, Report
 from common.openapi import FILE, Detail, FieldErrors, declared
 
 REPORT_FORMAT = OpenApiParameter("format", str, enum=["json", "csv", "html", "latex"], description="default json")
@@ -44,19 +43,9 @@ DELTA = OpenApiParameter(
 
 
 def report_schema() -> dict:
-    """The JSON report as an OpenAPI object: its header, then each declared table that the report holds (a list of its
-    row type, or its section's type), required unless the declaration says `optional`."""
-    header = resolve_type_hint(ReportHeader)
-    built = [table for table in TABLES if table.build is not None]
-    return {
-        "type": "object",
-        "properties": {
-            **header["properties"],
-            **{t.key: resolve_type_hint(t.section or list[t.row]) for t in built},  # type: ignore[name-defined]
-        },
-        "required": [*header["required"], *(t.key for t in built if not t.optional)],
-        "description": "the report's tables (docs/guide-researcher.md)",
-    }
+    """The JSON report as an OpenAPI object, from `Report`: its header, then each declared table that the report holds
+    (a list of its row type, or its section's type), required unless the declaration says `optional`."""
+    return {**resolve_type_hint(Report), "description": "the report's tables (docs/guide-researcher.md)"}
 
 
 def quality_schema() -> dict:

@@ -123,7 +123,7 @@ CAPTIONS = {
 }
 
 
-# The report table each figure draws, as the tables' declarations say (analysis/report/tables.py).
+# The report table each figure draws, as the tables' declarations say (analysis/report/tables/).
 SOURCES = {plot: table.key for table in TABLES for plot in table.plots}
 
 

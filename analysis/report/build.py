@@ -1,5 +1,5 @@
 """The whole report of a pool as one JSON-ready dict: its header, then each declared table's rows
-(analysis/report/tables.py) built from the pool's `ReportInputs`; and the fingerprint of what it reads, which keys the
+(analysis/report/tables/) built from the pool's `ReportInputs`; and the fingerprint of what it reads, which keys the
 report cache.
 """
 
@@ -76,7 +76,7 @@ def report_data(
         "n_items": pool.items.filter(kind=STUDY).count(),
         "n_annotated": int(len(frame)),
         "examples_seed": examples_seed,
-        **{table.key: table.build(inputs) for table in TABLES if table.build is not None},
+        **{table.key: table.value(inputs) for table in TABLES if table.built},
     }
 
 

@@ -8,7 +8,8 @@ from functools import cached_property
 
 import pandas as pd
 
-from analysis.cells import CELL
+from analysis.cells import CELL, cell_of
+from analysis.report.types import AccuracyRow
 from analysis.selectors import automatic, explorer
 from analysis.selectors import verdict as verdict_selectors
 from annotation.models import Pool
@@ -31,12 +32,12 @@ class ReportInputs:
     verdict: verdict_selectors.VerdictParameters = verdict_selectors.VerdictParameters()  # epsilon, alpha, delta
 
     @cached_property
-    def accuracy(self) -> list[dict]:
+    def accuracy(self) -> list[AccuracyRow]:
         """The `accuracy` rows, built once: the rankings across benchmarks read them too."""
         return _accuracy(self)
 
 
-def _accuracy(r: ReportInputs) -> list[dict]:
+def _accuracy(r: ReportInputs) -> list[AccuracyRow]:
     """Accuracy per cell, whose `n` counts a cell's instances as the cell explorer does: a cell with no job
     instances (an imported pool) counts one instance per template of its study items."""
     rows = automatic.accuracy(frame=r.instances, human_frame=r.frame, tango=r.tango)
@@ -44,5 +45,5 @@ def _accuracy(r: ReportInputs) -> list[dict]:
         counted = {tuple(cell[c] for c in CELL): cell["instances"] for cell in explorer.pool_cells(pool=r.pool)}
         for row in rows:
             if row["n"] == 0:
-                row["n"] = counted.get(tuple(row[c] for c in CELL), 0)
+                row["n"] = counted.get(tuple(cell_of(row).values()), 0)
     return rows

@@ -1,6 +1,6 @@
 """The rows of the machine raters' tables (LLM judges, docs/domain.md 'Machine raters') and of the judge's verdict
 (docs/domain.md, 'The judge's verdict'; analysis/selectors/verdict.py). Declared as tables in
-analysis/report/tables.py; every figure that can be undefined is `float | None`."""
+analysis/report/tables/; every figure that can be undefined is `float | None`."""
 
 from typing import TypedDict
 

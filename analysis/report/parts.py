@@ -1,7 +1,7 @@
 """The flat rows of the report's tables, as the CSV files and the page's tables hold them: nested figures flattened
 (an interval `<key>_low`/`<key>_high`, a dict `<key>_<subkey>`), and the tables drawn from a part of another table
 (the inter-annotator views, the judge's verdict's agreement rows and annotators). Each table's declaration
-(analysis/report/tables.py) names its function here when it is not one flat row per row of its own."""
+(analysis/report/tables/) names its function here when it is not one flat row per row of its own."""
 
 from __future__ import annotations
 

@@ -1,40 +1,14 @@
 """The shape of a pool's report, as a type: `Report` is what `analysis.report.build.report_data` returns and what
-`GET /api/reports/{pool}/?format=json` sends, one key per declared table that has a builder
-(analysis/report/tables.py) after the header; tests/analysis/test_report_tables.py checks it against the declarations.
-analysis/openapi.py builds the API's schema from the declarations. The quality dashboard's shape is here too.
+`GET /api/reports/{pool}/?format=json` sends: its header (`ReportHeader`), then one key per declared table that the
+report holds (analysis/report/tables/), typed by the declaration (a list of its row type, or its section's type;
+NotRequired where the declaration says `optional`). It is made from the declarations, so a new table is in it
+without another edit. The quality dashboard's shape is here too.
 """
 
-from typing import NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict, cast, get_type_hints
 
-from analysis.report.machine_types import (
-    JudgeAgreementRow,
-    JudgeCalibrationRow,
-    JudgeReliabilityRow,
-    JudgeVerdictRow,
-    PredictionPoweredRow,
-)
-from analysis.report.types import (
-    AccuracyRow,
-    AggregateRow,
-    AnnotatorQualityRow,
-    BetaRow,
-    ConflictRow,
-    Disagreement,
-    DistractorRow,
-    Example,
-    GuidelineVersionRow,
-    HumanVsHeuristicRow,
-    InterAnnotator,
-    Interval,
-    LabelDistributionRow,
-    MeanSemRow,
-    ProbVsGenRow,
-    RankingAgreementRow,
-    RateRow,
-    RepetitionRow,
-    TangoVariationRow,
-    VariationRow,
-)
+from analysis.report.tables import TABLES
+from analysis.report.types import AnnotatorQualityRow, Interval
 
 
 class ReportHeader(TypedDict):
@@ -51,35 +25,17 @@ class ReportHeader(TypedDict):
 # --- the report ----------------------------------------------------------------------------------------------------
 
 
-class Report(ReportHeader):
-    """The header, then each table with a builder, in the order of the declarations; a table declared `optional`
-    is NotRequired (a report saved before it was added lacks it)."""
+def _report_type() -> Any:
+    """`Report` from the declarations: the header's keys, then each table the report holds, in the report's order."""
+    fields: dict[str, Any] = dict(get_type_hints(ReportHeader))
+    for table in TABLES:
+        if table.built:
+            shape = table.section or list[table.row]  # type: ignore[name-defined]
+            fields[table.key] = NotRequired[shape] if table.optional else shape
+    return cast(Any, TypedDict)("Report", fields)
 
-    inter_annotator: InterAnnotator
-    human_vs_heuristic: list[HumanVsHeuristicRow]
-    label_distribution: list[LabelDistributionRow]  # and a count per label of the pool
-    extraneous_rate: list[RateRow]
-    prob_vs_gen: list[ProbVsGenRow]
-    instance_variation: list[VariationRow]
-    beta_disagreement: list[BetaRow]
-    tango_failure_rate: list[MeanSemRow]
-    tango_variation: list[TangoVariationRow]
-    repetition: list[RepetitionRow]
-    accuracy: list[AccuracyRow]
-    conflict_rate: list[ConflictRow]
-    disagreements: list[Disagreement]
-    examples: list[Example]
-    annotator_quality: list[AnnotatorQualityRow]
-    human_vs_judge: NotRequired[list[JudgeAgreementRow]]  # machine raters (judging)
-    judge_vs_heuristic: NotRequired[list[JudgeAgreementRow]]
-    judge_calibration: NotRequired[list[JudgeCalibrationRow]]
-    judge_reliability: NotRequired[list[JudgeReliabilityRow]]
-    judge_verdict: NotRequired[list[JudgeVerdictRow]]  # the judge's verdict
-    prediction_powered: NotRequired[list[PredictionPoweredRow]]  # rates once the judge labels the job
-    aggregates: list[AggregateRow]
-    distractors: NotRequired[list[DistractorRow]]  # RUFF with distractors
-    ranking_agreement: NotRequired[list[RankingAgreementRow]]  # rankings across benchmarks
-    by_guideline_version: NotRequired[list[GuidelineVersionRow]]  # guidelines edited mid-study
+
+Report = _report_type()
 
 
 # --- the quality dashboard (analysis/selectors/quality.py) ----------------------------------------------------------

@@ -1,11 +1,11 @@
-"""What a report table is: one `Table` declaration (analysis/report/tables.py holds them all, in the report's order),
+"""What a report table is: one `Table` declaration (analysis/report/tables/ holds them all, in the report's order),
 and the column titles that many tables share."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
     from analysis.report.inputs import ReportInputs
@@ -55,6 +55,9 @@ PREFIX_TITLES: dict[str, Callable[[str], str]] = {
 }
 
 
+RowT = TypeVar("RowT")
+
+
 @dataclass(frozen=True)
 class LatexTable:
     """A table of the LaTeX export: its name (`--table NAME`) and what writes it from the report ("" when it has no
@@ -65,14 +68,16 @@ class LatexTable:
 
 
 @dataclass(frozen=True)
-class Table:
+class Table(Generic[RowT]):
     """One table of the report, declared once: everything else (the JSON report, the CSV files, the LaTeX and HTML
     exports, the page, the API schema, the sentence shown while it is empty) reads these fields.
 
-    `build` makes the table's rows from the pool's `ReportInputs` (the report's key `key`); a table without one is
-    drawn from a part of another (`typed` gives those rows). `flat` gives its CSV rows where they are not each
+    `build` makes the table's rows from the pool's `ReportInputs` (the report's key `key`), a list of `row` (mypy
+    checks the builder's return type against it); `build_one` instead makes a table whose report value is one object
+    of type `section` (the inter-annotator figures). A table with neither is drawn from a part of another (`typed`
+    gives those rows). `flat` gives its CSV rows where they are not each
     typed row flattened; `header` is the CSV header of an empty table; `empty` says what would fill it ("filled by
-    ..."). `row` is the type of one typed row (`section` the report value's type, where it is not a list of rows);
+    ..."). `row` is the type of one typed row;
     `per_label`: a column per label of the pool beside the row's keys. `columns`: column titles beyond COLUMN_TITLES.
     `latex` and `plots`: its LaTeX table and the figures (analysis/plots) drawn from it. `shown`: a plain table on
     the page (False: a section of its own, or a CSV link). `optional`: a report saved before the table was added
@@ -81,11 +86,12 @@ class Table:
 
     key: str
     title: str
-    row: type
+    row: type[RowT]
     empty: str
     header: tuple[str, ...]
-    build: Callable[[ReportInputs], Any] | None = None
-    typed: Callable[[dict], list] | None = None
+    build: Callable[[ReportInputs], list[RowT]] | None = None
+    build_one: Callable[[ReportInputs], Mapping[str, Any]] | None = None
+    typed: Callable[[dict], list[RowT]] | None = None
     flat: Callable[[dict], list[dict]] | None = None
     section: object = None
     per_label: bool = False
@@ -105,6 +111,18 @@ class Table:
             if name.startswith(prefix):
                 return title(name.removeprefix(prefix))
         return None
+
+    @property
+    def built(self) -> bool:
+        """Whether the report holds the table under its key (else it is drawn from a part of another)."""
+        return self.build is not None or self.build_one is not None
+
+    def value(self, inputs: ReportInputs) -> object:
+        """What the report holds under the table's key."""
+        if self.build is not None:
+            return self.build(inputs)
+        assert self.build_one is not None, f"{self.key} is drawn from another table"
+        return self.build_one(inputs)
 
     def typed_rows(self, report: dict) -> list:
         """Its rows as the report holds them, each of type `row`."""

@@ -1,5 +1,5 @@
 """The rows of the report's human and automatic tables, as types: each table's declaration
-(analysis/report/tables.py) names its row type, its builder returns a list of them (mypy checks it), and
+(analysis/report/tables/) names its row type, its builder returns a list of them (mypy checks it), and
 tests/analysis/test_report_tables.py checks a built report's rows have exactly their keys. The machine raters' rows are
 in machine_types.py; the whole report's shape (`Report`) in shape.py.
 

@@ -42,7 +42,7 @@ def table_total(table: dict[str, dict[str, int]]) -> int:
 
 @register.filter
 def table_title(name: str) -> str:
-    """A table's declared title (analysis/report/tables.py)."""
+    """A table's declared title (analysis/report/tables/)."""
     return TABLES_BY_KEY[name].title
 
 

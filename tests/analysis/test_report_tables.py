@@ -1,4 +1,4 @@
-"""Each report table is declared once (analysis/report/tables.py), and its declaration says what the report really
+"""Each report table is declared once (analysis/report/tables/), and its declaration says what the report really
 holds: a built report's rows have exactly the keys of the declared row type, every declared table has a title, a
 sentence for when it is empty and a title for every column it shows, and the report's type, the CSV files, the
 LaTeX tables, the figures and the API schema all follow the declarations."""
@@ -64,7 +64,7 @@ def test_every_table_has_a_title_an_empty_sentence_and_a_title_for_every_column_
 
 
 def test_the_report_holds_the_header_and_each_built_table_in_the_declared_order(reports):
-    built = [table.key for table in TABLES if table.build is not None]
+    built = [table.key for table in TABLES if table.built]
     for report in reports:
         assert list(report) == [*get_type_hints(ReportHeader), *built]
     assert list(get_type_hints(Report)) == [*get_type_hints(ReportHeader), *built]
@@ -77,5 +77,5 @@ def test_the_exports_figures_and_schema_read_the_declarations():
     declared_plots = [plot for table in TABLES for plot in table.plots]
     assert sorted(declared_plots) == sorted(PLOTS)  # every figure names the one table it draws
     schema = report_schema()
-    assert list(schema["properties"]) == [*get_type_hints(ReportHeader), *(t.key for t in TABLES if t.build)]
+    assert list(schema["properties"]) == [*get_type_hints(ReportHeader), *(t.key for t in TABLES if t.built)]
     assert set(schema["required"]) == set(Report.__required_keys__)

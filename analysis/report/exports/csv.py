@@ -1,4 +1,4 @@
-"""The report as CSV: one file per declared table (analysis/report/tables.py), zipped when more than one. Every CSV
+"""The report as CSV: one file per declared table (analysis/report/tables/), zipped when more than one. Every CSV
 goes through `common.safe_csv`; a table without rows still has its header, so that an empty file says what it would
 hold (columns that depend on the data, a pool's own labels or the shares of sigma, are those of the default schema)."""
 

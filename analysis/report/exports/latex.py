@@ -1,4 +1,4 @@
-"""The report as LaTeX: the declared tables' LaTeX tables (analysis/report/tables.py), in the report's order."""
+"""The report as LaTeX: the declared tables' LaTeX tables (analysis/report/tables/), in the report's order."""
 
 from __future__ import annotations
 

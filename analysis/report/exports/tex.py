@@ -1,6 +1,6 @@
 """LaTeX for the report's tables: escaping (every piece of text that reaches LaTeX goes through `latex_escape`),
 numbers with their spread or interval, and one booktabs table (`latex_table`). The tables themselves are in
-latex_tables.py, each named by its table's declaration (analysis/report/tables.py)."""
+latex_tables.py and latex_judges.py, each named by its table's declaration (analysis/report/tables/)."""
 
 from __future__ import annotations
 
