@@ -68,6 +68,16 @@ class LatexTable:
 
 
 @dataclass(frozen=True)
+class TablePart:
+    """A part of a wide table that the page shows as a table of its own: `columns` (after the table's first column)
+    are the part's, None for every column no other part takes. The CSV file stays whole."""
+
+    key: str
+    title: str
+    columns: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
 class Table(Generic[RowT]):
     """One table of the report, declared once: everything else (the JSON report, the CSV files, the LaTeX and HTML
     exports, the page, the API schema, the sentence shown while it is empty) reads these fields.
@@ -79,7 +89,8 @@ class Table(Generic[RowT]):
     typed row flattened; `header` is the CSV header of an empty table; `empty` says what would fill it ("filled by
     ..."). `row` is the type of one typed row;
     `per_label`: a column per label of the pool beside the row's keys. `columns`: column titles beyond COLUMN_TITLES.
-    `latex` and `plots`: its LaTeX table and the figures (analysis/plots) drawn from it. `shown`: a plain table on
+    `latex` and `plots`: its LaTeX table and the figures (analysis/plots) drawn from it. `parts`: the tables the page
+    splits it into, once a column of a part with its own columns is there. `shown`: a plain table on
     the page (False: a section of its own, or a CSV link). `optional`: a report saved before the table was added
     lacks it.
     """
@@ -98,6 +109,7 @@ class Table(Generic[RowT]):
     columns: Mapping[str, str] = field(default_factory=dict)
     latex: LatexTable | None = None
     plots: tuple[str, ...] = ()
+    parts: tuple[TablePart, ...] = ()
     shown: bool = True
     optional: bool = False
 

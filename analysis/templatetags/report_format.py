@@ -15,17 +15,6 @@ from annotation.schema import label_display
 register = template.Library()
 
 NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
-# The inter-annotator table is split in two so that each fits the page: the first two annotations of every overlap
-# item, then the figures over every rater.
-ALL_RATERS = [
-    "n_raters",
-    "fleiss_kappa",
-    "fleiss_n_items",
-    "gwet_ac1",
-    "gwet_ac1_ci_low",
-    "gwet_ac1_ci_high",
-    "krippendorff_alpha_all",
-]
 
 
 @register.filter
@@ -53,25 +42,28 @@ def column_title(table: str, name: str) -> str:
 
 @register.filter
 def presented_all(tables: list[dict]) -> list[dict]:
-    """Every display table presented, the inter-annotator one split into its two-rater and all-rater parts."""
+    """Every display table presented, a table declared with parts (the inter-annotator one: its two-rater and
+    all-rater parts) split into them."""
     result = []
     for table in tables:
-        if table["name"] == "inter_annotator" and any(c in table["columns"] for c in ALL_RATERS):
-            first_two = [c for c in table["columns"] if c not in ALL_RATERS]
-            every = ["measure", *(c for c in ALL_RATERS if c in table["columns"])]
-            for columns, name, title in (
-                (first_two, "inter_annotator", "Inter-annotator agreement (first two annotations)"),
-                (every, "inter_annotator_all", "Inter-annotator agreement (all raters)"),
-            ):
-                part = {
-                    "fills": table.get("fills", ""),
-                    "name": "inter_annotator",
-                    "columns": columns,
-                    "rows": [[row[table["columns"].index(c)] for c in columns] for row in table["rows"]],
-                }
-                result.append({**presented(part), "name": name, "title": title, "csv": "inter_annotator"})
-        else:
+        parts = TABLES_BY_KEY[table["name"]].parts
+        claimed = [c for part in parts for c in part.columns or ()]
+        if not any(c in table["columns"] for c in claimed):
             result.append(presented(table))
+            continue
+        first = table["columns"][0]
+        for declared in parts:
+            if declared.columns is None:
+                columns = [c for c in table["columns"] if c not in claimed]
+            else:
+                columns = [first, *(c for c in declared.columns if c in table["columns"])]
+            part = {
+                "fills": table.get("fills", ""),
+                "name": table["name"],
+                "columns": columns,
+                "rows": [[row[table["columns"].index(c)] for c in columns] for row in table["rows"]],
+            }
+            result.append({**presented(part), "name": declared.key, "title": declared.title, "csv": table["name"]})
     return result
 
 

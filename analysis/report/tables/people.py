@@ -8,7 +8,7 @@ from typing import cast
 from analysis.cells import CELL
 from analysis.report import parts
 from analysis.report.exports import latex_tables as latex
-from analysis.report.table import LatexTable, Table
+from analysis.report.table import LatexTable, Table, TablePart
 from analysis.report.types import (
     AggregateRow,
     AgreementBlock,
@@ -50,6 +50,24 @@ AGREEMENT = (
             "krippendorff_alpha_all": "Krippendorff's α (all raters)",
         },
         latex=LatexTable("inter_annotator", latex.latex_inter_annotator),
+        # Split on the page so that each part fits it: the first two annotations of every overlap item, then the
+        # figures over every rater.
+        parts=(
+            TablePart("inter_annotator", "Inter-annotator agreement (first two annotations)"),
+            TablePart(
+                "inter_annotator_all",
+                "Inter-annotator agreement (all raters)",
+                (
+                    "n_raters",
+                    "fleiss_kappa",
+                    "fleiss_n_items",
+                    "gwet_ac1",
+                    "gwet_ac1_ci_low",
+                    "gwet_ac1_ci_high",
+                    "krippendorff_alpha_all",
+                ),
+            ),
+        ),  # fmt: skip
     ),
     Table(
         key="confusion",
