@@ -43,6 +43,12 @@ COLUMN_TITLES: dict[str, str] = {
     "p_value": "p value",
     "rho": "rho",
     "note": "note",
+    "public_id": "item",
+    "context": "context",
+    "continuation": "continuation",
+    "first_pronoun": "first pronoun",
+    "human_label": "human label",
+    "heuristic_correct": "heuristic correct",
 }
 
 # Columns named from the data (one per key of a nested figure): their titles by the prefix.
@@ -79,20 +85,23 @@ class TablePart:
 
 @dataclass(frozen=True)
 class Table(Generic[RowT]):
-    """One table of the report, declared once: everything else (the JSON report, the CSV files, the LaTeX and HTML
-    exports, the page, the API schema, the sentence shown while it is empty) reads these fields.
+    """One table of the report, declared once: everything else (the JSON report and its type, the CSV files, the
+    LaTeX and HTML exports, the page, the API schema, the sentence shown while it is empty) reads these fields.
 
-    `build` makes the table's rows from the pool's `ReportInputs` (the report's key `key`), a list of `row` (mypy
-    checks the builder's return type against it); `build_one` instead makes a table whose report value is one object
-    of type `section` (the inter-annotator figures). A table with neither is drawn from a part of another (`typed`
-    gives those rows). `flat` gives its CSV rows where they are not each
-    typed row flattened; `header` is the CSV header of an empty table; `empty` says what would fill it ("filled by
-    ..."). `row` is the type of one typed row;
-    `per_label`: a column per label of the pool beside the row's keys. `columns`: column titles beyond COLUMN_TITLES.
-    `latex` and `plots`: its LaTeX table and the figures (analysis/plots) drawn from it. `parts`: the tables the page
-    splits it into, once a column of a part with its own columns is there. `shown`: a plain table on
-    the page (False: a section of its own, or a CSV link). `optional`: a report saved before the table was added
-    lacks it.
+    key: the report's key (JSON) and the CSV file's name. title: its heading on the page.
+    row: the type of one of its rows as the report holds them (a TypedDict).
+    empty: what would fill it, for the sentence shown while it has no rows ("filled by ...").
+    header: its CSV header while it has no rows.
+    build: makes its rows from the pool's `ReportInputs`; mypy checks it returns a list of `row`.
+    build_one: instead of `build`, for a table the report holds as one object of type `section` (the inter-annotator
+        figures). A table with neither is drawn from a part of another: `typed` gives those rows.
+    flat: its CSV rows, where they are not each row flattened (analysis/report/parts.py).
+    per_label: a count column per label of the pool beside the row's keys.
+    columns: column titles beyond the shared COLUMN_TITLES.
+    latex, plots: its LaTeX table and the figures (analysis/plots) drawn from it.
+    parts: the tables the page splits it into, once a column of a part with its own columns is there.
+    shown: a plain table on the page (False: a section of its own, or a CSV link).
+    optional: a report saved before the table was added lacks it (NotRequired in `Report`).
     """
 
     key: str

@@ -18,9 +18,14 @@ from analysis.report.exports.latex import LATEX_TABLES
 from analysis.report.shape import Report, ReportHeader
 from analysis.report.tables import TABLES, TABLES_BY_KEY
 from analysis.services import report_build
+from annotation.schema import DEFAULT_LABELS
+from generation.models import DEFAULT_MODEL_FIELDS, DEFAULT_MODEL_NAME, LanguageModel
+from judging.services.judges import judge_add
 from tests.analysis.factories import study_build
 from tests.analysis.test_aggregation import build_pool
+from tests.analysis.test_tango_report import tango_pool  # noqa: F401 (a fixture)
 from tests.conftest import _person
+from tests.judging.verdict_study import build_study
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
@@ -37,23 +42,39 @@ def reports(annotator, second_annotator):
     return [report_build(pool=study), report_build(pool=rated)]
 
 
-def test_every_tables_rows_have_exactly_the_keys_of_its_row_type(reports):
+def _rows_checked(report: dict) -> set[str]:
+    """Check every table's rows of `report` against its row type; the tables that had rows."""
     filled = set()
-    for report in reports:
-        for table in TABLES:
-            rows = table.typed_rows(report)
-            filled |= {table.key} if rows else set()
-            # a per-label table has a count column per label of the pool beside its row type's keys
-            labels = set(report["labels"]) if table.per_label and table.typed is None else set()
-            for row in rows:
-                assert set(row) == _keys(table.row) | labels, table.key
+    for table in TABLES:
+        rows = table.typed_rows(report)
+        filled |= {table.key} if rows else set()
+        # a per-label table has a count column per label of the pool beside its row type's keys
+        labels = set(report["labels"]) if table.per_label and table.typed is None else set()
+        for row in rows:
+            assert set(row) == _keys(table.row) | labels, table.key
+    return filled
+
+
+def test_every_tables_rows_have_exactly_the_keys_of_its_row_type(reports):
+    filled = set().union(*(_rows_checked(report) for report in reports))
     # the reports fill most tables, so that the check above reads real rows
     assert {"inter_annotator", "pairwise", "human_vs_heuristic", "accuracy", "aggregates", "examples"} <= filled
+
+
+def test_the_judges_and_tango_tables_rows_have_exactly_the_keys_of_their_row_types(tango_pool):  # noqa: F811
+    model, _ = LanguageModel.objects.get_or_create(name=DEFAULT_MODEL_NAME, defaults=DEFAULT_MODEL_FIELDS)
+    study = build_study(judge=judge_add(name="smol-judge", model=model)[0])
+    filled = _rows_checked(report_build(pool=study.pool)) | _rows_checked(report_build(pool=tango_pool))
+    judged = {"human_vs_judge", "judge_vs_heuristic", "judge_calibration", "judge_reliability", "judge_verdict"}
+    assert judged | {"judge_verdict_agreement", "prediction_powered", "tango_failure_rate", "tango_variation"} <= filled
 
 
 def test_every_table_has_a_title_an_empty_sentence_and_a_title_for_every_column_it_shows(reports):
     for table in TABLES:
         assert table.title and table.empty and table.header, table.key
+        for column in table.header:  # the columns of its CSV file while it is empty
+            named = table.column_title(column.removesuffix("_low").removesuffix("_high"))
+            assert named or table.column_title(column) or (table.per_label and column in DEFAULT_LABELS), table.key
     for report in reports:
         for shown in report_tables_for_display(report=report):
             table = TABLES_BY_KEY[shown["name"]]

@@ -149,6 +149,7 @@ ITEMS = (
         empty="annotated items where the human verdict and the heuristic differ",
         header=(*CELL, "public_id", "human_label", "heuristic_correct", "first_pronoun", "context", "continuation"),
         build=lambda r: human.disagreements(frame=r.frame),
+        columns={"sample_index": "sample"},
         shown=False,  # a section of its own (templates/analysis/_disagreements.html)
     ),
     Table(
@@ -169,6 +170,7 @@ ITEMS = (
         ),
         build=lambda r: examples.examples(frame=r.frame, seed=r.examples_seed),
         latex=LatexTable("examples", latex.latex_examples),
+        columns={"kind": "kind", "candidates": "candidates", "choices": "choices"},
         shown=False,  # a section of its own (templates/analysis/_examples.html)
     ),
     Table(
