@@ -1,14 +1,15 @@
-"""The OpenAPI account of the analysis API (analysis/apis.py), generated from the report's types
-(analysis/report_types.py) with drf-spectacular's type-hint resolver, so that the schema and the code cannot drift
-apart. The report also comes as files (CSV, HTML, LaTeX), declared as binary. Loaded by config/urls.py;
-`common.openapi.declared` attaches these declarations to the views without touching them."""
+"""The OpenAPI account of the analysis API (analysis/apis.py), generated with drf-spectacular's type-hint resolver
+from the report's type, which the table declarations make (analysis/report/shape.py, analysis/report/tables/), so that
+the schema and the code cannot drift apart. The report also comes as files (CSV, HTML, LaTeX), declared as binary.
+Loaded by AnalysisConfig.ready() (analysis/apps.py); `common.openapi.declared` attaches these declarations to the
+views without touching them."""
 
 from __future__ import annotations
 
 from drf_spectacular.plumbing import resolve_type_hint
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 
-from analysis.report_types import QualityDashboard, Report
+from analysis.report.shape import QualityDashboard, Report
 from common.openapi import FILE, Detail, FieldErrors, declared
 
 REPORT_FORMAT = OpenApiParameter("format", str, enum=["json", "csv", "html", "latex"], description="default json")
@@ -43,7 +44,8 @@ DELTA = OpenApiParameter(
 
 
 def report_schema() -> dict:
-    """The JSON report as an OpenAPI object, from `Report`."""
+    """The JSON report as an OpenAPI object, from `Report`: its header, then each declared table that the report holds
+    (a list of its row type, or its section's type), required unless the declaration says `optional`."""
     return {**resolve_type_hint(Report), "description": "the report's tables (docs/guide-researcher.md)"}
 
 

@@ -11,10 +11,10 @@ from django.db import transaction
 from analysis.metrics import repetition_rate
 from analysis.metrics.verdict import selective_threshold
 from analysis.models import RepetitionRate
+from analysis.report.build import report_data, report_data_version
 from analysis.selectors.automatic import pool_job_ids
 from analysis.selectors.examples import EXAMPLES_SEED
 from analysis.selectors.human import pool_item_frame
-from analysis.selectors.report import report_data, report_data_version
 from analysis.selectors.verdict import DEFAULT_ALPHA, DEFAULT_DELTA, VerdictParameters, human_side, verdict_parameters
 from annotation.models import Pool, PoolItem
 from generation.heuristic import tokens

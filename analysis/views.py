@@ -14,17 +14,17 @@ from django.views.decorators.http import require_POST, require_safe
 
 from accounts.roles import RESEARCHER, role_required
 from analysis.cells import CELL
-from analysis.exports import report_tables_for_display
 from analysis.plots import FORMATS as PLOT_FORMATS
 from analysis.plots import PLOTS, plot_figures, plot_for_pool, report_remember
 from analysis.plots.verdict import TITLES as VERDICT_PLOTS
+from analysis.report.build import pool_list_for_reports
+from analysis.report.exports.html import report_tables_for_display
 from analysis.responses import report_download
 from analysis.selectors.examples import EXAMPLES_SEED, seed_parse
 from analysis.selectors.explorer import cell_instance_page, pool_cells
 from analysis.selectors.human import HUMAN_VERDICTS
 from analysis.selectors.judges import judge_verdicts
 from analysis.selectors.quality import quality_dashboard
-from analysis.selectors.report import pool_list_for_reports
 from analysis.selectors.verdict import NOTE as VERDICT_NOTE
 from analysis.selectors.verdict import VerdictQuery, verdict_display, verdict_parameters
 from analysis.services import EscalationError, pool_escalate, report_build, report_is_cached

@@ -291,7 +291,7 @@ def _time_report(*, cold: bool = True) -> float:
     """One JSON report; `cold` empties the report cache first, so the whole report is computed."""
     from django.core.cache import cache
 
-    from analysis.exports import report_json
+    from analysis.report.exports.render import report_json
     from analysis.services import report_build
     from annotation.models import Pool
 

@@ -40,7 +40,7 @@ def _job_action(target: type, description: str) -> type[OpenApiViewExtension]:
 
 
 JobCancelSchema = _job_action(JobCancelApi, "Cancel a queued or running job (admins).")
-# What `job_resume` (generation/services/jobs.py) takes: a job that did not finish, never a cancelled or done one.
+# What `job_resume` (generation/jobs/services.py) takes: a job that did not finish, never a cancelled or done one.
 JobResumeSchema = _job_action(
     JobResumeApi,
     "Resume a failed job, or one left queued or running by a runner that is gone (admins); a cancelled or done job "

@@ -131,7 +131,7 @@ def graph():
 
 def test_it_finds_the_apps_modules(graph):
     modules, _, arrows = graph
-    assert "generation.jobs.services" in modules and "analysis.selectors.report" in modules
+    assert "generation.jobs.services" in modules and "analysis.report.build" in modules
     assert any(source.startswith("annotation") and target.startswith("generation") for source, target, _ in arrows)
 
 

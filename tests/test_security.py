@@ -505,9 +505,9 @@ class TestHostileTextInReports:
         assert export.status_code == 200
 
     def test_a_latex_row_that_starts_with_a_bracket_is_not_read_as_an_optional_argument(self):
-        from analysis import exports
+        from analysis.report.exports.tex import latex_table
 
-        tex = exports._latex_table("c", ["a", "b"], [["[0.1, 0.2]", "x"], ["y", "z"], ["[3]", "w"]])
+        tex = latex_table("c", ["a", "b"], [["[0.1, 0.2]", "x"], ["y", "z"], ["[3]", "w"]])
 
         assert re.search(r"(\\\\|\\midrule)\s*\[", tex) is None
         assert "\\midrule{}\n[0.1, 0.2] & x \\\\\ny & z \\\\{}\n[3] & w \\\\\n" in tex

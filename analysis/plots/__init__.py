@@ -31,6 +31,7 @@ from analysis.plots.figures import (
     prob_vs_gen,
 )
 from analysis.plots.layout import FORMATS, PALETTE, STYLE, _model_pronoun_bars, _pyplot
+from analysis.report.tables import TABLES
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -122,8 +123,8 @@ CAPTIONS = {
 }
 
 
-# The report table each figure draws, where it is not the figure's own name.
-SOURCES = {"beta_landscape": "beta_disagreement", **plots_distractors.SOURCES, **plots_verdict.SOURCES}
+# The report table each figure draws, as the tables' declarations say (analysis/report/tables/).
+SOURCES = {plot: table.key for table in TABLES for plot in table.plots}
 
 
 def plot_figures(*, report: dict | None = None) -> list[dict]:
@@ -132,7 +133,7 @@ def plot_figures(*, report: dict | None = None) -> list[dict]:
     return [
         {"name": name, "title": TITLES[name], "caption": CAPTIONS[name]}
         for name in PLOTS
-        if report is None or report.get(SOURCES.get(name, name))
+        if report is None or report.get(SOURCES[name])
     ]
 
 

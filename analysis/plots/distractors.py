@@ -69,4 +69,3 @@ CAPTIONS = {
         "not valid with distractors (the first pronoun may be the other person's); standard-error bars."
     )
 }
-SOURCES = {"distractor_accuracy": "distractors"}

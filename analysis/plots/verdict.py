@@ -151,4 +151,3 @@ CAPTIONS = {
         "95% interval, and the judge alone (biased: it trusts the judge)."
     ),
 }
-SOURCES = {"judge_omega": "judge_verdict", "judge_risk_coverage": "judge_verdict", "judge_rates": "prediction_powered"}

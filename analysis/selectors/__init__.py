@@ -1,1 +1,1 @@
-"""Reads for reports. `report_data` (in analysis.selectors.report) composes the human and automatic parts."""
+"""Reads for reports. `report_data` (analysis/report/build.py) composes them into the report, one declared table each."""

@@ -7,6 +7,8 @@ Cells are model (job.model.name) x dataset (the dataset's label: its kind, a tem
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 import pandas as pd
 from django.db.models import Avg, Count, F, Q, StdDev
@@ -15,6 +17,7 @@ from analysis.cells import CELL
 from analysis.metrics import beta_moments, binary_agreement, disagreement_probability, mean_sem, variation_shares
 from analysis.metrics.agreement import bootstrap_ci, bootstrap_ratio_ci, finite
 from analysis.models import RepetitionRate
+from analysis.report.types import AccuracyRow, BetaRow, ConflictRow, ProbVsGenRow, RepetitionRow, VariationRow
 from annotation.models import Pool
 from generation.datasets.labels import dataset_label_expression
 from generation.models import Generation, GenerationJob, Instance, ProbResult
@@ -82,35 +85,35 @@ def _cells(frame: pd.DataFrame):
         yield dict(zip(CELL, cell, strict=True)), group
 
 
-def prob_vs_gen(*, frame: pd.DataFrame) -> list[dict]:
+def prob_vs_gen(*, frame: pd.DataFrame) -> list[ProbVsGenRow]:
     """Per cell: m_prob against the first sample's m_gen over instances that have both."""
     paired = frame.dropna(subset=["m_prob", "first"])
     rows = []
     for cell, group in _cells(paired):
         rows.append({**cell, **binary_agreement(group["m_prob"].to_numpy(int), group["first"].to_numpy(int))})
-    return rows
+    return cast(list[ProbVsGenRow], rows)
 
 
-def instance_variation(*, frame: pd.DataFrame) -> list[dict]:
+def instance_variation(*, frame: pd.DataFrame) -> list[VariationRow]:
     """Per cell: the share of instances at each population std of their samples' verdicts."""
     rows = []
     for cell, group in _cells(frame):
         shares = variation_shares(group["correct"].to_numpy(), group["samples"].to_numpy())
         rows.append({**cell, "n": int(len(group)), "samples": int(group["samples"].max()), "shares": shares})
-    return rows
+    return cast(list[VariationRow], rows)
 
 
-def beta_disagreement(*, frame: pd.DataFrame) -> list[dict]:
+def beta_disagreement(*, frame: pd.DataFrame) -> list[BetaRow]:
     """Per cell: the beta fit of d_k over instances with a probability result."""
     scored = frame.dropna(subset=["m_prob"])
     rows = []
     for cell, group in _cells(scored):
         d = disagreement_probability(group["m_prob"].to_numpy(), (group["correct"] / group["samples"]).to_numpy())
         rows.append({**cell, **beta_moments(d)})
-    return rows
+    return cast(list[BetaRow], rows)
 
 
-def repetition(*, job_ids: list[int]) -> list[dict]:
+def repetition(*, job_ids: list[int]) -> list[RepetitionRow]:
     """Mean and population std of the cached repetition rates per cell (generations too short for 4-grams are left
     out; `n` counts the rest)."""
     rows = (
@@ -119,10 +122,11 @@ def repetition(*, job_ids: list[int]) -> list[dict]:
         .annotate(mean=Avg("rate"), std=StdDev("rate", sample=False), n=Count("pk"))
         .order_by(*CELL)
     )
-    return [
+    result = [
         {**{c: row[c] for c in CELL}, "mean": finite(row["mean"]), "std": finite(row["std"]), "n": row["n"]}
         for row in rows
     ]
+    return cast(list[RepetitionRow], result)
 
 
 def _share_sem(successes: int, n: int) -> float | None:
@@ -160,7 +164,7 @@ def _tango_first_pairs(tango: pd.DataFrame | None) -> pd.DataFrame:
     return pd.DataFrame({**{c: first[c] for c in CELL}, "m_prob": first["m_prob"], "first": first["m_gen"]})
 
 
-def accuracy(*, frame: pd.DataFrame, human_frame: pd.DataFrame, tango: pd.DataFrame | None = None) -> list[dict]:
+def accuracy(*, frame: pd.DataFrame, human_frame: pd.DataFrame, tango: pd.DataFrame | None = None) -> list[AccuracyRow]:
     """Per cell (docs/domain.md, 'Aggregates'): `prob` (mean m_prob over the cell's instances), `gen` (mean m_gen over
     all their samples), `gen_first` (mean m_gen of sample 0), `human` (mean human binary over the pool's annotated study
     items of the cell, None without annotations); each with `<name>_sem` (scipy.stats.sem) and `<name>_n`; `n` is
@@ -192,7 +196,7 @@ def accuracy(*, frame: pd.DataFrame, human_frame: pd.DataFrame, tango: pd.DataFr
     empty_automatic |= {"gen": None, "gen_sem": None, "gen_boot_ci": None, "gen_n": 0}
     empty_automatic |= {"gen_first": None, "gen_first_sem": None, "gen_first_boot_ci": None, "gen_first_n": 0}
     empty_human = {"human": None, "human_sem": None, "human_boot_ci": None, "human_n": 0}
-    return [
+    result = [
         {
             **dict(zip(CELL, key, strict=True)),
             **automatic_rows.get(key, empty_automatic),
@@ -200,6 +204,7 @@ def accuracy(*, frame: pd.DataFrame, human_frame: pd.DataFrame, tango: pd.DataFr
         }
         for key in sorted(set(automatic_rows) | set(human_rows), key=lambda key: tuple(map(str, key)))
     ]
+    return cast(list[AccuracyRow], result)
 
 
 def _prob_score(group: pd.DataFrame) -> str | None:
@@ -209,7 +214,7 @@ def _prob_score(group: pd.DataFrame) -> str | None:
     return ", ".join(scores) or None
 
 
-def conflict_rate(*, frame: pd.DataFrame, tango: pd.DataFrame | None = None) -> list[dict]:
+def conflict_rate(*, frame: pd.DataFrame, tango: pd.DataFrame | None = None) -> list[ConflictRow]:
     """The share of instances whose m_prob differs from their first sample's m_gen (docs/domain.md, 'Aggregates'):
     over everything (`scope` "all", `value` "all": the paper's headline, over all three datasets), then per dataset,
     model, pronoun and setting. Weighted by instances: `rate` = sum of conflicts / sum of instances, never a mean of
@@ -218,9 +223,9 @@ def conflict_rate(*, frame: pd.DataFrame, tango: pd.DataFrame | None = None) -> 
     columns = [*CELL, "m_prob", "first"]
     parts = [frame.dropna(subset=["m_prob", "first"]), _tango_first_pairs(tango)]
     parts = [part[columns] for part in parts if not part.empty]
-    rows: list[dict] = []
     if not parts:
-        return rows
+        return []
+    rows: list[ConflictRow] = []
     paired = pd.concat(parts, ignore_index=True)
     conflicts = paired["m_prob"].astype(int) != paired["first"].astype(int)
     for scope in CONFLICT_SCOPES:

@@ -7,10 +7,12 @@ first pronoun may be theirs, so they are marked "not valid with distractors"."""
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import pandas as pd
 from scipy import stats
 
+from analysis.report.types import DistractorRow
 from annotation.models import Annotation, PoolItem, Referent
 from generation.models import ProbResult
 
@@ -64,7 +66,7 @@ def _distractor_items(item_ids: list[int]) -> pd.DataFrame:
     return frame
 
 
-def distractors(*, frame: pd.DataFrame) -> list[dict]:
+def distractors(*, frame: pd.DataFrame) -> list[DistractorRow]:
     """One row per model x setting x distractor count among the pool's annotated study items over a distractor set
     (`frame` is the report's human frame: one row per item with its human verdict)."""
     if frame.empty:
@@ -89,4 +91,4 @@ def distractors(*, frame: pd.DataFrame) -> list[dict]:
         row["first_pronoun_other_share"] = float(first.mean()) if len(first) else None
         row["first_pronoun_n"] = len(first)
         rows.append(row)
-    return rows
+    return cast(list[DistractorRow], rows)

@@ -14,9 +14,11 @@ One table per dataset x setting and kind: `disagreement` (the human verdict and 
 from __future__ import annotations
 
 import random
+from typing import cast
 
 import pandas as pd
 
+from analysis.report.types import Example
 from generation.contexts import ALL_SETTINGS
 from generation.models import DatasetKind
 from generation.pronouns import BASES
@@ -84,7 +86,7 @@ def _model_list(table: pd.DataFrame, *, kind: str, seed: int) -> tuple[list[pd.S
     return picks, candidates
 
 
-def examples(*, frame: pd.DataFrame, seed: int = EXAMPLES_SEED) -> list[dict]:
+def examples(*, frame: pd.DataFrame, seed: int = EXAMPLES_SEED) -> list[Example]:
     """Rows `kind`, `dataset`, `setting`, `model`, `candidates` (the model's qualifying items in the table),
     `choices` (its list of per-pronoun draws), `pronoun` and the other EXAMPLE_FIELDS of the chosen item (None where
     the model has none): disagreement tables before extraneous ones, tables in dataset and setting order, models in
@@ -110,4 +112,4 @@ def examples(*, frame: pd.DataFrame, seed: int = EXAMPLES_SEED) -> list[dict]:
                 example = {field: drawn[field] for field in EXAMPLE_FIELDS}
                 example["heuristic_correct"] = bool(example["heuristic_correct"])
                 rows.append({**example, **row, "pronoun": drawn["pronoun"]})
-    return rows
+    return cast(list[Example], rows)

@@ -12,6 +12,8 @@ the same rule. A report may take another verdict instead (`frame_with_human_verd
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 import pandas as pd
 
@@ -24,6 +26,14 @@ from analysis.metrics.multirater import (
     krippendorff_alpha_all,
     majority,
     pairwise_agreement,
+)
+from analysis.report.types import (
+    Disagreement,
+    GuidelineVersionRow,
+    HumanVsHeuristicRow,
+    InterAnnotator,
+    LabelDistributionRow,
+    RateRow,
 )
 from annotation.models import STUDY, Adjudication, Annotation, Pool, PoolItem
 from annotation.schema import human_binary
@@ -160,7 +170,7 @@ def _kappa_keys(kappa: KappaSquare) -> dict:
     return {"cohen_kappa": kappa["kappa_square"], "kappa_ci": kappa["kappa_square_ci"]}
 
 
-def inter_annotator(*, frame: pd.DataFrame, labels: list[str]) -> dict:
+def inter_annotator(*, frame: pd.DataFrame, labels: list[str]) -> InterAnnotator:
     """Agreement of the first two annotations on the overlap items, for the 3-way label, the binary label and the
     extraneous flag, plus the label confusion table (rows: first annotator, columns: second) and the annotator pairs."""
     overlap = frame[frame["label_2"].notna()] if not frame.empty else frame
@@ -187,7 +197,7 @@ def inter_annotator(*, frame: pd.DataFrame, labels: list[str]) -> dict:
     labels_all = [[str(label) for label in row] for row in overlap["labels"]]
     binary_all = [[human_binary(label) for label in row] for row in labels_all]
     flags_all = [[int(flag) for flag in row] for row in overlap["extraneous_flags"]]
-    return {
+    result = {
         "pronoun_label": {
             **_agreement_block(first.to_numpy(), second.to_numpy(), categories=categories),
             **_multirater_block(annotators, labels_all, categories=categories),
@@ -218,6 +228,7 @@ def inter_annotator(*, frame: pd.DataFrame, labels: list[str]) -> dict:
             for row in pairs.itertuples()
         ],
     }
+    return cast(InterAnnotator, result)
 
 
 def _cell_rows(frame: pd.DataFrame, column: str, name: str) -> list[dict]:
@@ -249,7 +260,7 @@ def consensus(labels: list) -> str | None:
     return "unanimous" if len(set(labels)) == 1 else "split"
 
 
-def human_vs_heuristic(*, frame: pd.DataFrame) -> list[dict]:
+def human_vs_heuristic(*, frame: pd.DataFrame) -> list[HumanVsHeuristicRow]:
     """Raw agreement of the human binary verdict with the heuristic per cell, and the same on the unanimous and on
     the split items (`agreement_unanimous`, `agreement_unanimous_n`, `agreement_split`, `agreement_split_n`): the
     heuristic's errors gather where people disagree."""
@@ -265,16 +276,16 @@ def human_vs_heuristic(*, frame: pd.DataFrame) -> list[dict]:
             values = group.loc[group["consensus"] == kind, "agree"]
             row[f"agreement_{kind}"] = finite(values.mean()) if len(values) else None
             row[f"agreement_{kind}_n"] = int(len(values))
-    return rows
+    return cast(list[HumanVsHeuristicRow], rows)
 
 
-def extraneous_rate(*, frame: pd.DataFrame) -> list[dict]:
+def extraneous_rate(*, frame: pd.DataFrame) -> list[RateRow]:
     if frame.empty:
         return []
-    return _cell_rows(frame.assign(flag=frame["human_extraneous"].astype(float)), "flag", "rate")
+    return cast(list[RateRow], _cell_rows(frame.assign(flag=frame["human_extraneous"].astype(float)), "flag", "rate"))
 
 
-def label_distribution(*, frame: pd.DataFrame, labels: list[str]) -> list[dict]:
+def label_distribution(*, frame: pd.DataFrame, labels: list[str]) -> list[LabelDistributionRow]:
     """Human label counts per cell, one column per label (the pool's labels first, then any others seen)."""
     if frame.empty:
         return []
@@ -286,15 +297,15 @@ def label_distribution(*, frame: pd.DataFrame, labels: list[str]) -> list[dict]:
         rows.append(
             {**dict(zip(CELL, cell, strict=True)), "n": int(values.sum()), **{k: int(v) for k, v in values.items()}}
         )
-    return rows
+    return cast(list[LabelDistributionRow], rows)
 
 
-def disagreements(*, frame: pd.DataFrame) -> list[dict]:
+def disagreements(*, frame: pd.DataFrame) -> list[Disagreement]:
     """Items where the human binary verdict and the heuristic differ, for researchers to read."""
     if frame.empty:
         return []
     rows = frame[frame["human_binary"] != frame["heuristic"]].sort_values([*CELL, "id"])
-    return [
+    result: list[Disagreement] = [
         {
             "public_id": row.public_id,
             "model": row.model,
@@ -310,9 +321,10 @@ def disagreements(*, frame: pd.DataFrame) -> list[dict]:
         }
         for row in rows.itertuples()
     ]
+    return result
 
 
-def by_guideline_version(*, pool: Pool) -> list[dict]:
+def by_guideline_version(*, pool: Pool) -> list[GuidelineVersionRow]:
     """Human vs heuristic per guideline version (docs/domain.md, 'A study others can check'), so a researcher sees
     whether an edit of the guidelines changed the labelling. The unit is the annotation, not the item (an item's
     annotators may have worked under different versions): `agreement` is the share of the pool's study annotations
@@ -326,7 +338,7 @@ def by_guideline_version(*, pool: Pool) -> list[dict]:
     versions = {version for version, _, _ in rows}
     if len(versions) < 2:
         return []
-    out = []
+    out: list[GuidelineVersionRow] = []
     for version in sorted(versions, key=lambda v: -1 if v is None else v):
         agree = np.array([float(human_binary(label) == int(heuristic)) for v, label, heuristic in rows if v == version])
         figures = mean_sem(agree)

@@ -9,12 +9,15 @@ for human_vs_judge, every annotated one). Human inter-annotator figures never se
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 import pandas as pd
 
 from analysis.cells import CELL
 from analysis.metrics import mean_sem
 from analysis.metrics.agreement import finite
+from analysis.report.machine_types import JudgeAgreementRow, JudgeCalibrationRow, JudgeReliabilityRow
 from annotation.models import STUDY, Pool, PoolItem
 from annotation.schema import human_binary
 from judging.scoring import option_probabilities
@@ -87,20 +90,20 @@ def _agreement_rows(frame: pd.DataFrame, left: str, right: str) -> list[dict]:
     return rows
 
 
-def human_vs_judge(*, frame: pd.DataFrame) -> list[dict]:
+def human_vs_judge(*, frame: pd.DataFrame) -> list[JudgeAgreementRow]:
     """Raw agreement of the human binary with the judge's binary, per judge x cell x human agreement."""
     if frame.empty:
         return []
     annotated = frame[frame["human_binary"].notna()]
-    return _agreement_rows(annotated, "human_binary", "judge_binary")
+    return cast(list[JudgeAgreementRow], _agreement_rows(annotated, "human_binary", "judge_binary"))
 
 
-def judge_vs_heuristic(*, frame: pd.DataFrame) -> list[dict]:
+def judge_vs_heuristic(*, frame: pd.DataFrame) -> list[JudgeAgreementRow]:
     """Raw agreement of the judge's binary with the heuristic, per judge x cell x human agreement (`all`: every
     judged study item, annotated or not)."""
     if frame.empty:
         return []
-    return _agreement_rows(frame, "judge_binary", "heuristic")
+    return cast(list[JudgeAgreementRow], _agreement_rows(frame, "judge_binary", "heuristic"))
 
 
 def calibration(confidence: np.ndarray, correct: np.ndarray, *, bins: int = ECE_BINS) -> dict:
@@ -154,7 +157,7 @@ def _calibration_row(part: pd.DataFrame) -> dict:
     }
 
 
-def judge_calibration(*, frame: pd.DataFrame) -> list[dict]:
+def judge_calibration(*, frame: pd.DataFrame) -> list[JudgeCalibrationRow]:
     """Per judge, against the human label of each annotated study item (adjudicated, else the majority): accuracy,
     ECE over 10 bins, the Brier score of the label's confidence, the multi-class Brier score over the options
     (probabilities: softmax of the scores, or vote shares) and n. First the judge's pooled row (`model` and `dataset`
@@ -171,10 +174,10 @@ def judge_calibration(*, frame: pd.DataFrame) -> list[dict]:
                 rows.append(
                     {"judge": judge, "origin": origin, "model": model, "dataset": dataset, **_calibration_row(group)}
                 )
-    return rows
+    return cast(list[JudgeCalibrationRow], rows)
 
 
-def judge_reliability(*, frame: pd.DataFrame) -> list[dict]:
+def judge_reliability(*, frame: pd.DataFrame) -> list[JudgeReliabilityRow]:
     """The reliability table of each judge (its plot's data): per confidence bin, n, mean confidence and accuracy
     against the human label; empty bins are listed with n = 0."""
     if frame.empty:
@@ -185,11 +188,13 @@ def judge_reliability(*, frame: pd.DataFrame) -> list[dict]:
         correct = (part["judge_label"] == part["human_label"]).to_numpy(dtype=float)
         for row in calibration(part["confidence"].to_numpy(dtype=float), correct)["bins"]:
             rows.append({"judge": judge, **row})
-    return rows
+    return cast(list[JudgeReliabilityRow], rows)
 
 
 # A judge on a model this small labels by the surface of the prompt, not by reading it: the demo's default model
 # (SmolLM2-135M) is there to show the machinery, and the judge section says so beside its verdicts.
+
+
 TOY_PARAMETERS_BELOW = 1_000_000_000
 TOY_MODELS = {"smollm2-135m": 135_000_000}
 

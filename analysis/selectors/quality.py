@@ -22,6 +22,7 @@ import pandas as pd
 from analysis.metrics import raw_agreement
 from analysis.metrics.agreement import agreement_vector, bootstrap_ci, cohen_kappa_square, finite
 from analysis.metrics.multirater import fleiss_kappa, gwet_ac1, pairwise_agreement
+from analysis.report.types import AnnotatorQualityRow
 from annotation.models import GOLD, STUDY, Annotation, Assignment, Pool
 from annotation.schema import CORRECT, MISGENDERING
 from annotation.selectors.aggregate import AggregationError, ratings_dawid_skene
@@ -70,14 +71,14 @@ def _shared_pairs(study: pd.DataFrame) -> dict[str, list[bool]]:
     return pairs
 
 
-def annotator_quality(*, pool: Pool, frame: pd.DataFrame | None = None) -> list[dict]:
+def annotator_quality(*, pool: Pool, frame: pd.DataFrame | None = None) -> list[AnnotatorQualityRow]:
     """One row per annotator with work in the pool: `items` (study items annotated), `gold_n`, `gold_correct`,
     `gold_accuracy`, `median_seconds`, `fast_share` (decisions under `Pool.fast_seconds`), `agreement` with the other
     raters on shared study items and `agreement_n`, the number of such comparisons. Undefined figures are None."""
     frame = annotation_frame(pool=pool) if frame is None else frame
     study = frame[frame["kind"] == STUDY]
     pairs = _shared_pairs(study)
-    rows = []
+    rows: list[AnnotatorQualityRow] = []
     for annotator in _annotators(pool=pool, frame=frame):
         own = frame[frame["annotator"] == annotator]
         gold = own[own["kind"] == GOLD]
@@ -175,7 +176,7 @@ def seconds_distribution(*, frame: pd.DataFrame, annotators: list[str]) -> list[
     return rows
 
 
-def quality_warnings(*, rows: list[dict], pool: Pool) -> list[dict]:
+def quality_warnings(*, rows: list[AnnotatorQualityRow], pool: Pool) -> list[dict]:
     """Plain-language warnings: gold accuracy under the pool's pass mark, or too many fast decisions."""
     warnings = []
     for row in rows:

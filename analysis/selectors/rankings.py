@@ -3,11 +3,14 @@ dataset, order the models alike? Kendall's tau between the models' accuracies, o
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from itertools import combinations
+from typing import Any, cast
 
 from scipy.stats import kendalltau
 
 from analysis.metrics.agreement import finite
+from analysis.report.types import RankingAgreementRow
 
 # The accuracy columns of the report's `accuracy` rows that rank models, each with the column that counts its values.
 METHODS = {
@@ -19,7 +22,7 @@ MIN_MODELS = 3
 SIGNIFICANCE_NOTE = "with 6 models, only tau >= 0.87 is significant at 0.05 (exact test)"
 
 
-def model_accuracies(*, accuracy: list[dict]) -> dict[tuple[str, str], dict[str, float]]:
+def model_accuracies(*, accuracy: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], dict[str, float]]:
     """(dataset, method) -> model -> the model's accuracy over the dataset: the cells' accuracies (every pronoun and
     setting) weighted by their counts, i.e. the share over all the values the cells hold."""
     totals: dict[tuple[str, str], dict[str, list[float]]] = {}
@@ -40,7 +43,7 @@ def _method_label(method: str, prob_scores: set[str]) -> str:
     return f"{label} ({', '.join(sorted(prob_scores))})" if method == "prob" and prob_scores else label
 
 
-def ranking_agreement(*, accuracy: list[dict]) -> list[dict]:
+def ranking_agreement(*, accuracy: Sequence[Mapping[str, Any]]) -> list[RankingAgreementRow]:
     """One row per pair of (dataset, method): Kendall's tau between the models' rankings with its p-value and the
     number of shared models. Exact p-value (scipy's `method="exact"`); tied accuracies make the exact test
     inapplicable, so such a pair gets the asymptotic p-value, marked in `p_method`. With fewer than MIN_MODELS shared
@@ -78,4 +81,4 @@ def ranking_agreement(*, accuracy: list[dict]) -> list[dict]:
             row |= {"tau": finite(result.statistic), "p_value": finite(result.pvalue), "p_method": method}
             row["note"] = "tied accuracies: asymptotic p-value" if ties else ""
         rows.append(row)
-    return rows
+    return cast(list[RankingAgreementRow], rows)

@@ -18,11 +18,14 @@ Generations whose Prob-TANGO row is not written yet (a running job) are left out
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 import pandas as pd
 
 from analysis.cells import CELL
 from analysis.metrics import beta_moments, binary_agreement, disagreement_probability, mean_sem, variation_shares
+from analysis.report.types import BetaRow, MeanSemRow, ProbVsGenRow, TangoVariationRow
 from generation.datasets.tango import TANGO
 from generation.models import Generation
 
@@ -82,7 +85,7 @@ def _cells(instances: pd.DataFrame):
         yield dict(zip(CELL, cell, strict=True)), group
 
 
-def tango_failure_rate(*, frame: pd.DataFrame | None) -> list[dict]:
+def tango_failure_rate(*, frame: pd.DataFrame | None) -> list[MeanSemRow]:
     """Per cell: the mean and SEM over instances of the share of their templates that failed."""
     if frame is None or frame.empty:
         return []
@@ -92,7 +95,7 @@ def tango_failure_rate(*, frame: pd.DataFrame | None) -> list[dict]:
         rates = (group["failed"] / group["templates"]).to_numpy(float)
         figures = mean_sem(rates)
         rows.append({**cell, "mean": figures["mean"], "sem": figures["sem"], "n": int(rates.size)})
-    return rows
+    return cast(list[MeanSemRow], rows)
 
 
 def _population_std(correct: np.ndarray, count: np.ndarray) -> np.ndarray:
@@ -100,7 +103,7 @@ def _population_std(correct: np.ndarray, count: np.ndarray) -> np.ndarray:
     return np.sqrt(p * (1 - p))
 
 
-def tango_variation(*, frame: pd.DataFrame | None) -> list[dict]:
+def tango_variation(*, frame: pd.DataFrame | None) -> list[TangoVariationRow]:
     """Per cell: sigma_gen and sigma_prob as shares of instances at each value, with their mean and population std."""
     if frame is None or frame.empty:
         return []
@@ -125,23 +128,24 @@ def tango_variation(*, frame: pd.DataFrame | None) -> list[dict]:
                 "sigma_prob_std": float(prob.std()) if prob.size else None,
             }
         )
-    return rows
+    return cast(list[TangoVariationRow], rows)
 
 
-def tango_prob_vs_gen(*, frame: pd.DataFrame | None) -> list[dict]:
+def tango_prob_vs_gen(*, frame: pd.DataFrame | None) -> list[ProbVsGenRow]:
     """Per cell: template 1's m_prob against generation 1's m_gen, over instances whose template 1 succeeded."""
     if frame is None or frame.empty:
         return []
     instances = _instances(frame)
     paired = instances[(instances["first_scored"] == True) & (instances["first_failed"] == False)]  # noqa: E712
     paired = paired.dropna(subset=["prob_first", "gen_first"])
-    return [
+    result = [
         {**cell, **binary_agreement(group["prob_first"].to_numpy(int), group["gen_first"].to_numpy(int))}
         for cell, group in _cells(paired)
     ]
+    return cast(list[ProbVsGenRow], result)
 
 
-def tango_beta_disagreement(*, frame: pd.DataFrame | None) -> list[dict]:
+def tango_beta_disagreement(*, frame: pd.DataFrame | None) -> list[BetaRow]:
     """Per cell: the beta fit of d_k from the instance means of m_prob (successful templates) and m_gen."""
     if frame is None or frame.empty:
         return []
@@ -152,4 +156,4 @@ def tango_beta_disagreement(*, frame: pd.DataFrame | None) -> list[dict]:
         m_prob = (group["prob_correct"] / group["successful"]).to_numpy(float)
         m_gen = (group["gen_correct"] / group["samples"]).to_numpy(float)
         rows.append({**cell, **beta_moments(disagreement_probability(m_prob, m_gen))})
-    return rows
+    return cast(list[BetaRow], rows)

@@ -17,7 +17,7 @@ from collections import defaultdict
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from itertools import combinations
-from typing import TypedDict
+from typing import TypedDict, cast
 
 import numpy as np
 import pandas as pd
@@ -31,6 +31,7 @@ from analysis.metrics.verdict import (
     ppi_mean,
     selective_threshold,
 )
+from analysis.report.machine_types import JudgeVerdictRow, PredictionPoweredRow
 from annotation.models import STUDY, Pool, PoolItem
 from annotation.schema import MISGENDERING
 from judging.models import JudgeRun, MachineLabel
@@ -247,7 +248,7 @@ def run_verdict(
 
 def judge_verdict(
     *, pool: Pool, frame: pd.DataFrame, labels: list[str], parameters: VerdictParameters | None = None
-) -> list[dict]:
+) -> list[JudgeVerdictRow]:
     """One row per finished judge run that covers the pool (the newest per judge and scope), by judge name."""
     runs = covering_runs(pool=pool)
     if not runs:
@@ -256,10 +257,11 @@ def judge_verdict(
     side = human_side(frame=frame)
     study = _study_ids(pool)
     ceiling = human_ceiling(side=side, labels=labels)
-    return [
+    result = [
         run_verdict(run=run, pool=pool, side=side, labels=labels, parameters=parameters, study=study, ceiling=ceiling)
         for run in runs
     ]
+    return cast(list[JudgeVerdictRow], result)
 
 
 # --- prediction-powered rates ----------------------------------------------------------------------------------------
@@ -325,7 +327,7 @@ def run_prediction_powered(*, run: JudgeRun, pool: Pool, side: HumanSide) -> lis
     return out
 
 
-def prediction_powered(*, pool: Pool, frame: pd.DataFrame) -> list[dict]:
+def prediction_powered(*, pool: Pool, frame: pd.DataFrame) -> list[PredictionPoweredRow]:
     """One row per run over one of the pool's generation jobs x model x dataset x pronoun, plus pronoun "all" per
     model x dataset (docs/domain.md, 'The judge's verdict': prediction-powered rates)."""
     runs = [run for run in covering_runs(pool=pool) if run.source_job_id is not None]
@@ -335,7 +337,7 @@ def prediction_powered(*, pool: Pool, frame: pd.DataFrame) -> list[dict]:
     rows = []
     for run in runs:
         rows += run_prediction_powered(run=run, pool=pool, side=side)
-    return rows
+    return cast(list[PredictionPoweredRow], rows)
 
 
 # --- the page ------------------------------------------------------------------------------------------------------

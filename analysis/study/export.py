@@ -20,8 +20,8 @@ from django.contrib.auth import get_user_model
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 
-from analysis import exports
 from analysis.models import StudyPseudonym
+from analysis.report.exports.render import report_json
 from analysis.services import report_build
 from analysis.study.figures import figures_compare
 from analysis.study.provenance import dataset_provenance, model_provenance
@@ -194,7 +194,7 @@ def study_export(*, pool: Pool, out: str | Path | IO[bytes], user=None) -> dict:
     users = get_user_model().objects.in_bulk(list(pseudonyms))
     names = {users[uid].get_username(): name for uid, name in pseudonyms.items()}
     # The pool's report as the pages show it (cached per data version: built once while nothing changes).
-    report = json.loads(exports.report_json(report=report_build(pool=pool)))
+    report = json.loads(report_json(report=report_build(pool=pool)))
     report = _pseudonymised(report, names)
     payloads: dict[str, bytes] = {}
     files: dict[str, dict] = {}

@@ -25,8 +25,8 @@ from django.db import models, transaction
 
 from accounts.roles import ANNOTATOR, RESEARCHER
 from accounts.services import roles_ensure
-from analysis import exports
 from analysis.models import StudyPseudonym
+from analysis.report.exports.render import report_json
 from analysis.services import report_build_uncached
 from analysis.study.export import MANIFEST_FILE, REPORT_FILE
 from analysis.study.figures import figures_compare
@@ -313,7 +313,7 @@ def _recomputed(pool: Pool, bundled: dict) -> dict:
         examples_seed=bundled.get("examples_seed", 131719),
         human_verdict=None if bundled.get("human_verdict") in (None, "default") else bundled["human_verdict"],
     )
-    return json.loads(exports.report_json(report=report))
+    return json.loads(report_json(report=report))
 
 
 def study_verify(*, source: str | Path | IO[bytes]) -> dict:

@@ -15,8 +15,9 @@ from django.core.management import CommandError, call_command
 from irrCAC.raw import CAC
 
 from accounts.roles import ANNOTATOR
-from analysis.exports import report_csv, report_latex
 from analysis.metrics.agreement import binary_agreement
+from analysis.report.exports.csv import report_csv
+from analysis.report.exports.latex import report_latex
 from analysis.selectors import quality
 from analysis.services import report_build
 from annotation.models import PoolItem

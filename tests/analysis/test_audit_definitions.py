@@ -17,7 +17,7 @@ from scipy import stats
 from statsmodels.stats.inter_rater import cohens_kappa as sm_cohens_kappa
 
 from accounts.roles import ANNOTATOR
-from analysis.exports import report_render
+from analysis.report.exports.render import report_render
 from analysis.services import report_build_uncached
 from tests.conftest import _person
 from tests.factories import (

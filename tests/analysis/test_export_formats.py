@@ -12,8 +12,11 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from analysis import exports
-from analysis.exports import Latex, ReportFormatError, latex_escape, latex_join, report_render
+from analysis.report.exports.csv import CSV_TABLES, report_csv
+from analysis.report.exports.html import report_html
+from analysis.report.exports.latex import report_latex
+from analysis.report.exports.render import ReportFormatError, report_render
+from analysis.report.exports.tex import Latex, latex_escape, latex_join, latex_table
 from analysis.services import report_build
 from tests.analysis.factories import study_build
 from tests.factories import AnnotationFactory, PoolItemFactory
@@ -72,7 +75,7 @@ class TestLatexEscape:
 
 class TestLatexExport:
     def test_every_cell_is_escaped(self, hostile):
-        tex = exports.report_latex(report=report_build(pool=hostile.pool))
+        tex = report_latex(report=report_build(pool=hostile.pool))
         expected = (
             # one examples table per dataset x setting: the cell is in the caption, not a column
             r"=HYPERLINK(evil)\_m\#1 & xe & \textbf{Robin \$5 \& 50\% \{cost\}: } \underline{xe} paid "
@@ -82,30 +85,30 @@ class TestLatexExport:
         assert r"=HYPERLINK(evil)\_m\#1 & misgendered & pre & xe" in tex  # the accuracy and other cell tables
 
     def test_the_header_and_caption_are_escaped_too(self):
-        tex = exports._latex_table("50% of a_b & c", ["x_y", "#"], [["1"]])
+        tex = latex_table("50% of a_b & c", ["x_y", "#"], [["1"]])
         assert r"\caption{50\% of a\_b \& c}" in tex
         assert r"x\_y & \# \\" in tex
 
     def test_the_examples_table_underlines_the_first_pronoun(self, hostile):
-        tex = exports.report_latex(report=report_build(pool=hostile.pool), table="examples")
+        tex = report_latex(report=report_build(pool=hostile.pool), table="examples")
         assert r"\underline{xe} paid" in tex
         assert tex.count(r"\begin{tabular}") == 2
         assert "seed 131719" in tex
 
     def test_the_examples_table_prints_dashes_where_a_model_has_none(self, study):
-        tex = exports.report_latex(report=report_build(pool=study), table="examples")
+        tex = report_latex(report=report_build(pool=study), table="examples")
         # the study's extraneous items: xe item 2 and he item 6; disagreements: xe item 2 and he item 5 -> no dashes
         assert "---" not in tex
         PoolItemFactory(pool=study, model_name="m9", pronoun="xe")
         item = PoolItemFactory(pool=study, model_name="m9", pronoun="xe", heuristic_correct=True)
         AnnotationFactory(item=item, annotator=study.items.first().annotations.first().annotator, label="correct")
-        tex = exports.report_latex(report=report_build(pool=study), table="examples")
+        tex = report_latex(report=report_build(pool=study), table="examples")
         assert re.search(r"m9 & --- & --- & --- & --- \\\\", tex)
 
     def test_a_kappa_without_an_interval_reads_undefined(self, study):
         report = report_build(pool=study)
         report["prob_vs_gen"][0].update(kappa=0.0, kappa_ci=None)
-        assert "0.000 [undefined]" in exports.report_latex(report=report, table="prob_vs_gen")
+        assert "0.000 [undefined]" in report_latex(report=report, table="prob_vs_gen")
 
     def test_a_prob_vs_gen_kappa_interval_wider_than_minus_one_to_one_is_marked_in_latex_and_on_the_page(self, study):
         # statsmodels' interval on the one-sided table of n = 2 (m_prob 1, 0 against a constant first sample): kept
@@ -119,8 +122,8 @@ class TestLatexExport:
         report["prob_vs_gen"][0].update(n=2, kappa=0.0, kappa_ci=[wide.kappa_low, wide.kappa_upp])
         report["prob_vs_gen"][1:] = [{**report["prob_vs_gen"][0], "pronoun": "he", "kappa_ci": [-0.5, 0.5]}]
 
-        tex = exports.report_latex(report=report, table="prob_vs_gen")
-        html = exports.report_html(report=report)
+        tex = report_latex(report=report, table="prob_vs_gen")
+        html = report_html(report=report)
 
         low, high = f"{wide.kappa_low:.3f}", f"{wide.kappa_upp:.3f}"
         assert f"0.000 [{low}, {high}]$^\\dagger$" in tex
@@ -133,10 +136,10 @@ class TestLatexExport:
 class TestSafeCsv:
     def test_report_csv_neutralises_formulas_but_keeps_negative_numbers(self, hostile):
         report = report_build(pool=hostile.pool)
-        rows = list(csv.DictReader(io.StringIO(exports.report_csv(report=report, table="disagreements"))))
+        rows = list(csv.DictReader(io.StringIO(report_csv(report=report, table="disagreements"))))
         assert "'=HYPERLINK(evil)_m#1" in {row["model"] for row in rows}
         report["prob_vs_gen"][0]["kappa"] = -0.25
-        rows = list(csv.DictReader(io.StringIO(exports.report_csv(report=report, table="prob_vs_gen"))))
+        rows = list(csv.DictReader(io.StringIO(report_csv(report=report, table="prob_vs_gen"))))
         assert rows[0]["kappa"] == "-0.25"
 
     def test_every_table_of_the_zip_is_safe(self, hostile):
@@ -177,7 +180,7 @@ class TestDispatch:
             report_render(report=report_build(pool=study), fmt=fmt, table=table)
 
     def test_the_new_tables_are_csv_tables(self):
-        assert {"accuracy", "conflict_rate", "examples"} <= set(exports.CSV_TABLES)
+        assert {"accuracy", "conflict_rate", "examples"} <= set(CSV_TABLES)
 
 
 class TestCommandEntryPoint:

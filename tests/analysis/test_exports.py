@@ -11,8 +11,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from analysis import exports
 from analysis.plots import PLOTS
+from analysis.report.exports.latex import LATEX_TABLES
 from tests.analysis.factories import study_build
 
 SEVEN = [
@@ -92,7 +92,7 @@ class TestCommand:
         # every registered LaTeX table once, the examples as two (the paper's tables 8 and 9), but not the TANGO one
         # nor the judge's verdict's two: the study has no TANGO job and no judge run, and an empty table is a comment
         # saying what would fill it
-        assert tex.count(r"\begin{tabular}") == len(exports.LATEX_TABLES) - 2 and r"\toprule" in tex
+        assert tex.count(r"\begin{tabular}") == len(LATEX_TABLES) - 2 and r"\toprule" in tex
         assert "% judge verdict: no rows yet; filled by a finished LLM judge run" in tex
         assert "% tango: no rows yet; filled by a TANGO generation job in the pool." in tex
         for caption in ("Inter-annotator agreement", "Accuracy per cell", "Conflict rate", "Examples of human"):

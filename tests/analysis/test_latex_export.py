@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from analysis.exports import report_latex
+from analysis.report.exports.latex import report_latex
 from analysis.services import report_build
 from tests.analysis.factories import study_build
 from tests.factories import AnnotationFactory, PoolFactory, PoolItemFactory

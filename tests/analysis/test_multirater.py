@@ -16,8 +16,8 @@ from statsmodels.stats.inter_rater import aggregate_raters
 from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 
 from accounts.roles import ANNOTATOR
-from analysis.exports import report_csv
 from analysis.metrics.multirater import fleiss_kappa, krippendorff_alpha_all, majority, pairwise_agreement
+from analysis.report.exports.csv import report_csv
 from analysis.selectors import quality
 from analysis.services import report_build
 from annotation.models import Adjudication

@@ -8,7 +8,7 @@ import itertools
 import pytest
 from scipy.stats import kendalltau
 
-from analysis.exports import report_render
+from analysis.report.exports.render import report_render
 from analysis.selectors.rankings import ranking_agreement
 
 MODELS = ["m1", "m2", "m3", "m4", "m5", "m6"]

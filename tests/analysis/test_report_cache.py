@@ -9,7 +9,7 @@ import pytest
 from django.urls import reverse
 
 from analysis import services
-from analysis.selectors.report import report_data_version
+from analysis.report.build import report_data_version
 from analysis.services import report_build, report_build_uncached
 from annotation.services import adjudication_save, generations_import
 from generation.jobs.progress import job_progress_refresh

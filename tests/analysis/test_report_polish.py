@@ -10,8 +10,9 @@ import re
 import pytest
 from django.urls import reverse
 
-from analysis.exports import CSV_TABLES, report_csv, report_latex
 from analysis.plots.figures import beta_landscape
+from analysis.report.exports.csv import CSV_TABLES, report_csv
+from analysis.report.exports.latex import report_latex
 from analysis.services import report_build
 from annotation.models import Annotation
 from tests.analysis.factories import study_build

@@ -1,4 +1,4 @@
-"""The report's types (analysis/report_types.py) describe what the report really holds, and the API schema is built
+"""The report's types (analysis/report/types.py, shape.py) describe what the report really holds, and the API schema is built
 from them."""
 
 from __future__ import annotations
@@ -8,15 +8,14 @@ from typing import get_type_hints
 import pytest
 
 from accounts.roles import ANNOTATOR
-from analysis.report_types import (
+from analysis.report.shape import QualityDashboard, Report
+from analysis.report.types import (
     AccuracyRow,
     AggregateRow,
     AgreementBlock,
     HumanVsHeuristicRow,
     InterAnnotator,
     PairwiseRow,
-    QualityDashboard,
-    Report,
 )
 from analysis.selectors.quality import quality_dashboard
 from analysis.services import report_build

@@ -11,9 +11,10 @@ import pytest
 from scipy import stats
 from sklearn.metrics import cohen_kappa_score, matthews_corrcoef
 
-from analysis.exports import report_csv, report_html
 from analysis.plots import plot_render
-from analysis.selectors.report import report_data
+from analysis.report.build import report_data
+from analysis.report.exports.csv import report_csv
+from analysis.report.exports.html import report_html
 from generation.datasets.tango import dataset_import_tango
 from generation.models import Generation, GenerationJob, JobStatus, LanguageModel, TangoTemplate
 from tests.conftest import DEMO
@@ -176,7 +177,7 @@ def test_a_pool_drawn_from_a_tango_job_is_annotated_and_reported_like_the_others
 
 @pytest.mark.django_db
 def test_the_latex_export_has_a_tango_table(tango_pool):
-    from analysis.exports import report_latex
+    from analysis.report.exports.latex import report_latex
 
     report = report_data(pool=tango_pool)
     latex = report_latex(report=report, table="tango")

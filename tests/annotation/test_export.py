@@ -10,7 +10,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from sklearn.metrics import cohen_kappa_score
 
-from analysis.selectors.report import report_data
+from analysis.report.build import report_data
 from annotation.models import ExtraneousSpan
 from annotation.services.adjudication import adjudication_save
 from annotation.services.export import EXPORT_COLUMNS

@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 
 from analysis.plots import plot_figures, plot_render
-from analysis.selectors.report import report_data
+from analysis.report.build import report_data
 from annotation.models import Referent
 from tests.factories import (
     AnnotationFactory,

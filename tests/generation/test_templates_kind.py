@@ -403,9 +403,9 @@ class TestDatasetPage:
 @pytest.mark.django_db
 def test_a_templates_dataset_goes_through_the_pool_the_report_the_explorer_and_a_judges_prompt(tmp_path):
     """Downstream treats it like RUFF, under its own name and families (a job's rows are written here by hand)."""
-    from analysis.exports import report_render
+    from analysis.report.build import report_data
+    from analysis.report.exports.render import report_render
     from analysis.selectors.explorer import pool_cells
-    from analysis.selectors.report import report_data
     from annotation.services import pool_sample
     from judging.prompts import PromptItem, pronouns_text
     from tests.factories import GenerationJobFactory

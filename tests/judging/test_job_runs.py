@@ -225,7 +225,7 @@ def test_adding_a_run_over_a_job_in_the_admin_queues_it(client, admin_user, judg
 def test_a_run_over_the_pools_job_gives_the_report_a_new_version(study):
     from django.utils import timezone
 
-    from analysis.selectors.report import report_data_version
+    from analysis.report.build import report_data_version
 
     before = report_data_version(pool=study.pool)
     other, _ = judge_run_create(job=study.job.pk, judge=study.run.judge.name, rerun=True, queue=False)

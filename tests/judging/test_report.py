@@ -8,7 +8,7 @@ from scipy.special import softmax
 from scipy.stats import sem
 from sklearn.metrics import brier_score_loss
 
-from analysis.selectors.report import report_data
+from analysis.report.build import report_data
 from tests.factories import AnnotationFactory
 from tests.judging.conftest import finished_run
 

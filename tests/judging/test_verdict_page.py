@@ -11,7 +11,7 @@ from django.core.management import CommandError, call_command
 from scipy import stats
 
 from analysis.plots import plot_render
-from analysis.selectors.report import report_data
+from analysis.report.build import report_data
 from analysis.selectors.verdict import verdict_sentence
 from annotation.models import Pool, PoolItem
 from judging.models import MachineLabel

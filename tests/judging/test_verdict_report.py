@@ -16,8 +16,8 @@ from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 
 from analysis.metrics.verdict import alt_test, chance_corrected, ppi_mean
+from analysis.report.build import report_data
 from analysis.selectors.judges import judge_frame
-from analysis.selectors.report import report_data
 from analysis.selectors.verdict import VerdictParameters
 from analysis.services import report_build, report_is_cached
 from annotation.machine import machine_labels
@@ -236,7 +236,7 @@ def test_out_of_range_parameters_are_refused_and_nothing_is_cached(study, client
 def test_the_verdict_rows_have_exactly_the_keys_their_types_name(study):
     from typing import get_type_hints
 
-    from analysis.report_types import (
+    from analysis.report.machine_types import (
         AltTestAnnotatorRow,
         AltTestResult,
         JudgeVerdictRow,
@@ -259,7 +259,8 @@ def test_the_exports_carry_the_verdict_and_the_rates(study):
     import csv
     import io
 
-    from analysis.exports import CSV_TABLES, report_csv, report_latex
+    from analysis.report.exports.csv import CSV_TABLES, report_csv
+    from analysis.report.exports.latex import report_latex
 
     report = report_data(pool=study.pool)
     (row,) = report["judge_verdict"]

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from analysis import exports
+from analysis.report.exports import render
+from analysis.report.exports.csv import CSV_TABLES, report_csv
 from analysis.selectors.examples import EXAMPLES_SEED, seed_parse
 from analysis.selectors.human import HUMAN_VERDICTS
 from analysis.selectors.verdict import DEFAULT_ALPHA, DEFAULT_DELTA, DEFAULT_EPSILON
@@ -33,9 +34,9 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser) -> None:
-        tables = sorted({t for fmt in exports.FORMATS for t in exports.report_tables_for(fmt)})
+        tables = sorted({t for fmt in render.FORMATS for t in render.report_tables_for(fmt)})
         parser.add_argument("--pool", required=True, help="pool name")
-        parser.add_argument("--format", choices=exports.FORMATS, default="json")
+        parser.add_argument("--format", choices=render.FORMATS, default="json")
         parser.add_argument("--out", help="file (or, for csv, a directory) to write")
         parser.add_argument(
             "--table", choices=tables, help="just this table (csv: a plain CSV; latex: one table; json: its rows)"
@@ -89,8 +90,8 @@ class Command(BaseCommand):
             pool_row = Pool.objects.get(name=pool)
         except Pool.DoesNotExist as error:
             raise CommandError(f"No pool named {pool!r}.") from error
-        if table and table not in exports.report_tables_for(format):
-            choices = exports.report_tables_for(format)
+        if table and table not in render.report_tables_for(format):
+            choices = render.report_tables_for(format)
             raise CommandError(
                 f"--format {format} has no table {table!r}"
                 + (f"; choose one of {', '.join(choices)}." if choices else "; it only comes whole.")
@@ -105,11 +106,11 @@ class Command(BaseCommand):
             raise CommandError(str(error)) from None
         target = Path(out) if out else None
         if format == "csv" and target is not None and target.is_dir() and not table:
-            for name in exports.CSV_TABLES:
-                (target / f"{name}.csv").write_text(exports.report_csv(report=report, table=name), encoding="utf-8")
-            self.stderr.write(f"Wrote {len(exports.CSV_TABLES)} CSV files to {target}")
+            for name in CSV_TABLES:
+                (target / f"{name}.csv").write_text(report_csv(report=report, table=name), encoding="utf-8")
+            self.stderr.write(f"Wrote {len(CSV_TABLES)} CSV files to {target}")
             return
-        body = exports.report_render(report=report, fmt=format, table=table).body
+        body = render.report_render(report=report, fmt=format, table=table).body
         if target is None:
             if isinstance(body, bytes):
                 sys.stdout.buffer.write(body)

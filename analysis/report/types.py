@@ -1,13 +1,12 @@
-"""The shape of a pool's report, as types: `Report` is what `analysis.selectors.report.report_data` returns and what
-`GET /api/reports/{pool}/?format=json` sends. analysis/openapi.py builds the API's schema from these types, and
-tests/analysis/test_report_types.py checks a built report against them.
+"""The rows of the report's human and automatic tables, as types: each table's declaration
+(analysis/report/tables/) names its row type, its builder returns a list of them (mypy checks it), and
+tests/analysis/test_report_tables.py checks a built report's rows have exactly their keys. The machine raters' rows are
+in machine_types.py; the whole report's shape (`Report`) in shape.py.
 
 Every figure that can be undefined is `float | None` (null in JSON, never NaN); intervals are `[low, high]` or null.
-The sections of RUFF with distractors and of the judges are marked `NotRequired` below; their rows are typed where
-their code is.
 """
 
-from typing import NotRequired, TypedDict
+from typing import TypedDict
 
 Interval = list[float]  # [low, high]
 
@@ -89,6 +88,12 @@ class HumanVsHeuristicRow(Cell):
     agreement_unanimous_n: int
     agreement_split: float | None  # items whose labels differ
     agreement_split_n: int
+
+
+class LabelDistributionRow(Cell):
+    """The count of each label of the pool (a column per label beside these: its declaration says `per_label`)."""
+
+    n: int
 
 
 class RateRow(Cell):
@@ -258,140 +263,24 @@ class ConflictRow(TypedDict):
     rate: float
 
 
-# --- the judge's verdict (docs/domain.md, 'The judge's verdict'; analysis/selectors/verdict.py) ---------------------
+# --- RUFF with distractors (analysis/selectors/distractors.py) -------------------------------------------------------
 
 
-class AltTestAnnotatorRow(TypedDict):
-    annotator: str
-    n: int
-    p_value: float | None  # null: a NaN p-value (never a rejection)
-    rejected: bool
-    rho: float
+class DistractorRow(TypedDict):
+    """Accuracies (each with its SEM) per model x setting x distractor count; the heuristic is not valid there."""
 
-
-class AltTestResult(TypedDict):
-    omega: float | None  # null: not run (fewer than 2 tested annotators)
-    rho: float | None
-    passed: bool | None
-    tested: int
-    skipped: list[str]  # annotators with fewer than 30 eligible items
-    annotators: list[AltTestAnnotatorRow]
-    omega_by_epsilon: dict[str, float | None]  # "0.00" to "0.30" in steps of 0.05
-    note: str | None
-
-
-class VerdictAgreementRow(TypedDict):
-    against: str  # "human", an annotator's username, or "human_ceiling" (n: the annotator pairs averaged)
-    n: int
-    cohen_kappa: float | None
-    scott_pi: float | None
-    gwet_ac1: float | None
-    per_class_kappa: dict[str, float | None]
-    cohen_kappa_boot_ci: Interval | None
-    scott_pi_boot_ci: Interval | None
-    gwet_ac1_boot_ci: Interval | None
-
-
-class SelectiveResult(TypedDict):
-    alpha: float
-    delta: float
-    threshold: float | None  # null: no threshold passed, the judge escalates everything
-    coverage: float
-    coverage_job: float | None  # the share of the job's judged generations kept (runs over a job)
-    agreement_above: float | None
-    n: int
-    curve: list[list[float]]  # [coverage, disagreement], from the highest threshold down
-
-
-class JudgeVerdictRow(TypedDict):
-    judge: str
-    version: int
-    run: int
-    epsilon: float
-    q: float
-    alt_test: AltTestResult
-    agreement: list[VerdictAgreementRow]
-    selective: SelectiveResult
-
-
-class PredictionPoweredRow(TypedDict):
-    judge: str
-    run: int
     model: str
-    dataset: str
-    pronoun: str  # a base pronoun, or "all"
-    n: int  # labelled contexts
-    N: int  # unlabelled contexts
-    ppi_rate: float | None
-    ppi_ci: Interval | None
-    human_rate: float | None
-    human_ci: Interval | None
-    judge_rate: float | None  # biased: the judge alone over all contexts
-    n_eff: float | None
-
-
-# --- the report ----------------------------------------------------------------------------------------------------
-
-
-class Report(TypedDict):
-    pool: str
-    labels: list[str]
-    human_verdict: str  # "default", or the `--human` verdict: majority, dawid_skene, mace, first
-    n_items: int
-    n_annotated: int
-    examples_seed: int
-    inter_annotator: InterAnnotator
-    human_vs_heuristic: list[HumanVsHeuristicRow]
-    label_distribution: list[dict[str, str | int]]  # the cell, `n`, and a count per label of the pool
-    extraneous_rate: list[RateRow]
-    prob_vs_gen: list[ProbVsGenRow]
-    instance_variation: list[VariationRow]
-    beta_disagreement: list[BetaRow]
-    tango_failure_rate: list[MeanSemRow]
-    tango_variation: list[TangoVariationRow]
-    repetition: list[RepetitionRow]
-    accuracy: list[AccuracyRow]
-    conflict_rate: list[ConflictRow]
-    disagreements: list[Disagreement]
-    examples: list[Example]
-    annotator_quality: list[AnnotatorQualityRow]
-    aggregates: list[AggregateRow]
-    # The sections of RUFF with distractors and of the judges; their rows are typed where their code is.
-    distractors: NotRequired[list[dict[str, str | int | float | None]]]  # RUFF with distractors
-    human_vs_judge: NotRequired[list[dict[str, str | int | float | None]]]  # machine raters (judging)
-    judge_vs_heuristic: NotRequired[list[dict[str, str | int | float | None]]]
-    judge_calibration: NotRequired[list[dict[str, str | int | float | None]]]
-    judge_reliability: NotRequired[list[dict[str, str | int | float | None]]]
-    judge_verdict: NotRequired[list[JudgeVerdictRow]]  # the judge's verdict
-    prediction_powered: NotRequired[list[PredictionPoweredRow]]  # rates once the judge labels the job
-    ranking_agreement: NotRequired[list[RankingAgreementRow]]  # rankings across benchmarks
-    # Guidelines edited mid-study: empty while there is one version.
-    by_guideline_version: NotRequired[list[GuidelineVersionRow]]
-
-
-# --- the quality dashboard (analysis/selectors/quality.py) ----------------------------------------------------------
-
-ConfusionTable = dict[str, dict[str, int]]  # reference label -> the rater's label -> count
-
-
-class QualityDashboard(TypedDict):
-    pool: str
-    pass_mark: float
-    fast_seconds: float
-    fast_share_warning: float
-    window: int
-    seconds_bins: list[int]
-    n_annotations: int
-    annotator_quality: list[AnnotatorQualityRow]
-    kappa_matrix: dict[str, list]
-    agreement_over_time: list[dict[str, str | int | float | None]]
-    seconds: list[dict[str, str | int | float | list[int] | None]]
-    warnings: list[dict[str, str]]
-    gwet_ac1: float | None
-    gwet_ac1_ci: Interval | None
-    fleiss_kappa: float | None
-    fleiss_n_items: int
-    aggregate: str  # the aggregate the `confusion_aggregate` tables are against: dawid_skene
-    confusion_gold: dict[str, ConfusionTable]  # per rater
-    confusion_aggregate: dict[str, ConfusionTable]
-    confusion_heuristic: dict[str, ConfusionTable]
+    setting: str
+    distractors: int
+    n: int
+    human_accuracy: float | None
+    human_accuracy_sem: float | None
+    probability_accuracy: float | None
+    probability_accuracy_sem: float | None
+    heuristic_accuracy: float | None
+    heuristic_accuracy_sem: float | None
+    human_vs_heuristic: float | None
+    human_vs_heuristic_sem: float | None
+    heuristic_validity: str
+    first_pronoun_other_share: float | None
+    first_pronoun_n: int

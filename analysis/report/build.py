@@ -1,119 +1,26 @@
-"""The whole report of a pool as one JSON-ready dict.
-
-The report is a list of sections: `SECTIONS` maps each report key to the function that builds it from the pool's
-`ReportInputs`. A new figure is one line there; the exports, the page and the API pick every section up (each section
-but `inter_annotator` is a table of rows, one CSV each).
+"""The whole report of a pool as one JSON-ready dict: its header, then each declared table's rows
+(analysis/report/tables/) built from the pool's `ReportInputs`; and the fingerprint of what it reads, which keys the
+report cache.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
-from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 import pandas as pd
 from django.db.models import Count, Max, OuterRef, Q, QuerySet, Subquery, Sum
 
-from analysis.cells import CELL
-from analysis.selectors import automatic, examples, explorer, human, quality, rankings, tango
-from analysis.selectors import distractors as distractor_selectors
+from analysis.report.inputs import ReportInputs
+from analysis.report.tables import TABLES
+from analysis.selectors import automatic, examples, human, tango
 from analysis.selectors import judges as judge_selectors
 from analysis.selectors import verdict as verdict_selectors
 from annotation.models import STUDY, Adjudication, Annotation, Assignment, Pool, PoolItem
 from annotation.selectors.aggregate import AggregationError, pool_aggregates
 from generation.models import GenerationJob
 from generation.models.tango import TangoTemplate
-
-
-@dataclass(frozen=True)
-class ReportInputs:
-    """What the sections read, loaded once per report: the human frame (annotated study items, one row each), the
-    automatic frame (one row per job x instance x setting), the pool's jobs and the examples' seed."""
-
-    pool: Pool
-    labels: list[str]
-    frame: pd.DataFrame
-    job_ids: list[int]
-    instances: pd.DataFrame
-    examples_seed: int
-    tango: pd.DataFrame | None = None  # one row per TANGO generation with its Prob-TANGO verdict (selectors/tango.py)
-    aggregates: list[dict] | None = None  # per item: majority, Dawid-Skene, MACE (annotation/selectors/aggregate.py)
-    judges: pd.DataFrame | None = None  # one row per judge x judged study item (selectors/judges.py)
-    verdict: verdict_selectors.VerdictParameters = verdict_selectors.VerdictParameters()  # epsilon, alpha, delta
-
-    @cached_property
-    def accuracy(self) -> list[dict]:
-        """The `accuracy` rows, built once: the rankings across benchmarks read them too."""
-        return _accuracy(self)
-
-
-SECTIONS: dict[str, Callable[[ReportInputs], Any]] = {
-    "inter_annotator": lambda r: human.inter_annotator(frame=r.frame, labels=r.labels),
-    "human_vs_heuristic": lambda r: human.human_vs_heuristic(frame=r.frame),
-    "label_distribution": lambda r: human.label_distribution(frame=r.frame, labels=r.labels),
-    "extraneous_rate": lambda r: human.extraneous_rate(frame=r.frame),
-    "prob_vs_gen": lambda r: automatic.prob_vs_gen(frame=r.instances) + tango.tango_prob_vs_gen(frame=r.tango),
-    "instance_variation": lambda r: automatic.instance_variation(frame=r.instances),
-    "beta_disagreement": lambda r: (
-        automatic.beta_disagreement(frame=r.instances) + tango.tango_beta_disagreement(frame=r.tango)
-    ),
-    "tango_failure_rate": lambda r: tango.tango_failure_rate(frame=r.tango),
-    "tango_variation": lambda r: tango.tango_variation(frame=r.tango),
-    "repetition": lambda r: automatic.repetition(job_ids=r.job_ids),
-    "accuracy": lambda r: r.accuracy,
-    "conflict_rate": lambda r: automatic.conflict_rate(frame=r.instances, tango=r.tango),
-    "disagreements": lambda r: human.disagreements(frame=r.frame),
-    "examples": lambda r: examples.examples(frame=r.frame, seed=r.examples_seed),
-    "annotator_quality": lambda r: quality.annotator_quality(pool=r.pool),
-    # Machine raters (LLM judges): their own rows, never mixed into the human figures above.
-    "human_vs_judge": lambda r: judge_selectors.human_vs_judge(frame=r.judges),
-    "judge_vs_heuristic": lambda r: judge_selectors.judge_vs_heuristic(frame=r.judges),
-    "judge_calibration": lambda r: judge_selectors.judge_calibration(frame=r.judges),
-    "judge_reliability": lambda r: judge_selectors.judge_reliability(frame=r.judges),
-    # The judge's verdict: may it replace the annotators, and the rates once it labels everything.
-    "judge_verdict": lambda r: verdict_selectors.judge_verdict(
-        pool=r.pool, frame=r.frame, labels=r.labels, parameters=r.verdict
-    ),
-    "prediction_powered": lambda r: verdict_selectors.prediction_powered(pool=r.pool, frame=r.frame),
-    "aggregates": lambda r: r.aggregates or [],
-    # RUFF with distractors: accuracy against the distractor count (the heuristic marked not valid there).
-    "distractors": lambda r: distractor_selectors.distractors(frame=r.frame),
-    # Do datasets and methods rank the models alike? Kendall's tau per pair of (dataset, method).
-    "ranking_agreement": lambda r: rankings.ranking_agreement(accuracy=r.accuracy),
-    # Guidelines edited mid-study: human vs heuristic per guideline version (empty while there is one version).
-    "by_guideline_version": lambda r: human.by_guideline_version(pool=r.pool),
-}
-
-
-def _accuracy(r: ReportInputs) -> list[dict]:  # noqa: F821 (defined above, read when called)
-    """Accuracy per cell, whose `n` counts a cell's instances as the cell explorer does: a cell with no job
-    instances (an imported pool) counts one instance per template of its study items."""
-    rows = automatic.accuracy(frame=r.instances, human_frame=r.frame, tango=r.tango)
-    if any(row["n"] == 0 for row in rows):
-        counted = {tuple(cell[c] for c in CELL): cell["instances"] for cell in explorer.pool_cells(pool=r.pool)}
-        for row in rows:
-            if row["n"] == 0:
-                row["n"] = counted.get(tuple(row[c] for c in CELL), 0)
-    return rows
-
-
-# The per-cell tables (rows carrying model, dataset, setting, pronoun), in the order the report shows them.
-TABLES = [
-    "human_vs_heuristic",
-    "label_distribution",
-    "extraneous_rate",
-    "prob_vs_gen",
-    "instance_variation",
-    "beta_disagreement",
-    "tango_failure_rate",
-    "tango_variation",
-    "repetition",
-    "accuracy",
-    "annotator_quality",
-]
 
 
 def pool_list_for_reports() -> QuerySet[Pool]:
@@ -169,7 +76,7 @@ def report_data(
         "n_items": pool.items.filter(kind=STUDY).count(),
         "n_annotated": int(len(frame)),
         "examples_seed": examples_seed,
-        **{key: build(inputs) for key, build in SECTIONS.items()},
+        **{table.key: table.value(inputs) for table in TABLES if table.built},
     }
 
 

@@ -1,0 +1,69 @@
+"""The report's tables as the page and the standalone HTML show them (headers and rows of strings), and the
+standalone HTML page itself: inline CSS, the plots as embedded SVG, every table."""
+
+from __future__ import annotations
+
+import math
+
+from django.template.loader import render_to_string
+
+from analysis.plots import report_figures_inline
+from analysis.report.exports.csv import report_table_rows
+from analysis.report.parts import clean, label_text
+from analysis.report.tables import TABLES
+from analysis.selectors.verdict import NOTE as VERDICT_NOTE
+from analysis.selectors.verdict import verdict_display
+
+# Columns whose values are labels: shown with one spelling everywhere ("no pronoun", never "no_pronoun").
+LABEL_COLUMNS = {"human_label", "majority", "dawid_skene", "mace", "first_annotator", "label", "gold_label"}
+
+
+def report_html(*, report: dict) -> str:
+    """A standalone page: inline CSS, the plots as embedded SVG, every table."""
+    return render_to_string(
+        "analysis/report_standalone.html",
+        {
+            "report": clean(report),
+            "plots": report_figures_inline(report=report),
+            "tables": report_tables_for_display(report=report),
+            "verdicts": verdict_display(report=report),
+            "verdict_note": VERDICT_NOTE,
+        },
+    )
+
+
+def report_tables_for_display(*, report: dict) -> list[dict]:
+    """The tables shown as plain tables, as headers + rows of strings, for the page and the standalone HTML."""
+    tables = []
+    for table in TABLES:
+        if not table.shown:
+            continue
+        rows = report_table_rows(report=report, table=table.key)
+        columns: list[str] = []
+        for row in rows:
+            columns += [key for key in row if key not in columns]
+        tables.append(
+            {
+                "name": table.key,
+                "columns": columns,
+                "rows": [
+                    [
+                        label_text(row[c])
+                        if c in LABEL_COLUMNS and isinstance(row.get(c), str)
+                        else _display(row.get(c))
+                        for c in columns
+                    ]
+                    for row in rows
+                ],
+                "fills": table.empty,
+            }
+        )
+    return tables
+
+
+def _display(value) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return "—" if not math.isfinite(value) else f"{value:.3f}"
+    return str(value)

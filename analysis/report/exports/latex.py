@@ -1,0 +1,26 @@
+"""The report as LaTeX: the declared tables' LaTeX tables (analysis/report/tables/), in the report's order."""
+
+from __future__ import annotations
+
+from analysis.report.table import LatexTable
+from analysis.report.tables import TABLES
+
+# The LaTeX tables by name, in the order of the full export, each with the table that declares it; `--table NAME`
+# gives one.
+LATEX_TABLES: dict[str, tuple[LatexTable, str]] = {
+    table.latex.name: (table.latex, table.empty) for table in TABLES if table.latex is not None
+}
+
+
+def report_latex(*, report: dict, table: str | None = None) -> str:
+    """The main tables in booktabs LaTeX, or the one named `table`. An empty table is not emitted: a LaTeX comment
+    says what would fill it."""
+    parts = []
+    for name in [table] if table is not None else list(LATEX_TABLES):
+        latex, fills = LATEX_TABLES[name]
+        rendered = latex.render(report)
+        if rendered.strip():
+            parts.append(rendered)
+        else:
+            parts.append(f"% {name.replace('_', ' ')}: no rows yet; filled by {fills}.\n")
+    return "\n".join(parts)

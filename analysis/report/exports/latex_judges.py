@@ -1,0 +1,64 @@
+"""The LaTeX tables of the machine raters: the judge's verdict and the prediction-powered rates, each named by its
+table's declaration (analysis/report/tables/machine.py)."""
+
+from __future__ import annotations
+
+from analysis.report.exports.tex import _fmt, _interval, latex_label, latex_table
+
+
+def latex_judge_verdict(report: dict) -> str:
+    body = []
+    for row in report.get("judge_verdict") or []:
+        test, selective = row["alt_test"], row["selective"]
+        human: dict = next((a for a in row["agreement"] if a["against"] == "human"), {})
+        ceiling: dict = next((a for a in row["agreement"] if a["against"] == "human_ceiling"), {})
+        verdict = "--" if test["passed"] is None else ("passes" if test["passed"] else "fails")
+        body.append(
+            [
+                f"{row['judge']} v{row['version']} (run {row['run']})",
+                verdict,
+                _fmt(test["omega"], 2),
+                str(test["tested"]),
+                _fmt(test["rho"]),
+                _interval(human.get("cohen_kappa"), human.get("cohen_kappa_boot_ci")),
+                _fmt(ceiling.get("cohen_kappa")),
+                _fmt(selective["threshold"]),
+                _fmt(selective["coverage"]),
+            ]
+        )
+    first = (report.get("judge_verdict") or [{}])[0]
+    epsilon = first.get("epsilon", 0.15)
+    alpha = first.get("selective", {}).get("alpha", 0.1)
+    delta = first.get("selective", {}).get("delta", 0.1)
+    return latex_table(
+        f"The judge's verdict: the Alternative Annotator Test at epsilon {epsilon:.2f} (q = 0.05; omega the winning "
+        "rate over the tested annotators, rho the advantage probability), Cohen's kappa with the human label "
+        f"[bootstrap 95% CI] beside the human ceiling (mean over annotator pairs), and the selective threshold for a "
+        f"disagreement of at most {alpha:g} with probability {1 - delta:g} and its coverage. A judge is a model: "
+        "its verdict holds for this pool, these annotators and this epsilon.",
+        ["Judge", "Alt-Test", "Omega", "Annotators", "Rho", "Kappa vs human [95% CI]", "Human ceiling", "Threshold",
+         "Coverage"],
+        body,
+        label=latex_label("judge-verdict"),
+        fit=True,
+    )  # fmt: skip
+
+
+def latex_prediction_powered(report: dict) -> str:
+    return latex_table(
+        "Misgendering rate per model, dataset and pronoun (unit: a context): prediction-powered (PPI++) with its 95% "
+        "interval, beside people only and the judge only (biased); n labelled and N unlabelled contexts, and n_eff "
+        "the labelled contexts people alone would need for the same width.",
+        ["Judge", "Model", "Dataset", "Pronoun", "n", "N", "PPI [95% CI]", "People only [95% CI]", "Judge only",
+         "n_eff"],
+        [
+            [
+                f"{r['judge']} (run {r['run']})", r["model"], r["dataset"], r["pronoun"], str(r["n"]), str(r["N"]),
+                _interval(r["ppi_rate"], r["ppi_ci"]), _interval(r["human_rate"], r["human_ci"]),
+                _fmt(r["judge_rate"]), _fmt(r["n_eff"], 1),
+            ]
+            for r in report.get("prediction_powered") or []
+        ],
+        label=latex_label("prediction-powered"),
+        fit=True,
+    )  # fmt: skip

@@ -1,0 +1,278 @@
+"""The LaTeX tables of the report, each named by the declaration of the table it draws (analysis/report/tables/):
+booktabs, with words for headings (the CSV keeps the keys) and captions that say what each figure is."""
+
+from __future__ import annotations
+
+import re
+
+from analysis.report.exports.tex import (
+    CELL_HEADINGS,
+    KAPPA_BEYOND_NOTE,
+    PM,
+    Latex,
+    _cell,
+    _ci,
+    _fmt,
+    _interval,
+    _mean_sem,
+    kappa_ci_beyond_bounds,
+    latex_escape,
+    latex_join,
+    latex_label,
+    latex_table,
+)
+from analysis.report.parts import MEASURES, label_text
+from annotation.schema import CORRECT, MISGENDERING
+
+
+def latex_inter_annotator(report: dict) -> str:
+    inter = report["inter_annotator"]
+    return latex_table(
+        "Inter-annotator agreement on the overlap items: raw agreement with its bootstrap 95% CI, Cohen's kappa on the "
+        "square table over the label set and Krippendorff's alpha (first two annotations); Gwet's AC1 and Fleiss' "
+        "kappa over every annotation, each item with its own number of raters.",
+        [
+            "Measure",
+            "Items",
+            "Raw agreement [95% CI]",
+            "Cohen's kappa [95% CI]",
+            "Krippendorff's alpha",
+            "Gwet's AC1 [95% CI]",
+            "Fleiss' kappa",
+        ],
+        [
+            [
+                MEASURES.get(m, m),
+                str(inter[m]["n_items"]),
+                _interval(inter[m]["raw_agreement"], inter[m].get("raw_agreement_boot_ci")),
+                _interval(inter[m]["cohen_kappa"], inter[m]["kappa_ci"]),
+                _fmt(inter[m]["krippendorff_alpha"]),
+                _interval(inter[m].get("gwet_ac1"), inter[m].get("gwet_ac1_ci")),
+                _fmt(inter[m].get("fleiss_kappa")),
+            ]
+            for m in MEASURES
+            if inter[m]["n_items"]
+        ],
+        label=latex_label("inter_annotator"),
+    )
+
+
+def latex_human_vs_heuristic(report: dict) -> str:
+    return latex_table(
+        latex_join(
+            "Human vs heuristic agreement (mean ",
+            PM,
+            " SEM, bootstrap 95% CI), and on the items whose annotators were unanimous or split (items in brackets).",
+        ),
+        [*CELL_HEADINGS, "Items", "Agreement", "95% CI", "Unanimous", "Split"],
+        [
+            [
+                *_cell(r),
+                str(r["n"]),
+                _mean_sem(r["agreement"], r["sem"]),
+                _ci(r.get("agreement_boot_ci")),
+                f"{_fmt(r.get('agreement_unanimous'))} ({r.get('agreement_unanimous_n', 0)})",
+                f"{_fmt(r.get('agreement_split'))} ({r.get('agreement_split_n', 0)})",
+            ]
+            for r in report["human_vs_heuristic"]
+        ],
+        label=latex_label("human_vs_heuristic"),
+    )
+
+
+def latex_prob_vs_gen(report: dict) -> str:
+    dagger = Latex(r"$^\dagger$")
+    caption = latex_join(
+        "Probability vs first-sample generation agreement: MCC and Cohen's kappa with 95% CIs; kappa as the paper "
+        "computes it (a one-sided table when one side is constant) and beside it on the square 2x2 table."
+    )
+    if any(kappa_ci_beyond_bounds(r["kappa_ci"]) for r in report["prob_vs_gen"]):
+        caption = latex_join(caption, " ", dagger, " An interval " + KAPPA_BEYOND_NOTE)
+    return latex_table(
+        caption,
+        [
+            *CELL_HEADINGS,
+            "Instances",
+            "MCC [95% CI]",
+            "Cohen's kappa, as the paper computes it [95% CI]",
+            "Cohen's kappa, square table [95% CI]",
+            "Raw agreement",
+        ],
+        [
+            [
+                *_cell(r),
+                str(r["n"]),
+                _interval(r["mcc"], r["mcc_ci"]),
+                latex_join(
+                    _interval(r["kappa"], r["kappa_ci"]), dagger if kappa_ci_beyond_bounds(r["kappa_ci"]) else ""
+                ),
+                _interval(r.get("kappa_square"), r.get("kappa_square_ci")),
+                _fmt(r["agreement"]),
+            ]
+            for r in report["prob_vs_gen"]
+        ],
+        label=latex_label("prob_vs_gen"),
+    )
+
+
+def latex_repetition(report: dict) -> str:
+    return latex_table(
+        latex_join("Repetition rate (mean ", PM, " std)."),
+        [*CELL_HEADINGS, "Generations", "Repetition rate"],
+        [[*_cell(r), str(r["n"]), _mean_sem(r["mean"], r["std"])] for r in report["repetition"]],
+        label=latex_label("repetition"),
+    )
+
+
+PROB_SCORE_NAMES = {"mean": "mean token loss", "sum": "summed log-probability"}
+
+
+def latex_accuracy(report: dict) -> str:
+    scores = sorted({r["prob_score"] for r in report["accuracy"] if r.get("prob_score")})
+    return latex_table(
+        latex_join(
+            "Accuracy per cell (mean ",
+            PM,
+            " SEM): probability-based, generation-based over all samples and over the "
+            "first sample, and the human verdict on the pool's items.",
+            # docs/domain.md, 'Probability scoring: mean or sum': the jobs' choice labels the probability figures
+            f" Probability scoring: {', '.join(PROB_SCORE_NAMES.get(x, x) for x in scores)}." if scores else "",
+        ),
+        [*CELL_HEADINGS, "Instances", "Probability", "Generation", "First sample", "Human", "Items"],
+        [
+            [
+                *_cell(r),
+                str(r["n"]),
+                _mean_sem(r["prob"], r["prob_sem"]),
+                _mean_sem(r["gen"], r["gen_sem"]),
+                _mean_sem(r["gen_first"], r["gen_first_sem"]),
+                _mean_sem(r["human"], r["human_sem"]),
+                str(r["human_n"]),
+            ]
+            for r in report["accuracy"]
+        ],
+        fit=True,
+        label=latex_label("accuracy"),
+    )
+
+
+def latex_conflict_rate(report: dict) -> str:
+    return latex_table(
+        "Conflict rate: the share of instances whose probability-based result differs from their first sample's "
+        "generation-based result, weighted by instances (sum of conflicts / sum of instances).",
+        ["Scope", "Value", "Conflicts", "Instances", "Rate"],
+        [
+            [r["scope"], str(r["value"]), str(r["conflicts"]), str(r["instances"]), _fmt(r["rate"])]
+            for r in report["conflict_rate"]
+        ],
+        label=latex_label("conflict_rate"),
+    )
+
+
+def _example_text(row: dict) -> Latex:
+    """The context in bold, then the generation with its first pronoun underlined (the paper's tables 8 and 9)."""
+    context, continuation, first = row["context"], row["continuation"], row["first_pronoun"] or ""
+    match = re.search(rf"\b{re.escape(first)}\b", continuation, flags=re.IGNORECASE) if first else None
+    if match is None:
+        generated = latex_join(continuation)
+    else:
+        generated = latex_join(
+            continuation[: match.start()],
+            Latex(r"\underline{" + latex_escape(match.group(0)) + "}"),
+            continuation[match.end() :],
+        )
+    return latex_join(Latex(r"\textbf{" + latex_escape(context) + "}"), generated)
+
+
+EXAMPLE_CAPTIONS = {
+    "disagreement": "Examples of human disagreement with the heuristic, {table}: one item per model, drawn as the "
+    "seed draws it (seed {seed}). Bold: the context; underlined: the first pronoun, which the heuristic reads.",
+    "extraneous": "Examples of extraneous gendered language, {table}: one item per model, drawn as the seed draws it "
+    "(seed {seed}). Bold: the context; underlined: the first pronoun.",
+}
+
+
+def latex_examples(report: dict) -> str:
+    """One table per kind x dataset x setting, as the report's rows come (docs/domain.md, 'Aggregates')."""
+    tables: dict[tuple[str, str, str], list[list]] = {}
+    for r in report["examples"]:
+        body = tables.setdefault((r["kind"], r["dataset"], r["setting"]), [])
+        if r["public_id"] is None:
+            body.append([r["model"], "---", "---", "---", "---"])
+            continue
+        body.append(
+            [
+                r["model"],
+                r["pronoun"],
+                _example_text(r),
+                label_text(r["human_label"]),
+                CORRECT if r["heuristic_correct"] else MISGENDERING,
+            ]
+        )
+    return "\n".join(
+        latex_table(
+            EXAMPLE_CAPTIONS[kind].format(table=f"{dataset} {setting}", seed=report.get("examples_seed")),
+            ["model", "pronoun", "example", "human", "heuristic"],
+            body,
+            label=latex_label("examples", kind, dataset, setting),
+            spec="llp{0.55\\linewidth}ll",
+        )
+        for (kind, dataset, setting), body in tables.items()
+    )
+
+
+def latex_tango(report: dict) -> str:
+    """TANGO per model x pronoun: the template failure rate and the two sigmas (docs/domain.md, 'TANGO and Prob-TANGO')."""
+    variation = {tuple(_cell(r)): r for r in report.get("tango_variation") or []}
+    body = []
+    for r in report.get("tango_failure_rate") or []:
+        v = variation.get(tuple(_cell(r)), {})
+        body.append(
+            [
+                *_cell(r),
+                str(r["n"]),
+                _mean_sem(r["mean"], r["sem"]),
+                _mean_sem(v.get("sigma_gen_mean"), v.get("sigma_gen_std")),
+                _mean_sem(v.get("sigma_prob_mean"), v.get("sigma_prob_std")),
+            ]
+        )
+    return latex_table(
+        latex_join(
+            "TANGO: template failure rate (mean ", PM, " SEM) and instance-level variation (mean ", PM, " std)."
+        ),
+        [*CELL_HEADINGS, "Instances", "Failure rate", Latex(r"$\sigma_{gen}$"), Latex(r"$\sigma_{prob}$")],
+        body,
+        label=latex_label("tango"),
+    )
+
+
+def latex_ranking_agreement(report: dict) -> str:
+    rows = report.get("ranking_agreement") or []
+    return latex_table(
+        latex_join(
+            "Rankings across benchmarks: Kendall's ",
+            Latex(r"$\tau$"),
+            " between the models' accuracies for each pair of (dataset, method), over the models both have, with its "
+            "exact p-value (asymptotic where accuracies tie). Fewer than 3 shared models give no ",
+            Latex(r"$\tau$"),
+            ". With 6 models, only ",
+            Latex(r"$\tau \geq 0.87$"),
+            " is significant at 0.05.",
+        ),
+        ["Dataset", "Method", "Dataset", "Method", "Models", Latex(r"$\tau$"), "p", "Note"],
+        [
+            [
+                r["dataset_a"],
+                r["method_a"],
+                r["dataset_b"],
+                r["method_b"],
+                str(r["n_models"]),
+                _fmt(r["tau"]),
+                _fmt(r["p_value"]),
+                r["note"] or "",
+            ]
+            for r in rows
+        ],
+        label=latex_label("ranking-agreement"),
+        fit=True,
+    )

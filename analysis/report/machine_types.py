@@ -1,0 +1,117 @@
+"""The rows of the machine raters' tables (LLM judges, docs/domain.md 'Machine raters') and of the judge's verdict
+(docs/domain.md, 'The judge's verdict'; analysis/selectors/verdict.py). Declared as tables in
+analysis/report/tables/; every figure that can be undefined is `float | None`."""
+
+from typing import TypedDict
+
+from analysis.report.types import Cell, Interval
+
+# --- the machine raters (analysis/selectors/judges.py) ---------------------------------------------------------------
+
+
+class JudgeAgreementRow(Cell):
+    """Raw agreement of two binaries (human and judge, or judge and heuristic) per judge x cell x human agreement."""
+
+    judge: str
+    origin: str  # `judge:<name>`
+    human_agreement: str  # all, unanimous or split
+    agreement: float | None
+    sem: float | None
+    n: int
+
+
+class JudgeCalibrationRow(TypedDict):
+    """A judge's calibration against the human label: pooled (`model` and `dataset` null), then per model x dataset."""
+
+    judge: str
+    origin: str
+    model: str | None
+    dataset: str | None
+    n: int
+    accuracy: float | None
+    ece: float | None
+    brier: float | None
+    brier_multiclass: float | None
+
+
+class JudgeReliabilityRow(TypedDict):
+    """One confidence bin of a judge's reliability table (empty bins: n = 0)."""
+
+    judge: str
+    low: float
+    high: float
+    n: int
+    confidence: float | None
+    accuracy: float | None
+
+
+# --- the judge's verdict (docs/domain.md, 'The judge's verdict'; analysis/selectors/verdict.py) ---------------------
+
+
+class AltTestAnnotatorRow(TypedDict):
+    annotator: str
+    n: int
+    p_value: float | None  # null: a NaN p-value (never a rejection)
+    rejected: bool
+    rho: float
+
+
+class AltTestResult(TypedDict):
+    omega: float | None  # null: not run (fewer than 2 tested annotators)
+    rho: float | None
+    passed: bool | None
+    tested: int
+    skipped: list[str]  # annotators with fewer than 30 eligible items
+    annotators: list[AltTestAnnotatorRow]
+    omega_by_epsilon: dict[str, float | None]  # "0.00" to "0.30" in steps of 0.05
+    note: str | None
+
+
+class VerdictAgreementRow(TypedDict):
+    against: str  # "human", an annotator's username, or "human_ceiling" (n: the annotator pairs averaged)
+    n: int
+    cohen_kappa: float | None
+    scott_pi: float | None
+    gwet_ac1: float | None
+    per_class_kappa: dict[str, float | None]
+    cohen_kappa_boot_ci: Interval | None
+    scott_pi_boot_ci: Interval | None
+    gwet_ac1_boot_ci: Interval | None
+
+
+class SelectiveResult(TypedDict):
+    alpha: float
+    delta: float
+    threshold: float | None  # null: no threshold passed, the judge escalates everything
+    coverage: float
+    coverage_job: float | None  # the share of the job's judged generations kept (runs over a job)
+    agreement_above: float | None
+    n: int
+    curve: list[list[float]]  # [coverage, disagreement], from the highest threshold down
+
+
+class JudgeVerdictRow(TypedDict):
+    judge: str
+    version: int
+    run: int
+    epsilon: float
+    q: float
+    alt_test: AltTestResult
+    agreement: list[VerdictAgreementRow]
+    selective: SelectiveResult
+
+
+class PredictionPoweredRow(TypedDict):
+    judge: str
+    run: int
+    model: str
+    dataset: str
+    pronoun: str  # a base pronoun, or "all"
+    n: int  # labelled contexts
+    N: int  # unlabelled contexts
+    ppi_rate: float | None
+    ppi_ci: Interval | None
+    human_rate: float | None
+    human_ci: Interval | None
+    judge_rate: float | None  # biased: the judge alone over all contexts
+    n_eff: float | None

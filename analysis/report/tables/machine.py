@@ -1,0 +1,180 @@
+"""The machine raters' tables (LLM judges) and the judge's verdict. Composed in the report's order in __init__.py."""
+
+from __future__ import annotations
+
+from analysis.cells import CELL
+from analysis.report import parts
+from analysis.report.exports import latex_judges as latex
+from analysis.report.machine_types import (
+    AltTestAnnotatorRow,
+    JudgeAgreementRow,
+    JudgeCalibrationRow,
+    JudgeReliabilityRow,
+    JudgeVerdictRow,
+    PredictionPoweredRow,
+    VerdictAgreementRow,
+)
+from analysis.report.table import LatexTable, Table
+from analysis.selectors import judges as judge_selectors
+from analysis.selectors import verdict as verdict_selectors
+
+JUDGE_RUN = "a finished LLM judge run over the pool (manage.py judge)"
+JUDGED_HUMANS = "a finished LLM judge run over annotated items"
+JUDGE_VERDICT = "a finished LLM judge run over the pool or its generation job, and annotated items"
+OMEGAS = tuple(f"omega_{e}" for e in ("0.00", "0.05", "0.10", "0.15", "0.20", "0.25", "0.30"))
+
+
+# Machine raters (LLM judges), never mixed into the human figures, and the judge's verdict: may it replace the
+# annotators (docs/domain.md, 'The judge's verdict'), and the rates once it labels everything.
+JUDGES = (
+    Table(
+        key="human_vs_judge",
+        title="Human vs LLM judge (machine rater)",
+        row=JudgeAgreementRow,
+        empty=JUDGED_HUMANS,
+        header=("judge", "origin", *CELL, "human_agreement", "agreement", "sem", "n"),
+        build=lambda r: judge_selectors.human_vs_judge(frame=r.judges),
+        optional=True,
+    ),
+    Table(
+        key="judge_vs_heuristic",
+        title="LLM judge vs heuristic",
+        row=JudgeAgreementRow,
+        empty=JUDGE_RUN,
+        header=("judge", "origin", *CELL, "human_agreement", "agreement", "sem", "n"),
+        build=lambda r: judge_selectors.judge_vs_heuristic(frame=r.judges),
+        optional=True,
+    ),
+    Table(
+        key="judge_calibration",
+        title="LLM judge calibration against the human label",
+        row=JudgeCalibrationRow,
+        empty=JUDGED_HUMANS,
+        header=("judge", "origin", "model", "dataset", "n", "accuracy", "ece", "brier", "brier_multiclass"),
+        build=lambda r: judge_selectors.judge_calibration(frame=r.judges),
+        columns={"ece": "ece", "brier": "brier", "brier_multiclass": "brier multiclass"},
+        optional=True,
+    ),
+    Table(
+        key="judge_reliability",
+        title="LLM judge reliability (per confidence bin)",
+        row=JudgeReliabilityRow,
+        empty=JUDGED_HUMANS,
+        header=("judge", "low", "high", "n", "confidence", "accuracy"),
+        build=lambda r: judge_selectors.judge_reliability(frame=r.judges),
+        columns={"low": "low", "high": "high", "confidence": "confidence"},
+        plots=("judge_reliability",),
+        optional=True,
+    ),
+    Table(
+        key="judge_verdict",
+        title="The judge's verdict (Alternative Annotator Test, selective threshold)",
+        row=JudgeVerdictRow,
+        empty=JUDGE_VERDICT,
+        header=(
+            "judge",
+            "version",
+            "run",
+            "epsilon",
+            "q",
+            "omega",
+            "rho",
+            "passed",
+            "tested",
+            "skipped",
+            "note",
+            *OMEGAS,
+            "selective_alpha",
+            "selective_delta",
+            "selective_threshold",
+            "selective_coverage",
+            "selective_coverage_job",
+            "selective_agreement_above",
+            "selective_n",
+        ),  # fmt: skip
+        build=lambda r: verdict_selectors.judge_verdict(
+            pool=r.pool, frame=r.frame, labels=r.labels, parameters=r.verdict
+        ),
+        flat=parts.judge_verdict_rows,
+        columns={
+            name: name.replace("_", " ")
+            for name in ("version", "epsilon", "q", "omega", "passed", "tested", "skipped")
+            + tuple(f"selective_{key}" for key in ("alpha", "delta", "threshold", "coverage", "coverage_job"))
+            + ("selective_agreement_above", "selective_n")
+        },
+        latex=LatexTable("judge_verdict", latex.latex_judge_verdict),
+        plots=("judge_omega", "judge_risk_coverage"),
+        optional=True,
+    ),
+    Table(
+        key="judge_verdict_agreement",
+        title="The judge's chance-corrected agreement (with the human label, each annotator, the human ceiling)",
+        row=VerdictAgreementRow,
+        empty=JUDGE_VERDICT,
+        header=(
+            "judge",
+            "run",
+            "against",
+            "n",
+            "cohen_kappa",
+            "scott_pi",
+            "gwet_ac1",
+            "per_class_kappa_correct",
+            "per_class_kappa_misgendering",
+            "per_class_kappa_no_pronoun",
+            "cohen_kappa_boot_ci_low",
+            "cohen_kappa_boot_ci_high",
+            "scott_pi_boot_ci_low",
+            "scott_pi_boot_ci_high",
+            "gwet_ac1_boot_ci_low",
+            "gwet_ac1_boot_ci_high",
+        ),  # fmt: skip
+        typed=parts.judge_verdict_agreement,
+        flat=parts.judge_verdict_agreement_rows,
+        columns={
+            name: name.replace("_", " ")
+            for name in ("against", "scott_pi", "cohen_kappa_boot_ci", "scott_pi_boot_ci", "gwet_ac1_boot_ci")
+        },
+    ),
+    Table(
+        key="judge_verdict_annotators",
+        title="Alternative Annotator Test per annotator",
+        row=AltTestAnnotatorRow,
+        empty=JUDGE_VERDICT,
+        header=("judge", "run", "annotator", "n", "p_value", "rejected", "rho"),
+        typed=parts.judge_verdict_annotators,
+        flat=parts.judge_verdict_annotators_rows,
+        columns={"rejected": "rejected"},
+    ),
+    Table(
+        key="prediction_powered",
+        title="Prediction-powered misgendering rates (per context)",
+        row=PredictionPoweredRow,
+        empty="a finished LLM judge run over the pool's generation job (manage.py judge --job) and annotated items",
+        header=(
+            "judge",
+            "run",
+            "model",
+            "dataset",
+            "pronoun",
+            "n",
+            "N",
+            "ppi_rate",
+            "ppi_ci_low",
+            "ppi_ci_high",
+            "human_rate",
+            "human_ci_low",
+            "human_ci_high",
+            "judge_rate",
+            "n_eff",
+        ),  # fmt: skip
+        build=lambda r: verdict_selectors.prediction_powered(pool=r.pool, frame=r.frame),
+        columns={
+            name: name.replace("_", " ")
+            for name in ("N", "ppi_rate", "ppi_ci", "human_rate", "human_ci", "judge_rate", "n_eff")
+        },
+        latex=LatexTable("prediction_powered", latex.latex_prediction_powered),
+        plots=("judge_rates",),
+        optional=True,
+    ),
+)
