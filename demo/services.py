@@ -207,7 +207,7 @@ def _distractor_items(*, pool: Pool) -> None:
     )
     model, _ = LanguageModel.objects.get_or_create(
         name=HAND_WRITTEN,
-        defaults={"source_kind": LanguageModel.SourceKind.PATH, "source": "demo/ (texts written by hand, not a model)"},
+        defaults={"source_kind": LanguageModel.SourceKind.NONE, "source": "demo/ (texts written by hand, not a model)"},
     )
     count = len(DISTRACTOR_CONTINUATIONS)
     job = GenerationJob.objects.create(

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings as django_settings
+from django.db.models import Q
 from rest_framework import serializers
 
 from generation.contexts import ALL_SETTINGS, SETTINGS
@@ -173,8 +174,17 @@ class PronounListField(ChoiceListField):
 class NamedRowField(serializers.CharField):
     """A row given by its name (or the row itself, from Python); an unknown name lists the known ones."""
 
-    def __init__(self, *, model: type[LanguageModel] | type[Dataset], what: str, none_known: str = "none", **kwargs):
-        self.model, self.what, self.none_known = model, what, none_known
+    def __init__(
+        self,
+        *,
+        model: type[LanguageModel] | type[Dataset],
+        what: str,
+        none_known: str = "none",
+        unusable: tuple[Q, str] | None = None,
+        **kwargs,
+    ):
+        """`unusable`: the rows that exist but cannot be named here (a filter), and why."""
+        self.model, self.what, self.none_known, self.unusable = model, what, none_known, unusable
         super().__init__(**kwargs)
 
     def to_internal_value(self, data):
@@ -185,9 +195,14 @@ class NamedRowField(serializers.CharField):
         problem = _text_ok(data)
         if problem:
             raise serializers.ValidationError(f"the name {problem}")
-        row = self.model._default_manager.filter(name=data).first()
+        rows = self.model._default_manager.all()
+        if self.unusable is not None:
+            rows = rows.exclude(self.unusable[0])
+        row = rows.filter(name=data).first()
+        if row is None and self.unusable is not None and self.model._default_manager.filter(name=data).exists():
+            raise serializers.ValidationError(f"{self.what} {data!r} {self.unusable[1]}")
         if row is None:
-            known = ", ".join(self.model._default_manager.order_by("name").values_list("name", flat=True))
+            known = ", ".join(rows.order_by("name").values_list("name", flat=True))
             raise serializers.ValidationError(
                 f"unknown {self.what} {data!r}; {self.known_word}: {known or self.none_known}"
             )
@@ -205,7 +220,17 @@ class JobParametersSerializer(serializers.Serializer):
     """Parses and checks a job's parameters; every field's problem is reported at once (see the module docstring)."""
 
     kind = serializers.CharField(default=GENERATION_KIND, help_text="job kind (generation, or a registered kind)")
-    model = NamedRowField(model=LanguageModel, what="model", default=DEFAULT_MODEL_NAME, help_text="registered model")
+    model = NamedRowField(
+        model=LanguageModel,
+        what="model",
+        default=DEFAULT_MODEL_NAME,
+        help_text="registered model",
+        # the model name of hand-written texts (the demo's): it labels generations, but has nothing to run
+        unusable=(
+            Q(source_kind=LanguageModel.SourceKind.NONE),
+            "has no weights to run (its texts were written by hand)",
+        ),
+    )
     dataset = NamedRowField(
         model=Dataset,
         what="dataset",

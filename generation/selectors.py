@@ -186,7 +186,7 @@ def job_sizing() -> dict:
         for dataset, pronoun, n in counted:
             instances.setdefault(dataset, {})[pronoun] = n
         cache.set(key, instances, timeout=24 * 3600)
-    paces = {model.name: model_seconds_per_row(model=model) for model in LanguageModel.objects.order_by("name")}
+    paces = {model.name: model_seconds_per_row(model=model) for model in model_list()}
     return {"instances": instances, "seconds_per_row": paces}
 
 
@@ -241,7 +241,8 @@ def job_resumable(*, job: GenerationJob) -> bool:
 
 
 def model_list() -> QuerySet[LanguageModel]:
-    return LanguageModel.objects.order_by("name")
+    """The models a job can run: every registered model but those without weights (hand-written texts)."""
+    return LanguageModel.objects.exclude(source_kind=LanguageModel.SourceKind.NONE).order_by("name")
 
 
 def job_generations(*, job: GenerationJob, setting: str | None = None) -> QuerySet[Generation]:

