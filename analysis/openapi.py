@@ -1,7 +1,7 @@
 """The OpenAPI account of the analysis API (analysis/apis.py), generated with drf-spectacular's type-hint resolver
 from the report's type, which the table declarations make (analysis/report/shape.py, analysis/report/tables/), so that
 the schema and the code cannot drift apart. The report also comes as files (CSV, HTML, LaTeX), declared as binary.
-Loaded by AnalysisConfig.ready() (analysis/apps.py); `common.openapi.declared` attaches these declarations to the
+Loaded by analysis/urls.py; `common.openapi.declared` attaches these declarations to the
 views without touching them."""
 
 from __future__ import annotations

@@ -24,7 +24,6 @@ class AnnotationConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from annotation import openapi  # noqa: F401  the API's schema, registered before any is built
         from generation.signals import resuming_jobs, resuming_on_start, sweeping
 
         # The embedded default restarts the imports a stopped process left unfinished, as it resumes generation jobs.

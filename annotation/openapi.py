@@ -1,8 +1,8 @@
 """The OpenAPI account of annotation's API views, which build their responses by hand: the annotator API
 (annotation/apis.py) returns the blinded dicts of `annotation.selectors` as they are (its hot path), and the
 annotations' export (annotation/export_apis.py) returns a file. Each view's shapes are declared here
-(`common.openapi.declared`), leaving the views' code alone. Imported by `AnnotationConfig.ready()`, before any schema
-is built."""
+(`common.openapi.declared`), leaving the views' code alone. Imported by annotation/urls.py, so before any schema is
+built."""
 
 from __future__ import annotations
 

@@ -3,8 +3,9 @@ API shares: an error's `{"detail": ...}`, a refusal's field errors and a file.
 
 `declared(SomeApi, get=lambda view: {...})` returns an extension that drf-spectacular applies to the view (a class, or
 its dotted path), leaving the view's own code alone. The extension is registered when the module that calls `declared`
-is imported: each app's openapi.py, beside its views, which the app's `AppConfig.ready()` imports, so that every
-declaration is in place before any schema is built.
+is imported: each app's openapi.py, beside its views, which the app's urls.py imports (a schema is built from the
+URLs, and workers and commands that load none never import it), so every declaration is in place before any schema is
+built.
 """
 
 from __future__ import annotations

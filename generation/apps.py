@@ -22,5 +22,3 @@ class GenerationConfig(AppConfig):
         from generation.models import GENERATION_KIND
 
         job_kind_register(GENERATION_KIND, GenerationKind())
-
-        from generation import openapi  # noqa: F401  the jobs API's schema, registered before any is built

@@ -1,6 +1,6 @@
 """The OpenAPI account of the jobs API (generation/apis.py): its views validate with an inner `InputSerializer` and
 answer with `JobOutputSerializer` by hand, so each declares its shapes here (`common.openapi.declared`), leaving the
-views' code alone. Imported by `GenerationConfig.ready()`, before any schema is built."""
+views' code alone. Imported by generation/urls.py, so before any schema is built."""
 
 from __future__ import annotations
 

@@ -8,9 +8,6 @@ class JudgingConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from judging import (
-            hooks,
-            openapi,  # noqa: F401  the judge API's schema, registered before any is built
-        )
+        from judging import hooks
 
         hooks.connect()

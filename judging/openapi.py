@@ -1,6 +1,6 @@
 """The OpenAPI account of the judge API (judging/apis.py): the runs' lists and the label files are built by hand, so
 each view declares its shapes here (`common.openapi.declared`), leaving the views' code alone. Imported by
-`JudgingConfig.ready()`, before any schema is built."""
+judging/urls.py, so before any schema is built."""
 
 from __future__ import annotations
 
