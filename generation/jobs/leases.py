@@ -101,10 +101,6 @@ def chunk_claim(*, chunk_id: int, owner: str) -> bool:
     return False
 
 
-def chunk_lease_held(*, chunk_id: int, owner: str) -> bool:
-    return JobChunk.objects.filter(pk=chunk_id, lease_owner=owner, finished_at__isnull=True).exists()
-
-
 def chunk_release(*, chunk_id: int, owner: str) -> None:
     """Give the lease back without finishing (a failure, a cancel): the chunk can be claimed at once."""
     JobChunk.objects.filter(pk=chunk_id, lease_owner=owner).update(lease_owner="", lease_expires_at=None)
