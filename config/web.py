@@ -16,9 +16,10 @@ Settings, from the environment:
                       (SIGTERM) waits for the requests in flight
 
 On SIGTERM (docker stop, systemd) the server stops taking new connections, lets every request in flight finish
-(up to WEB_TIMEOUT seconds), then exits. Request bodies are read whole before Django sees the request
-(post-buffering): a view that answers without reading a POST body (a 403, a redirect) no longer leaves unread bytes
-on the connection, which made some clients lose the response.
+(up to WEB_TIMEOUT seconds), then exits. uWSGI ignores a SIGTERM that comes while it starts, before its master is
+ready; the orchestrator's kill after its grace period still ends it. Request bodies are read whole before Django sees
+the request (post-buffering): a view that answers without reading a POST body (a 403, a redirect) no longer leaves
+unread bytes on the connection, which made some clients lose the response.
 """
 
 from __future__ import annotations

@@ -33,17 +33,22 @@ def server(monkeypatch, tmp_path):
     monkeypatch.setenv("WEB_BIND", f"127.0.0.1:{port}")
     monkeypatch.setenv("WEB_CONCURRENCY", "2")
     monkeypatch.setenv("WEB_TIMEOUT", "30")
-    command = uwsgi_command(module="tests.slow_wsgi_app:application")
+    # uWSGI ignores SIGTERM until its master has installed the stop hook, which a loaded machine lets a process
+    # outrun: a hook after it creates a file, and the server is ready once that file exists.
+    ready = tmp_path / "master-ready"
+    command = [*uwsgi_command(module="tests.slow_wsgi_app:application"), "--hook-master-start", f"create:{ready}"]
     # A session of its own, so that the teardown ends the router and the Django processes together.
     process = subprocess.Popen(
         command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=os.environ, start_new_session=True
     )
-    for _ in range(150):
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                break
-        except OSError:
-            time.sleep(0.1)
+    for _ in range(300):
+        if ready.exists():
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                pass
+        time.sleep(0.1)
     else:
         os.killpg(process.pid, signal.SIGKILL)
         pytest.fail("the web server did not start: " + process.communicate()[1].decode()[-2000:])
