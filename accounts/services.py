@@ -4,6 +4,7 @@ from datetime import datetime
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.hashers import make_password
 from django.contrib.auth.models import Group
 from django.db import transaction
 from django.utils import timezone
@@ -14,25 +15,36 @@ from common.audit import CREATE, DELETE, audit_record
 
 
 def roles_ensure() -> None:
+    """The role groups exist (one query when they do)."""
+    present = set(Group.objects.filter(name__in=ROLES).values_list("name", flat=True))
     for role in ROLES:
-        Group.objects.get_or_create(name=role)
+        if role not in present:
+            Group.objects.get_or_create(name=role)
 
 
 @transaction.atomic
 def user_create_or_update(*, username: str, role: str, password: str) -> tuple[object, bool]:
-    """Create the user (or reset an existing one's password) and give it exactly this role."""
+    """Create the user (or reset an existing one's password) and give it exactly this role.
+
+    The audit trail records what changed: a new user's creation and its role, an existing user's changed fields and
+    the roles it lost or gained (none when it keeps its role)."""
     if role not in ROLES:
         raise ValueError(f"unknown role {role!r}: choose one of {', '.join(ROLES)}")
     roles_ensure()
-    user_model = get_user_model()
-    user, created = user_model.objects.get_or_create(username=username)
-    user.set_password(password)
-    # Admins manage the registry and jobs through Django's admin site too.
-    user.is_staff = role == ADMIN
-    user.is_superuser = role == ADMIN
-    user.save()
-    user.groups.remove(*Group.objects.filter(name__in=ROLES))
-    user.groups.add(Group.objects.get(name=role))
+    admin = role == ADMIN  # admins manage the registry and jobs through Django's admin site too
+    user, created = get_user_model().objects.get_or_create(
+        username=username, defaults={"password": make_password(password), "is_staff": admin, "is_superuser": admin}
+    )
+    held: set[str] = set()
+    if not created:
+        user.set_password(password)
+        user.is_staff = user.is_superuser = admin
+        user.save()
+        held = set(user.groups.filter(name__in=ROLES).values_list("name", flat=True))
+    if held - {role}:
+        user.groups.remove(*Group.objects.filter(name__in=held - {role}))
+    if role not in held:
+        user.groups.add(Group.objects.get(name=role))
     return user, created
 
 

@@ -94,6 +94,12 @@ class ProbResultFactory(factory.django.DjangoModelFactory):
     correct = factory.LazyAttribute(lambda o: o.prediction == o.instance.pronoun)
 
 
+def _verdict(obj):
+    return heuristic_verdict(
+        continuation=obj.continuation, codebook=codebook_for(obj.instance.dataset.kind), pronoun=obj.instance.pronoun
+    )
+
+
 class GenerationFactory(factory.django.DjangoModelFactory):
     """A generation whose heuristic fields are computed from its continuation, as the workers do."""
 
@@ -109,15 +115,12 @@ class GenerationFactory(factory.django.DjangoModelFactory):
     )
     continuation = " Xe smiled at the crowd."
 
-    heuristic_correct = factory.LazyAttribute(lambda o: _verdict(o).correct)
-    first_pronoun = factory.LazyAttribute(lambda o: _verdict(o).first_pronoun or "")
-    first_pronoun_offset = factory.LazyAttribute(lambda o: _verdict(o).offset)
+    heuristic_correct = factory.LazyAttribute(lambda o: o.verdict.correct)
+    first_pronoun = factory.LazyAttribute(lambda o: o.verdict.first_pronoun or "")
+    first_pronoun_offset = factory.LazyAttribute(lambda o: o.verdict.offset)
 
-
-def _verdict(obj):
-    return heuristic_verdict(
-        continuation=obj.continuation, codebook=codebook_for(obj.instance.dataset.kind), pronoun=obj.instance.pronoun
-    )
+    class Params:
+        verdict = factory.LazyAttribute(_verdict)  # the heuristic run once per generation, read by the three fields
 
 
 class PoolFactory(factory.django.DjangoModelFactory):
