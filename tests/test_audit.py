@@ -63,6 +63,19 @@ class TestUsersAndTokens:
         assert deactivated.changes["is_active"] == ["True", "False"]
         assert not any("password" in json.dumps(entry.changes) for entry in entries)
 
+    def test_group_entries_name_only_the_roles_that_changed(self):
+        user, _ = user_create_or_update(username="neo", role=ANNOTATOR, password=PASSWORD)
+        user_create_or_update(username="neo", role=ANNOTATOR, password="another-secret-1")  # the same role again
+        user_create_or_update(username="neo", role=RESEARCHER, password="another-secret-2")
+
+        entries = LogEntry.objects.filter(content_type__model="user", object_pk=str(user.pk)).order_by("pk")
+        groups = [entry.changes["groups"] for entry in entries if "groups" in (entry.changes or {})]
+        assert groups == [
+            {"type": "m2m", "operation": "add", "objects": [ANNOTATOR]},
+            {"type": "m2m", "operation": "delete", "objects": [ANNOTATOR]},
+            {"type": "m2m", "operation": "add", "objects": [RESEARCHER]},
+        ]
+
     def test_a_token_issued_and_revoked_is_recorded_on_the_user_without_its_key(self, annotator):
         client = APIClient()
         response = client.post("/api/auth/token/", {"username": "ana", "password": PASSWORD}, format="json")
