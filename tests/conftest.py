@@ -102,6 +102,25 @@ def _fresh_cache():
     cache.clear()
 
 
+@pytest.fixture(scope="module")
+def module_db(django_db_setup, django_db_blocker):
+    """One transaction around a module's tests, rolled back after its last: what a module-scoped fixture writes
+    inside `with module_db():` is built once and seen by every test of the module, while each test's own writes still
+    roll back at its end (its transaction is a savepoint inside this one). For modules of `db` tests only: a
+    transactional test would wait on this transaction's locks."""
+    from django.db import transaction
+
+    with django_db_blocker.unblock():
+        outer = transaction.atomic()
+        outer.__enter__()
+    try:
+        yield django_db_blocker.unblock
+    finally:
+        with django_db_blocker.unblock():
+            transaction.set_rollback(True)
+            outer.__exit__(None, None, None)
+
+
 @pytest.fixture(autouse=True)
 def _job_threads_end_with_their_test():
     """A test that queued a job in-process (the embedded default runs it in a thread) may end before the thread does:

@@ -34,6 +34,41 @@ def judge(smollm2):
     return judge_add(name="smol-judge", model=smollm2)[0]
 
 
+@pytest.fixture(scope="module")
+def verdict_study_built(module_db):
+    """The judge's-verdict study (tests/judging/verdict_study.py), built once per module."""
+    from tests.judging.verdict_study import build_study
+
+    with module_db():
+        model, _ = LanguageModel.objects.get_or_create(name=DEFAULT_MODEL_NAME, defaults=DEFAULT_MODEL_FIELDS)
+        return build_study(judge=judge_add(name="smol-judge", model=model)[0])
+
+
+@pytest.fixture
+def verdict_study(verdict_study_built, db):
+    """The module's verdict study, its records a copy for this test (its rows roll back with the module)."""
+    import copy
+
+    return copy.deepcopy(verdict_study_built)
+
+
+@pytest.fixture(scope="module")
+def verdict_report_built(verdict_study_built, module_db):
+    """The report of the module's verdict study, with the default parameters, built once per module."""
+    from analysis.report.build import report_data
+
+    with module_db():
+        return report_data(pool=verdict_study_built.pool)
+
+
+@pytest.fixture
+def verdict_report(verdict_report_built, db):
+    """`report_data(pool=study.pool)` of the module's verdict study, a copy for this test."""
+    import copy
+
+    return copy.deepcopy(verdict_report_built)
+
+
 @pytest.fixture
 def judged_pool(db):
     pool = PoolFactory(name="judged")

@@ -15,14 +15,13 @@ from analysis.report.build import report_data
 from analysis.selectors.verdict import verdict_sentence
 from annotation.models import Pool, PoolItem
 from judging.models import MachineLabel
-from tests.judging.verdict_study import build_study
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def study(judge):
-    return build_study(judge=judge)
+def study(verdict_study):
+    return verdict_study
 
 
 def _threshold(study, alpha: float, delta: float):

@@ -22,14 +22,14 @@ from analysis.selectors.verdict import VerdictParameters
 from analysis.services import report_build, report_is_cached
 from annotation.machine import machine_labels
 from annotation.schema import DEFAULT_LABELS, MISGENDERING
-from tests.judging.verdict_study import ANNOTATORS, FEW, build_study
+from tests.judging.verdict_study import ANNOTATORS, FEW
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def study(judge):
-    return build_study(judge=judge)
+def study(verdict_study):
+    return verdict_study
 
 
 def _human_label(study, item_id):
@@ -73,8 +73,8 @@ def _frame(study):
     return pool_item_frame(pool=study.pool)
 
 
-def test_the_verdict_row_holds_the_alternative_annotator_test_of_the_study(study):
-    (row,) = report_data(pool=study.pool)["judge_verdict"]
+def test_the_verdict_row_holds_the_alternative_annotator_test_of_the_study(study, verdict_report):
+    (row,) = verdict_report["judge_verdict"]
     assert (row["judge"], row["version"], row["run"], row["epsilon"], row["q"]) == (
         study.run.judge.name, study.run.judge.version, study.run.pk, 0.15, 0.05,
     )  # fmt: skip
@@ -104,8 +104,8 @@ def _rho(study, judge):
     return float(np.mean(shares))
 
 
-def test_agreement_rows_compare_the_judge_with_people_and_people_with_each_other(study):
-    (row,) = report_data(pool=study.pool)["judge_verdict"]
+def test_agreement_rows_compare_the_judge_with_people_and_people_with_each_other(study, verdict_report):
+    (row,) = verdict_report["judge_verdict"]
     by_against = {agreement["against"]: agreement for agreement in row["agreement"]}
     assert list(by_against) == ["human", *ANNOTATORS, FEW, "human_ceiling"]
     labelled = sorted(item for item in study.items if _human_label(study, item) is not None)
@@ -166,8 +166,8 @@ def test_the_selective_threshold_is_the_last_one_of_a_brute_force_binomial_searc
     assert selective["curve"][0][0] == pytest.approx(np.mean(confidence == confidence.max()))
 
 
-def test_prediction_powered_rates_take_contexts_as_units(study):
-    rows = report_data(pool=study.pool)["prediction_powered"]
+def test_prediction_powered_rates_take_contexts_as_units(study, verdict_report):
+    rows = verdict_report["prediction_powered"]
     assert [(r["model"], r["dataset"], r["pronoun"]) for r in rows] == [
         ("m1", "misgendered", "xe"), ("m1", "misgendered", "he"), ("m1", "misgendered", "all"),
     ]  # fmt: skip
@@ -233,7 +233,7 @@ def test_out_of_range_parameters_are_refused_and_nothing_is_cached(study, client
     assert math.isclose(row["alt_test"]["omega_by_epsilon"]["0.20"] or 0, row["alt_test"]["omega"] or 0)
 
 
-def test_the_verdict_rows_have_exactly_the_keys_their_types_name(study):
+def test_the_verdict_rows_have_exactly_the_keys_their_types_name(verdict_report):
     from typing import get_type_hints
 
     from analysis.report.machine_types import (
@@ -245,7 +245,7 @@ def test_the_verdict_rows_have_exactly_the_keys_their_types_name(study):
         VerdictAgreementRow,
     )
 
-    report = report_data(pool=study.pool)
+    report = verdict_report
     (row,) = report["judge_verdict"]
     assert set(row) == set(get_type_hints(JudgeVerdictRow))
     assert set(row["alt_test"]) == set(get_type_hints(AltTestResult))
@@ -255,14 +255,14 @@ def test_the_verdict_rows_have_exactly_the_keys_their_types_name(study):
     assert all(set(r) == set(get_type_hints(PredictionPoweredRow)) for r in report["prediction_powered"])
 
 
-def test_the_exports_carry_the_verdict_and_the_rates(study):
+def test_the_exports_carry_the_verdict_and_the_rates(verdict_report):
     import csv
     import io
 
     from analysis.report.exports.csv import CSV_TABLES, report_csv
     from analysis.report.exports.latex import report_latex
 
-    report = report_data(pool=study.pool)
+    report = verdict_report
     (row,) = report["judge_verdict"]
     assert {"judge_verdict", "judge_verdict_agreement", "judge_verdict_annotators", "prediction_powered"} <= set(
         CSV_TABLES
