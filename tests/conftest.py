@@ -103,6 +103,33 @@ def _fresh_cache():
 
 
 @pytest.fixture(scope="module")
+def once():
+    """`once(key, build)`: what `build()` returns, built once per module and key, handed to each test as its own copy.
+
+    For tests that only read a built report. The fixture that calls it asks for `db` (so pytest-django sets the test
+    database up even for a run of only such tests); the build runs inside that test's transaction, in a savepoint
+    rolled back at once, and the report cache is emptied after it, so every test's database and cache start as they
+    would without it.
+    """
+    import copy
+
+    from django.core.cache import cache
+    from django.db import transaction
+
+    made: dict[str, object] = {}
+
+    def get(key: str, build):
+        if key not in made:
+            with transaction.atomic():
+                made[key] = build()
+                transaction.set_rollback(True)
+            cache.clear()
+        return copy.deepcopy(made[key])
+
+    return get
+
+
+@pytest.fixture(scope="module")
 def module_db(django_db_setup, django_db_blocker):
     """One transaction around a module's tests, rolled back after its last: what a module-scoped fixture writes
     inside `with module_db():` is built once and seen by every test of the module, while each test's own writes still

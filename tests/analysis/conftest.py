@@ -2,34 +2,7 @@
 
 from __future__ import annotations
 
-import copy
-
 import pytest
-
-
-@pytest.fixture(scope="module")
-def once():
-    """`once(key, build)`: what `build()` returns, built once per module and key, handed to each test as its own copy.
-
-    For tests that only read a built report. The fixture that calls it asks for `db` (so pytest-django sets the test
-    database up even for a run of only such tests); the build runs inside that test's transaction, in a savepoint
-    rolled back at once, and the report cache is emptied after it, so every test's database and cache start as they
-    would without it.
-    """
-    from django.core.cache import cache
-    from django.db import transaction
-
-    made: dict[str, object] = {}
-
-    def get(key: str, build):
-        if key not in made:
-            with transaction.atomic():
-                made[key] = build()
-                transaction.set_rollback(True)
-            cache.clear()
-        return copy.deepcopy(made[key])
-
-    return get
 
 
 @pytest.fixture

@@ -25,8 +25,8 @@ TABLE = [
 ]
 
 
-@pytest.fixture
-def report(judge, judged_pool, annotator, second_annotator):
+def _judged_table(judge, judged_pool, annotator, second_annotator) -> dict:
+    """The hand-worked TABLE written into the pool, with a finished judge run; returns the pool's report."""
     pool, items = judged_pool
     labels = {}
     for item, (given_labels, heuristic, label, confidence) in zip(items, TABLE, strict=True):
@@ -38,6 +38,12 @@ def report(judge, judged_pool, annotator, second_annotator):
         labels[item] = (label, confidence, scores)
     finished_run(judge=judge, pool=pool, labels=labels)
     return report_data(pool=pool)
+
+
+@pytest.fixture
+def report(once, judge, judged_pool, annotator, second_annotator):
+    """The report of the TABLE, built once per module (tests that only read it)."""
+    return once("table", lambda: _judged_table(judge, judged_pool, annotator, second_annotator))
 
 
 def _row(rows, split):
@@ -98,7 +104,8 @@ def test_human_figures_ignore_the_judge(report):
     assert all("judge" not in row for row in report["human_vs_heuristic"])
 
 
-def test_the_page_says_a_judge_is_a_model(client, researcher, report):
+def test_the_page_says_a_judge_is_a_model(client, researcher, judge, judged_pool, annotator, second_annotator):
+    report = _judged_table(judge, judged_pool, annotator, second_annotator)
     client.force_login(researcher)
     page = client.get(f"/reports/{report['pool']}/").content.decode()
     assert "A judge is a model; its agreement with humans is itself a result." in page
