@@ -32,6 +32,19 @@ def study(annotator, second_annotator):
 @pytest.fixture
 def hostile(study, annotator):
     """An item whose model name, context and continuation carry every LaTeX special and a spreadsheet formula."""
+    return _hostile_item(study, annotator)
+
+
+@pytest.fixture
+def hostile_report(once, annotator, second_annotator):
+    """The report of the study with the hostile item, built once per module (tests that only read it)."""
+    return once(
+        "hostile",
+        lambda: report_build(pool=_hostile_item(study_build(ana=annotator, bo=second_annotator), annotator).pool),
+    )
+
+
+def _hostile_item(study, annotator):
     item = PoolItemFactory(
         pool=study,
         model_name="=HYPERLINK(evil)_m#1",
@@ -74,8 +87,8 @@ class TestLatexEscape:
 
 
 class TestLatexExport:
-    def test_every_cell_is_escaped(self, hostile):
-        tex = report_latex(report=report_build(pool=hostile.pool))
+    def test_every_cell_is_escaped(self, hostile_report):
+        tex = report_latex(report=hostile_report)
         expected = (
             # one examples table per dataset x setting: the cell is in the caption, not a column
             r"=HYPERLINK(evil)\_m\#1 & xe & \textbf{Robin \$5 \& 50\% \{cost\}: } \underline{xe} paid "
@@ -89,8 +102,8 @@ class TestLatexExport:
         assert r"\caption{50\% of a\_b \& c}" in tex
         assert r"x\_y & \# \\" in tex
 
-    def test_the_examples_table_underlines_the_first_pronoun(self, hostile):
-        tex = report_latex(report=report_build(pool=hostile.pool), table="examples")
+    def test_the_examples_table_underlines_the_first_pronoun(self, hostile_report):
+        tex = report_latex(report=hostile_report, table="examples")
         assert r"\underline{xe} paid" in tex
         assert tex.count(r"\begin{tabular}") == 2
         assert "seed 131719" in tex
@@ -105,12 +118,14 @@ class TestLatexExport:
         tex = report_latex(report=report_build(pool=study), table="examples")
         assert re.search(r"m9 & --- & --- & --- & --- \\\\", tex)
 
-    def test_a_kappa_without_an_interval_reads_undefined(self, study):
-        report = report_build(pool=study)
+    def test_a_kappa_without_an_interval_reads_undefined(self, study_report):
+        report = study_report
         report["prob_vs_gen"][0].update(kappa=0.0, kappa_ci=None)
         assert "0.000 [undefined]" in report_latex(report=report, table="prob_vs_gen")
 
-    def test_a_prob_vs_gen_kappa_interval_wider_than_minus_one_to_one_is_marked_in_latex_and_on_the_page(self, study):
+    def test_a_prob_vs_gen_kappa_interval_wider_than_minus_one_to_one_is_marked_in_latex_and_on_the_page(
+        self, study_report
+    ):
         # statsmodels' interval on the one-sided table of n = 2 (m_prob 1, 0 against a constant first sample): kept
         # as the paper computes it, and marked.
         import numpy as np
@@ -118,7 +133,7 @@ class TestLatexExport:
 
         wide = sm_cohens_kappa(np.array([[1], [1]]))
         assert wide.kappa_low < -1 and wide.kappa_upp > 1
-        report = report_build(pool=study)
+        report = study_report
         report["prob_vs_gen"][0].update(n=2, kappa=0.0, kappa_ci=[wide.kappa_low, wide.kappa_upp])
         report["prob_vs_gen"][1:] = [{**report["prob_vs_gen"][0], "pronoun": "he", "kappa_ci": [-0.5, 0.5]}]
 
@@ -134,16 +149,16 @@ class TestLatexExport:
 
 
 class TestSafeCsv:
-    def test_report_csv_neutralises_formulas_but_keeps_negative_numbers(self, hostile):
-        report = report_build(pool=hostile.pool)
+    def test_report_csv_neutralises_formulas_but_keeps_negative_numbers(self, hostile_report):
+        report = hostile_report
         rows = list(csv.DictReader(io.StringIO(report_csv(report=report, table="disagreements"))))
         assert "'=HYPERLINK(evil)_m#1" in {row["model"] for row in rows}
         report["prob_vs_gen"][0]["kappa"] = -0.25
         rows = list(csv.DictReader(io.StringIO(report_csv(report=report, table="prob_vs_gen"))))
         assert rows[0]["kappa"] == "-0.25"
 
-    def test_every_table_of_the_zip_is_safe(self, hostile):
-        body = report_render(report=report_build(pool=hostile.pool), fmt="csv").body
+    def test_every_table_of_the_zip_is_safe(self, hostile_report):
+        body = report_render(report=hostile_report, fmt="csv").body
         with zipfile.ZipFile(io.BytesIO(body)) as archive:
             for name in archive.namelist():
                 for row in csv.reader(io.StringIO(archive.read(name).decode())):
@@ -161,13 +176,13 @@ class TestDispatch:
             ("latex", "application/x-tex; charset=utf-8", "study-report.tex"),
         ],
     )
-    def test_it_renders_every_format(self, study, fmt, content_type, filename):
-        rendered = report_render(report=report_build(pool=study), fmt=fmt)
+    def test_it_renders_every_format(self, study_report, fmt, content_type, filename):
+        rendered = report_render(report=study_report, fmt=fmt)
         assert (rendered.content_type, rendered.filename) == (content_type, filename)
         assert rendered.body
 
-    def test_it_gives_one_table_in_csv_json_and_latex(self, study):
-        report = report_build(pool=study)
+    def test_it_gives_one_table_in_csv_json_and_latex(self, study_report):
+        report = study_report
         assert report_render(report=report, fmt="csv", table="accuracy").body.startswith(
             "model,dataset,setting,pronoun"
         )
@@ -175,9 +190,9 @@ class TestDispatch:
         assert r"\begin{tabular}" in report_render(report=report, fmt="latex", table="conflict_rate").body
 
     @pytest.mark.parametrize("fmt, table", [("pdf", None), ("latex", "label_distribution"), ("html", "accuracy")])
-    def test_it_refuses_what_it_cannot_give_naming_it(self, study, fmt, table):
+    def test_it_refuses_what_it_cannot_give_naming_it(self, study_report, fmt, table):
         with pytest.raises(ReportFormatError, match=table or fmt):
-            report_render(report=report_build(pool=study), fmt=fmt, table=table)
+            report_render(report=study_report, fmt=fmt, table=table)
 
     def test_the_new_tables_are_csv_tables(self):
         assert {"accuracy", "conflict_rate", "examples"} <= set(CSV_TABLES)
