@@ -5,6 +5,7 @@ agreement (docs/domain.md, 'Multi-rater statistics')."""
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 from unittest import mock
@@ -81,6 +82,12 @@ def _crowd(pool) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["task", "worker", "label"])
 
 
+@functools.cache
+def _crowd_aggregated() -> pd.DataFrame:
+    """`ratings_aggregate` of ITEMS' ratings: computed once per process, and only read."""
+    return ratings_aggregate(ratings=_crowd(None))
+
+
 class TestAggregation:
     def test_it_gives_crowd_kits_majority_dawid_skene_and_mace(self, pool):
         from crowdkit.aggregation import MACE, DawidSkene, MajorityVote  # here, not at collection
@@ -109,7 +116,7 @@ class TestAggregation:
         rows = list(csv.DictReader(out.open(encoding="utf-8")))
         assert list(rows[0]) == AGGREGATE_COLUMNS
         assert [row["item"] for row in rows] == [f"it{n}" for n in ITEMS]
-        expected = ratings_aggregate(ratings=_crowd(pool))
+        expected = _crowd_aggregated()
         for row in rows:
             assert int(row["n_ratings"]) == expected.loc[row["item"], "n_ratings"]
             assert row["dawid_skene"] == expected.loc[row["item"], "dawid_skene"]
@@ -181,7 +188,7 @@ class TestReport:
     @pytest.mark.parametrize("verdict", ["majority", "dawid_skene", "mace"])
     def test_the_heuristic_can_be_compared_with_an_aggregate(self, pool, verdict):
         report = report_build(pool=pool, human_verdict=verdict)
-        aggregated = ratings_aggregate(ratings=_crowd(pool))[verdict]
+        aggregated = _crowd_aggregated()[verdict]
         agree = [(aggregated[f"it{n}"] != M) == heuristic for n, (heuristic, _) in ITEMS.items()]
         (row,) = report["human_vs_heuristic"]
         assert report["human_verdict"] == verdict
