@@ -1,13 +1,15 @@
 """RUFF with distractors, its rows (docs/domain.md, 'RUFF with distractors'): the construction order, RUFF's
 sample, and streaming the rows into the database.
 
-The full set is 5.6 M rows, so nothing here holds it: `_walk` enumerates the construction order as small tuples, texts
-are built from pre-filled sentences only for the rows that are written, and the rows go to the database in batches
-(PostgreSQL's COPY, batched inserts elsewhere).
+The full set is 5.6 M rows, so nothing here holds its texts: the sample is drawn on a frame of only the columns RUFF
+groups by, built block by block as integer codes, texts are built from pre-filled sentences only for the rows that are
+written (blocks without a kept row are stepped over whole), and the rows go to the database in batches (PostgreSQL's
+COPY, batched inserts elsewhere).
 """
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
@@ -44,38 +46,19 @@ def _orders(count: int, others: list[int]) -> list[tuple[int, ...]]:
     return [order[: count - 1] for order in itertools.permutations(others)]
 
 
-class Step(NamedTuple):
-    """One row of the construction, before its text is built."""
-
-    at: int  # place within its distractor count
-    task: int
-    i: int
-    p1: int  # position in the slot's forms
-    j: int | None = None
-    p2: int | None = None
-    ks: tuple[int, ...] = ()
-
-
-def _walk(sources: Sources, count: int) -> Iterator[Step]:
-    """The construction order of docs/domain.md, 'RUFF with distractors', for one distractor count."""
-    index = 0
-    for t, task in enumerate(sources.tasks):
-        rows = sources.contexts[task.marker]
-        for i in range(len(rows)):
-            partners = _partners(rows, i)
-            for p1 in range(len(BASES)):
-                if count == 0:
-                    yield Step(index, t, i, p1)
-                    index += 1
-                    continue
-                for j, others in partners:
-                    orders = _orders(count, others)
-                    for p2 in range(len(BASES)):
-                        if p2 == p1:
-                            continue
-                        for ks in orders:
-                            yield Step(index, t, i, p1, j, p2, ks)
-                            index += 1
+def _confusions(rows: list[ContextRow], count: int, i: int, p1: int) -> list[int | None]:
+    """The other person's form (its position in the slot's forms) of each row of one (task, intro row i, form p1), in
+    construction order: per partner j, per form p2 other than p1, one row per order of its implicit sentences; None
+    without distractors (one row)."""
+    if count == 0:
+        return [None]
+    return [
+        p2
+        for _, others in _partners(rows, i)
+        for p2 in range(len(BASES))
+        if p2 != p1
+        for _ in range(len(_orders(count, others)))
+    ]
 
 
 def _block(sources: Sources, marker: str, count: int, i: int) -> int:
@@ -113,11 +96,12 @@ class Built(NamedTuple):
 
 
 class Builder:
-    """The rows of `_walk`'s order, fast: texts are joined from sentences filled and capitalised once, and the
+    """The rows in construction order, fast: texts are joined from sentences filled and capitalised once, and the
     ordinals and draws are positions in the full construction, whatever part of it an import keeps."""
 
     def __init__(self, sources: Sources):
         self.sources = sources
+        self._made: dict[tuple[str, int, int], list[tuple[int, list[tuple[tuple[int, ...], str]]]]] = {}
         counts = distractor_counts(sources)
         self.count_offset = {c: sum(counts[d] for d in COUNTS if d < c) for c in COUNTS}
         # draw = position among the rows of one (task, form): counts in order, then intro rows in order.
@@ -136,10 +120,22 @@ class Builder:
     def _implicit(self, marker: str, row: int, surface: str) -> str:
         return self.sources.contexts[marker][row].implicit.replace(marker, surface).capitalize()
 
+    def _partners(self, marker: str, count: int, i: int) -> list[tuple[int, list[tuple[tuple[int, ...], str]]]]:
+        """Intro row i's partners j, each with its orders of implicit rows and their uids (the same for every task of
+        the slot)."""
+        key = (marker, count, i)
+        if key not in self._made:
+            self._made[key] = [
+                (j, [(ks, f"eo{i}_ep{j}" + "".join(f"_ip{k}" for k in ks)) for ks in _orders(count, others)])
+                for j, others in (_partners(self.sources.contexts[marker], i) if count else [])
+            ]
+        return self._made[key]
+
     def rows(self, count: int, keep: set[int] | None = None) -> Iterator[Built]:
         """The rows of one count in construction order (only the indexes in `keep`, when given)."""
         index = 0
         offset = self.count_offset[count]
+        wanted = None if keep is None else sorted(keep)
         for t, task in enumerate(self.sources.tasks):
             marker = task.marker
             contexts = self.sources.contexts[marker]
@@ -151,11 +147,14 @@ class Builder:
             }
             for i in range(len(contexts)):
                 draw_offset = self.draw_offset[marker, count, i]
-                partners = [
-                    (j, [(ks, f"eo{i}_ep{j}" + "".join(f"_ip{k}" for k in ks)) for ks in _orders(count, others)])
-                    for j, others in (_partners(contexts, i) if count else [])
-                ]
+                partners = self._partners(marker, count, i)
+                size = 1 if count == 0 else sum(len(orders) for _, orders in partners) * (len(surfaces) - 1)
                 for p1, s1 in enumerate(surfaces):
+                    if wanted is not None and bisect.bisect_left(wanted, index) == bisect.bisect_left(
+                        wanted, index + size
+                    ):
+                        index += size  # none of this form's rows is kept
+                        continue
                     intro = self._explicit(marker, i, task.occupation, s1)
                     base = BASES[p1]
                     if count == 0:
@@ -182,26 +181,59 @@ def distractor_sample(sources: Sources, *, count: int, seed: int) -> set[int]:
     """RUFF's evaluation sample (its `sample_templates.py`), as indexes within the count: the rows whose word is the
     occupation, grouped by word, pronoun_type and pronoun (and confuse_pronoun when there are distractors); 3 rows per
     group without distractors, 1 with. pandas itself draws, on a frame of only those columns in construction order, so
-    the groups, their order and the random state's sequence are RUFF's."""
-    import pandas as pd  # only the sample needs it
+    the groups, their order and the random state's sequence are RUFF's.
 
-    index: list[int] = []
-    columns: dict[str, list[str]] = {"word": [], "pronoun_type": [], "pronoun": [], "confuse_pronoun": []}
-    for step in _walk(sources, count):
-        task = sources.tasks[step.task]
-        if task.word != task.occupation:
-            continue
-        surfaces = sources.surfaces(task.marker)
-        index.append(step.at)
-        columns["word"].append(task.word)
-        columns["pronoun_type"].append(task.marker)
-        columns["pronoun"].append(surfaces[step.p1])
-        columns["confuse_pronoun"].append("" if step.p2 is None else surfaces[step.p2])
-    frame = pd.DataFrame(columns, index=index)
+    The columns are categorical, their categories sorted as pandas sorts the strings themselves (by code point): the
+    groups come in the same order with the same members, so the draw is the same, and the frame of millions of rows is
+    built and split in a fraction of the time its strings take."""
+    import numpy as np  # only the sample needs them
+    import pandas as pd
+
+    kept = [task for task in sources.tasks if task.word == task.occupation]
+    surfaces = sorted({surface for task in kept for surface in sources.surfaces(task.marker)})
+    categories = {
+        "word": sorted({task.word for task in kept}),
+        "pronoun_type": sorted({task.marker for task in kept}),
+        "pronoun": surfaces,
+        "confuse_pronoun": [""] if count == 0 else surfaces,
+    }
+    code = {column: {value: n for n, value in enumerate(values)} for column, values in categories.items()}
+    pieces: dict[str, list[np.ndarray]] = {"index": [], **{column: [] for column in categories}}
+    # The construction order block by block, one block per (task, intro row, form): its rows differ only in the other
+    # person's form, whose sequence depends on the slot, the intro row and the form alone.
+    blocks: dict[tuple[str, int, int], np.ndarray] = {}
+    at = 0
+    for task in sources.tasks:
+        rows = sources.contexts[task.marker]
+        forms = sources.surfaces(task.marker)
+        for i in range(len(rows)):
+            for p1 in range(len(BASES)):
+                key = (task.marker, i, p1)
+                if key not in blocks:
+                    others = ["" if p2 is None else forms[p2] for p2 in _confusions(rows, count, i, p1)]
+                    blocks[key] = np.array([code["confuse_pronoun"].get(other, -1) for other in others], dtype=np.int64)
+                block = blocks[key]
+                size = len(block)
+                if task.word == task.occupation:
+                    pieces["index"].append(np.arange(at, at + size, dtype=np.int64))
+                    pieces["word"].append(np.full(size, code["word"][task.word], dtype=np.int64))
+                    pieces["pronoun_type"].append(np.full(size, code["pronoun_type"][task.marker], dtype=np.int64))
+                    pieces["pronoun"].append(np.full(size, code["pronoun"][forms[p1]], dtype=np.int64))
+                    pieces["confuse_pronoun"].append(block)
+                at += size
+    joined = {
+        column: np.concatenate(arrays) if arrays else np.array([], dtype=np.int64) for column, arrays in pieces.items()
+    }
+    frame = pd.DataFrame(
+        {column: pd.Categorical.from_codes(joined[column], categories=values) for column, values in categories.items()},
+        index=joined["index"],
+    )
     if count == 0:
-        picked = frame.groupby(["word", "pronoun_type", "pronoun"]).sample(3, random_state=seed)
+        grouped = frame.groupby(["word", "pronoun_type", "pronoun"], observed=True)
+        picked = grouped.sample(3, random_state=seed)
     else:
-        picked = frame.groupby(["word", "pronoun_type", "pronoun", "confuse_pronoun"]).sample(1, random_state=seed)
+        grouped = frame.groupby(["word", "pronoun_type", "pronoun", "confuse_pronoun"], observed=True)
+        picked = grouped.sample(1, random_state=seed)
     return {int(i) for i in picked.index}
 
 

@@ -54,25 +54,27 @@ def reference(count: int, *, texts: bool = True):
         marker = task["pronoun_type"]
         rows = [row for row in contexts if row["pronoun_type"] == marker]
         for i, row_i in enumerate(rows):
+            # The other person's explicit rows j, each with the orders of its implicit rows (the same for every form).
+            partners = []
+            for j, row_j in enumerate(rows):
+                if j % 5 == i % 5 or row_j["polarity"] == row_i["polarity"]:
+                    continue
+                implicit = [
+                    k for k, row_k in enumerate(rows) if k != i and k != j and row_k["polarity"] == row_j["polarity"]
+                ]
+                assert len(implicit) == 4
+                partners.append((j, implicit_orders(count, implicit) if count else []))
             for p1 in FORMS[marker]:
                 if count == 0:
                     made = (task, rows, i, p1, None, None, ())
                     uid, text = (reference_uid(made), reference_text(made)) if texts else (made, made)
                     yield uid, task["word"], marker, p1, "", text, task["occupation"]
                     continue
-                for j, row_j in enumerate(rows):
-                    if j % 5 == i % 5 or row_j["polarity"] == row_i["polarity"]:
-                        continue
+                for j, orders in partners:
                     for p2 in FORMS[marker]:
                         if p2 == p1:
                             continue
-                        implicit = [
-                            k
-                            for k, row_k in enumerate(rows)
-                            if k != i and k != j and row_k["polarity"] == row_j["polarity"]
-                        ]
-                        assert len(implicit) == 4
-                        for ks in implicit_orders(count, implicit):
+                        for ks in orders:
                             made = (task, rows, i, p1, j, p2, ks)
                             uid, text = (reference_uid(made), reference_text(made)) if texts else (made, made)
                             yield uid, task["word"], marker, p1, p2, text, task["occupation"]
@@ -134,10 +136,7 @@ def run_import(*args: str) -> dict:
 
 def stored(count: int, **filters) -> list[tuple]:
     rows = Instance.objects.filter(distractors=count, **filters).order_by("ordinal")
-    return [
-        (i.ruff_uid, i.word, i.template.mask, i.correct_form, i.confuse_pronoun, i.text)
-        for i in rows.select_related("template")
-    ]
+    return list(rows.values_list("ruff_uid", "word", "template__mask", "correct_form", "confuse_pronoun", "text"))
 
 
 @pytest.mark.django_db
