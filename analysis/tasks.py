@@ -1,6 +1,6 @@
 from celery import shared_task
 
-from analysis.services import repetition_rates_fill
+from analysis.repetition import repetition_rates_fill
 
 
 @shared_task(acks_late=True)

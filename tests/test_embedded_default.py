@@ -34,6 +34,9 @@ def embedded_env(tmp_path):
     # Same defaults as the README's run command, but a throwaway SQLite file instead of var/concord.sqlite3.
     env["DATABASE_URL"] = f"sqlite:///{tmp_path / 'concord.sqlite3'}"
     env["HF_HUB_OFFLINE"] = "1"
+    # One torch thread for the demo job the server runs in the background: several threads would fight this test's
+    # requests (and the other tests of a busy machine) for the cores.
+    env["OMP_NUM_THREADS"] = "1"
     env["CONCORD_DEMO_LOGINS"] = str(tmp_path / "demo-logins.json")
     env.pop("CONCORD_DEMO", None)  # the embedded default installs the demo app by itself
     return env

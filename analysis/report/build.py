@@ -48,7 +48,7 @@ def report_data(
 ) -> dict:
     """Every figure of the report. `verdict` holds the judge's verdict's parameters (epsilon, alpha, delta; checked
     by `verdict_selectors.verdict_parameters`; None: the defaults). Repetition rates are read from the cache that
-    `analysis.services.repetition_rates_fill` keeps; `report_build` fills it first. Only study items count
+    `analysis.repetition.repetition_rates_fill` keeps; `report_build` fills it first. Only study items count
     (gold and training items never enter a metric). `human_verdict` picks the human label that the heuristic and the
     accuracies are compared with (`human.HUMAN_VERDICTS`; None: the default rule); it raises ValueError for an
     unknown one and AggregationError for an aggregate of a pool with no item rated twice."""

@@ -10,7 +10,6 @@ import math
 from typing import cast
 
 import pandas as pd
-from scipy import stats
 
 from analysis.report.types import DistractorRow
 from annotation.models import Annotation, PoolItem, Referent
@@ -23,6 +22,8 @@ def _mean_sem(values: pd.Series) -> tuple[float | None, float | None]:
     values = values.dropna().astype(float)
     if values.empty:
         return None, None
+    from scipy import stats  # where it is used: see analysis/metrics/agreement.py
+
     sem = float(stats.sem(values)) if len(values) > 1 else None
     return float(values.mean()), (None if sem is None or math.isnan(sem) else sem)
 

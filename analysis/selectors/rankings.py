@@ -7,8 +7,6 @@ from collections.abc import Mapping, Sequence
 from itertools import combinations
 from typing import Any, cast
 
-from scipy.stats import kendalltau
-
 from analysis.metrics.agreement import finite
 from analysis.report.types import RankingAgreementRow
 
@@ -77,6 +75,8 @@ def ranking_agreement(*, accuracy: Sequence[Mapping[str, Any]]) -> list[RankingA
         else:
             ties = len(set(x)) < len(x) or len(set(y)) < len(y)
             method = "asymptotic" if ties else "exact"
+            from scipy.stats import kendalltau  # where it is used: see analysis/metrics/agreement.py
+
             result = kendalltau(x, y, method=method)
             row |= {"tau": finite(result.statistic), "p_value": finite(result.pvalue), "p_method": method}
             row["note"] = "tied accuracies: asymptotic p-value" if ties else ""

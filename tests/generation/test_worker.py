@@ -99,8 +99,26 @@ class Workers:
             process.wait()
 
 
+@pytest.fixture(scope="module")
+def kept_worker(django_db_setup, tmp_path_factory):
+    """A worker kept running from one test to the next, for the tests that only use a running worker (they may drop
+    its database connections, which it survives): started, and its model loaded, once for them. A test that needs
+    workers of its own (or a broker of its own) stops it first: no other worker may take its chunks."""
+    kept: dict[str, Workers | None] = {"pool": None}
+    yield kept
+    if kept["pool"] is not None:
+        kept["pool"].stop()
+
+
 @pytest.fixture
-def workers(broker, tmp_path):
+def no_kept_worker(kept_worker):
+    if kept_worker["pool"] is not None:
+        kept_worker["pool"].stop()
+        kept_worker["pool"] = None
+
+
+@pytest.fixture
+def workers(broker, tmp_path, no_kept_worker):
     if connection.vendor != "postgresql":
         pytest.skip("the worker process needs a database it can share (Postgres); set DATABASE_URL")
     pool = Workers(tmp_path)
@@ -109,9 +127,22 @@ def workers(broker, tmp_path):
 
 
 @pytest.fixture
-def worker(workers):
-    workers.start()
-    return workers.tmp_path / "worker-0.log"
+def running_worker(broker, kept_worker, tmp_path_factory) -> Workers:
+    """The kept worker, started if it is not running."""
+    if connection.vendor != "postgresql":
+        pytest.skip("the worker process needs a database it can share (Postgres); set DATABASE_URL")
+    pool = kept_worker["pool"]
+    if pool is None or any(process.poll() is not None for process in pool.processes):
+        if pool is not None:
+            pool.stop()
+        pool = kept_worker["pool"] = Workers(tmp_path_factory.mktemp("kept-worker"))
+        pool.start()
+    return pool
+
+
+@pytest.fixture
+def worker(running_worker):
+    return running_worker.tmp_path / "worker-0.log"
 
 
 class TestCeleryWorker:
@@ -186,6 +217,29 @@ def _assert_exact(job: GenerationJob) -> None:
 
 
 class TestCrashRecovery:
+    def test_a_dropped_database_connection_mid_chunk_is_retried_and_the_job_finishes(
+        self, smollm2, demo_ruff, running_worker
+    ):
+        workers = running_worker
+        job = _recovery_job(workers)
+        _wait(_chunk_mid_run, seconds=300, what="no chunk was mid-run", workers=workers)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND application_name = %s AND pid <> pg_backend_pid()",
+                [WORKER_APPLICATION],
+            )
+            assert cursor.fetchone()[0] >= 1  # the worker's connection(s)
+        _wait(
+            lambda: GenerationJob.objects.get(pk=job.pk).status in (JobStatus.DONE, JobStatus.FAILED),
+            seconds=480,
+            what="the job did not end after its connection was dropped",
+            workers=workers,
+        )
+        _assert_exact(job)
+        errors = list(JobChunk.objects.filter(job=job).exclude(last_error="").values_list("last_error", flat=True))
+        assert errors, "no chunk saw the dropped connection\n" + workers.logs()  # retried, not failed
+
     def test_a_chunk_of_a_killed_worker_runs_again_on_another_and_the_job_ends_with_exact_counts(
         self, smollm2, demo_ruff, workers
     ):
@@ -210,27 +264,6 @@ class TestCrashRecovery:
         chunk.refresh_from_db()
         assert chunk.attempts >= 2  # the killed attempt, then the one that finished it
         assert "their runners are gone; queued again" in (workers.tmp_path / "worker-1.log").read_text()
-
-    def test_a_dropped_database_connection_mid_chunk_is_retried_and_the_job_finishes(self, smollm2, demo_ruff, workers):
-        workers.start()
-        job = _recovery_job(workers)
-        _wait(_chunk_mid_run, seconds=300, what="no chunk was mid-run", workers=workers)
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-                "WHERE datname = current_database() AND application_name = %s AND pid <> pg_backend_pid()",
-                [WORKER_APPLICATION],
-            )
-            assert cursor.fetchone()[0] >= 1  # the worker's connection(s)
-        _wait(
-            lambda: GenerationJob.objects.get(pk=job.pk).status in (JobStatus.DONE, JobStatus.FAILED),
-            seconds=480,
-            what="the job did not end after its connection was dropped",
-            workers=workers,
-        )
-        _assert_exact(job)
-        errors = list(JobChunk.objects.filter(job=job).exclude(last_error="").values_list("last_error", flat=True))
-        assert errors, "no chunk saw the dropped connection\n" + workers.logs()  # retried, not failed
 
 
 class ThrowawayRedis:
@@ -286,7 +319,7 @@ def throwaway_redis(tmp_path):
 
 class TestBrokerLoss:
     def test_a_broker_restarted_empty_mid_job_gets_its_chunks_again_and_the_job_ends_exact(
-        self, smollm2, demo_ruff, throwaway_redis, tmp_path, monkeypatch
+        self, smollm2, demo_ruff, no_kept_worker, throwaway_redis, tmp_path, monkeypatch
     ):
         """docs/domain.md, 'Crash recovery': the sweeper sends again chunks that were sent but never claimed."""
         monkeypatch.setattr(sys.modules[__name__], "BROKER", throwaway_redis.url)
