@@ -5,6 +5,7 @@ The `browser` and `page` fixtures are registered in tests/conftest.py.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 
@@ -19,36 +20,69 @@ browser_marks = [
 ]
 
 
-@pytest.fixture(scope="module")
-def _chromium():
-    """One Chromium per test module (launching Playwright's driver and the browser costs about 0.6 s; each test
-    still gets a fresh context: its own cookies, storage and cache)."""
-    # Playwright's sync API marks this thread's event loop as running while it is started, which Django's ORM takes
-    # for async code: the tests' own ORM calls happen outside Playwright's calls, so they are allowed while it runs.
-    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    from playwright.sync_api import sync_playwright
+class _Chromium:
+    """The process's Playwright driver and Chromium, and the event loop Playwright's sync API runs them on."""
 
-    try:
-        with sync_playwright() as playwright:
-            chromium = playwright.chromium.launch(
-                executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-            )
-            yield chromium
-            chromium.close()
-    finally:
-        if previous is None:
-            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-        else:
-            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
+    def __init__(self) -> None:
+        from playwright.sync_api import sync_playwright
+
+        self.manager = sync_playwright()
+        self.playwright = self.manager.start()
+        # Playwright's sync API leaves its event loop marked as running in this thread between its calls: Django's ORM
+        # would take every test of the process for async code, and asyncio.run() and async_to_sync() would refuse to
+        # run. The loop is marked running only while a browser test runs (`browser`), as while the driver is called.
+        self.loop = asyncio.events._get_running_loop()
+        try:
+            self.chromium = self.launch()
+        except BaseException:
+            self.manager.__exit__()
+            raise
+        finally:
+            asyncio.events._set_running_loop(None)
+
+    def launch(self):
+        return self.playwright.chromium.launch(
+            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+        )
+
+    def close(self) -> None:
+        asyncio.events._set_running_loop(self.loop)
+        try:
+            self.chromium.close()
+        finally:
+            self.manager.__exit__()
+
+
+@pytest.fixture(scope="session")
+def _chromium():
+    """One Chromium per pytest process, started by its first browser test (starting Playwright's driver and the
+    browser costs 1-1.5 s; each test still gets a fresh context: its own cookies, storage and cache)."""
+    session = _Chromium()
+    yield session
+    session.close()
 
 
 @pytest.fixture
 def browser(_chromium):
-    """The module's Chromium; every context a test opens is closed when the test ends, whatever it left open."""
-    yield _chromium
-    for context in _chromium.contexts:
-        context.close()
+    """The process's Chromium; every context a test opens is closed when the test ends, whatever it left open.
+
+    While the test runs, Playwright's event loop is marked as running in this thread (see _Chromium) and Django's ORM
+    is told that the test's own ORM calls, which happen outside Playwright's calls, are allowed."""
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    asyncio.events._set_running_loop(_chromium.loop)
+    try:
+        if not _chromium.chromium.is_connected():  # an earlier test's Chromium went away: a new one
+            _chromium.chromium = _chromium.launch()
+        yield _chromium.chromium
+        for context in _chromium.chromium.contexts:
+            context.close()
+    finally:
+        asyncio.events._set_running_loop(None)
+        if previous is None:
+            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
 
 
 @pytest.fixture
