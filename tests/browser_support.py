@@ -134,3 +134,17 @@ def log_in_by_typing(page, base_url: str, username: str, next_path: str = "") ->
     with page.expect_navigation():
         page.keyboard.press("Enter")
     page.wait_for_load_state()
+
+
+# A page is drawn once it has loaded (its stylesheets, scripts and eager images), the images on screen have come
+# (lazy figures start as they scroll into view), and the annotation page has shown the item it asks the API for: it
+# announces the item in its live region last.
+DRAWN = """() => document.readyState === 'complete'
+  && [...document.images].every((image) => image.complete || image.getBoundingClientRect().top >= innerHeight)
+  && (document.getElementById('annotate-live')?.textContent ?? 'none') !== ''"""
+
+
+def wait_until_drawn(page) -> None:
+    """Waits for what the page draws as it opens (see DRAWN), rather than for half a second without requests
+    (Playwright's "networkidle") after each page."""
+    page.wait_for_function(DRAWN)
