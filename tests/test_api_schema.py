@@ -124,28 +124,18 @@ def body(response) -> bytes:
 @pytest.mark.slow
 @pytest.mark.browser
 @pytest.mark.skipif(not shutil.which(CHROMIUM), reason="needs Chromium at /usr/bin/chromium")
-def test_swagger_ui_renders_the_operations_under_the_content_security_policy(live_server, researcher, monkeypatch):
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-        )
-        try:
-            page = browser.new_page()
-            page.set_default_timeout(15_000)
-            violations: list[str] = []
-            page.on("console", lambda message: violations.append(message.text))
-            page.goto(f"{live_server.url}/login/?next=/api/docs/")
-            page.fill("#id_username", researcher.username)
-            page.fill("#id_password", PASSWORD)
-            page.click("button[type=submit]")
-            page.wait_for_selector("text=/api/annotate/next/")
-            assert page.locator(".opblock").count() >= 10
-            assert [text for text in violations if "Content Security Policy" in text] == []
-        finally:
-            browser.close()
+def test_swagger_ui_renders_the_operations_under_the_content_security_policy(live_server, researcher, browser):
+    page = browser.new_page()
+    page.set_default_timeout(15_000)
+    violations: list[str] = []
+    page.on("console", lambda message: violations.append(message.text))
+    page.goto(f"{live_server.url}/login/?next=/api/docs/")
+    page.fill("#id_username", researcher.username)
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_selector("text=/api/annotate/next/")
+    assert page.locator(".opblock").count() >= 10
+    assert [text for text in violations if "Content Security Policy" in text] == []
 
 
 def luminance(rgb: str) -> float:
@@ -156,33 +146,23 @@ def luminance(rgb: str) -> float:
 @pytest.mark.slow
 @pytest.mark.browser
 @pytest.mark.skipif(not shutil.which(CHROMIUM), reason="needs Chromium at /usr/bin/chromium")
-def test_swagger_ui_follows_the_systems_dark_mode_and_its_bar_leads_home(live_server, researcher, monkeypatch):
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    from playwright.sync_api import sync_playwright
+def test_swagger_ui_follows_the_systems_dark_mode_and_its_bar_leads_home(live_server, researcher, browser):
+    page = browser.new_page(color_scheme="dark")
+    page.set_default_timeout(15_000)
+    page.goto(f"{live_server.url}/login/?next=/api/docs/")
+    page.fill("#id_username", "rui_researcher")
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_selector(".opblock")
+    background = page.evaluate("getComputedStyle(document.querySelector('.swagger-ui')).backgroundColor")
+    text = page.evaluate("getComputedStyle(document.querySelector('.swagger-ui .info .title')).color")
+    assert luminance(background) < 0.25 and luminance(text) > 0.6, (background, text)
 
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-        )
-        try:
-            page = browser.new_page(color_scheme="dark")
-            page.set_default_timeout(15_000)
-            page.goto(f"{live_server.url}/login/?next=/api/docs/")
-            page.fill("#id_username", "rui_researcher")
-            page.fill("#id_password", PASSWORD)
-            page.click("button[type=submit]")
-            page.wait_for_selector(".opblock")
-            background = page.evaluate("getComputedStyle(document.querySelector('.swagger-ui')).backgroundColor")
-            text = page.evaluate("getComputedStyle(document.querySelector('.swagger-ui .info .title')).color")
-            assert luminance(background) < 0.25 and luminance(text) > 0.6, (background, text)
+    page.emulate_media(color_scheme="light")
+    page.locator("html:not(.dark-mode)").wait_for(state="attached")
+    text = page.evaluate("getComputedStyle(document.querySelector('.swagger-ui .info .title')).color")
+    assert luminance(text) < 0.4, text
 
-            page.emulate_media(color_scheme="light")
-            page.locator("html:not(.dark-mode)").wait_for(state="attached")
-            text = page.evaluate("getComputedStyle(document.querySelector('.swagger-ui .info .title')).color")
-            assert luminance(text) < 0.4, text
-
-            page.click("text=Back to Concord")
-            page.wait_for_url(lambda url: "/api/docs/" not in url)
-            assert page.locator(".topbar .brand").inner_text() == "Concord"
-        finally:
-            browser.close()
+    page.click("text=Back to Concord")
+    page.wait_for_url(lambda url: "/api/docs/" not in url)
+    assert page.locator(".topbar .brand").inner_text() == "Concord"

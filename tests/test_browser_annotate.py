@@ -323,8 +323,7 @@ def test_nothing_scrolls_sideways_at_360_pixels(live_server, annotator, browser,
     context = browser.new_context(viewport={"width": 360, "height": 740})
     page = context.new_page()
     page.set_default_timeout(10_000)
-    log_in(page, live_server.url, "ana")
-    page.goto(live_server.url + path)
+    log_in(page, live_server.url, "ana", path)
     if path != "/annotate/":
         expect(page.locator("#annotate-position")).to_have_text("Item 1 of 1 · 0 done")
     widths = page.evaluate("() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]")

@@ -8,12 +8,14 @@ text over an image (a figure) is checked by the figure's own colours, not here.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from generation.models import JobStatus
 from tests.analysis.factories import study_build
 from tests.annotation.factories import pool_for
-from tests.browser_support import browser_marks, log_in
+from tests.browser_support import browser_marks, log_in, wait_until_drawn
 from tests.factories import GenerationJobFactory, PoolFactory
 
 pytestmark = browser_marks
@@ -114,6 +116,7 @@ def pages_by_role(site: dict) -> dict[str, list[str]]:
     }
 
 
+REPORT_BUILD = re.compile(r"/reports/[^/]+/export/json/")
 VARIANTS = [(width, scheme) for width in (1280, 390) for scheme in ("light", "dark")]
 
 
@@ -128,19 +131,36 @@ def contrast_failures(browser, base_url: str, site: dict) -> list[str]:
             page.emulate_media(color_scheme=scheme)
             failures.extend(f"{label} ({scheme}, {width} px): {failure}" for failure in page.evaluate(CONTRAST_SCRIPT))
 
+    # A report's first build: its progress page asks for the build and opens the report once it is built. The request
+    # waits until the progress page has been checked, so that the page does not go away while it is.
+    build: dict = {"checked": False, "held": []}
+
+    def hold_the_build(route) -> None:
+        if build["checked"]:
+            route.continue_()
+        else:
+            build["held"].append(route)
+
     for username, paths in pages_by_role(site).items():
         context = browser.new_context(viewport={"width": 1280, "height": 900})
         page = context.new_page()
         page.set_default_timeout(90_000)  # a busy shared machine; the pages answer in well under a second when quiet
         log_in(page, base_url, username)
+        page.route(REPORT_BUILD, hold_the_build)
         for path in paths:
+            build["checked"] = False
             response = page.goto(base_url + path)
             assert response is not None and response.status == 200, f"{username} {path}: {response and response.status}"
-            page.wait_for_load_state("networkidle")
+            wait_until_drawn(page)
             check(page, f"{username} {path}")
-            if page.locator("#report-building").count():  # the first build's progress page, then the report
+            building = page.locator("#report-building").count()
+            build["checked"] = True
+            for route in build["held"]:
+                route.continue_()
+            build["held"].clear()
+            if building:  # the first build's progress page, then the report
                 page.wait_for_url("**wait=1**", timeout=180_000)
-                page.wait_for_load_state("networkidle")
+                wait_until_drawn(page)
                 check(page, f"{username} {path}")
         context.close()
     return failures

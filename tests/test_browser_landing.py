@@ -6,7 +6,7 @@ from __future__ import annotations
 from annotation.models import PoolItem
 from annotation.services import annotation_submit
 from tests.annotation.factories import pool_for
-from tests.browser_support import browser_marks, log_in
+from tests.browser_support import browser_marks, log_in_by_typing
 from tests.conftest import DEMO
 from tests.factories import PoolFactory
 
@@ -17,7 +17,7 @@ def test_an_annotator_with_one_pool_lands_on_its_first_item(live_server, annotat
     from playwright.sync_api import expect
 
     pool_for(annotator, pool=PoolFactory(name="only"), items=2)
-    log_in(page, live_server.url, "ana")
+    log_in_by_typing(page, live_server.url, "ana")
     expect(page.locator("#annotate-position")).to_have_text("Item 1 of 2 · 0 done")
     expect(page.locator("h1")).to_contain_text("only")
 
@@ -39,7 +39,7 @@ def test_an_annotator_with_several_pools_chooses_one_and_sees_each_ones_progress
         tags=[],
     )
 
-    log_in(page, live_server.url, "ana")
+    log_in_by_typing(page, live_server.url, "ana")
     expect(page).to_have_url(f"{live_server.url}/annotate/")
     expect(page.locator("[data-pool=first]")).to_contain_text("1 of 2 done")
     expect(page.locator("[data-pool=second]")).to_contain_text("0 of 3 done")
@@ -55,7 +55,7 @@ def test_an_annotator_is_not_shown_a_pool_that_is_not_theirs(live_server, annota
 
     pool_for(annotator, pool=PoolFactory(name="mine"), items=1)
     pool_for(second_annotator, pool=PoolFactory(name="theirs"), items=1)
-    log_in(page, live_server.url, "ana")
+    log_in_by_typing(page, live_server.url, "ana")
     response = page.goto(f"{live_server.url}/annotate/theirs/")
     assert response.status == 404
     expect(page.locator("h1")).to_have_text("There is nothing at this address")
@@ -66,7 +66,7 @@ def test_a_researcher_lands_on_the_home_page_and_goes_on_to_the_pools(live_serve
     from playwright.sync_api import expect
 
     PoolFactory(name="studied")
-    log_in(page, live_server.url, "rui_researcher")
+    log_in_by_typing(page, live_server.url, "rui_researcher")
     expect(page).to_have_url(f"{live_server.url}/")
     expect(page.locator("[data-role=researcher]")).to_be_visible()
     expect(page.locator("[data-role=annotator]")).to_have_count(0)
@@ -78,7 +78,7 @@ def test_a_researcher_lands_on_the_home_page_and_goes_on_to_the_pools(live_serve
 def test_an_admin_lands_on_the_home_page_and_goes_on_to_a_new_job(live_server, admin_user, page):
     from playwright.sync_api import expect
 
-    log_in(page, live_server.url, "ada_admin")
+    log_in_by_typing(page, live_server.url, "ada_admin")
     expect(page).to_have_url(f"{live_server.url}/")
     expect(page.locator("[data-role=admin]")).to_be_visible()
     expect(page.locator("[data-role=researcher]")).to_be_visible()  # an admin may do what a researcher may
@@ -89,7 +89,7 @@ def test_an_admin_lands_on_the_home_page_and_goes_on_to_a_new_job(live_server, a
 def test_a_person_without_a_role_is_told_to_ask_for_one(live_server, outsider, page):
     from playwright.sync_api import expect
 
-    log_in(page, live_server.url, "otto_outsider")
+    log_in_by_typing(page, live_server.url, "otto_outsider")
     expect(page.locator("[data-role=none]")).to_contain_text("Ask an admin to give you one.")
     response = page.goto(f"{live_server.url}/annotate/")
     assert response.status == 403
@@ -100,7 +100,7 @@ def test_a_researcher_uploads_the_demo_generations_into_a_pool(live_server, rese
     from playwright.sync_api import expect
 
     pool = PoolFactory(name="uploaded")
-    log_in(page, live_server.url, "rui_researcher")
+    log_in_by_typing(page, live_server.url, "rui_researcher")
     page.goto(f"{live_server.url}/pools/uploaded/")
     page.locator("input[type=file]").set_input_files(
         [str(DEMO / "generations_pre.csv"), str(DEMO / "generations_post.csv")]
@@ -123,7 +123,7 @@ def test_the_pages_follow_a_dark_system_theme_and_fit_a_360_pixel_screen(live_se
     page.set_default_timeout(10_000)
     page.goto(f"{live_server.url}/login/")
     assert _scroll_widths(page)[0] <= _scroll_widths(page)[1]
-    log_in(page, live_server.url, "rui_researcher")
+    log_in_by_typing(page, live_server.url, "rui_researcher")
     expect(page.locator("[data-role=researcher]")).to_be_visible()
     for path in ("/", "/pools/", "/no/such/page/"):
         page.goto(live_server.url + path)

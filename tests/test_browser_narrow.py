@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from generation.models import GenerationJob
-from tests.browser_support import browser_marks, log_in
+from tests.browser_support import browser_marks, log_in, wait_until_drawn
 from tests.test_browser_contrast import pages_by_role, site  # noqa: F401  (the contrast test's pages, one of each)
 
 pytestmark = browser_marks
@@ -57,7 +57,7 @@ def test_every_page_keeps_its_words_whole_at_390_px(live_server, browser, site):
             page.goto(live_server.url + path)
             if page.locator("#report-building").count():  # the first build's progress page, then the report
                 page.wait_for_url("**wait=1**", timeout=180_000)
-            page.wait_for_load_state("networkidle")
+            wait_until_drawn(page)
             failures += [f"{username} {path}: {split}" for split in page.evaluate(SPLIT_WORDS_SCRIPT)]
         context.close()
     failures = sorted(set(failures))

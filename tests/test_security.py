@@ -585,11 +585,8 @@ CHROMIUM = "/usr/bin/chromium"
 @pytest.mark.slow
 @pytest.mark.browser
 @pytest.mark.skipif(not shutil.which(CHROMIUM), reason="needs Chromium at /usr/bin/chromium")
-def test_no_page_breaks_the_content_security_policy_in_a_browser(live_server, people, site, monkeypatch):
+def test_no_page_breaks_the_content_security_policy_in_a_browser(live_server, people, site, browser):
     """Every page a role may GET, opened in Chromium as that role: the console reports no blocked script or style."""
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    from playwright.sync_api import sync_playwright
-
     visits = []
     for route, rules in ACCESS.items():
         who = rules.get("GET")
@@ -601,30 +598,23 @@ def test_no_page_breaks_the_content_security_policy_in_a_browser(live_server, pe
         role = {PUBLIC: "anonymous", USER: "outsider"}.get(who, who)
         visits.append((role, site.path(route)))
 
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-        )
-        try:
-            violations: list[str] = []
-            for role in ROLES:
-                paths = [path for visitor, path in visits if visitor == role]
-                if not paths:
-                    continue
-                context = browser.new_context()
-                if role != "anonymous":
-                    session = client_for(role, people).cookies[settings.SESSION_COOKIE_NAME].value
-                    cookie = {"name": settings.SESSION_COOKIE_NAME, "value": session, "url": live_server.url}
-                    context.add_cookies([cookie])
-                page = context.new_page()
-                page.set_default_timeout(15_000)
-                page.on("console", _csp_recorder(violations, role, page))
-                for path in paths:
-                    page.goto(f"{live_server.url}{path}", wait_until="load")
-                context.close()
-            assert violations == []
-        finally:
-            browser.close()
+    violations: list[str] = []
+    for role in ROLES:
+        paths = [path for visitor, path in visits if visitor == role]
+        if not paths:
+            continue
+        context = browser.new_context()
+        if role != "anonymous":
+            session = client_for(role, people).cookies[settings.SESSION_COOKIE_NAME].value
+            cookie = {"name": settings.SESSION_COOKIE_NAME, "value": session, "url": live_server.url}
+            context.add_cookies([cookie])
+        page = context.new_page()
+        page.set_default_timeout(15_000)
+        page.on("console", _csp_recorder(violations, role, page))
+        for path in paths:
+            page.goto(f"{live_server.url}{path}", wait_until="load")
+        context.close()
+    assert violations == []
 
 
 def _csp_recorder(violations: list[str], role: str, page):

@@ -31,6 +31,7 @@ def test_the_dashboard_draws_its_charts_and_follows_new_work(
 
     cy = _person("cy", ANNOTATOR)
     pool = three_rater_pool(raters={"ana": annotator, "bo": second_annotator, "cy": cy})
+    page.clock.install()  # the page's polling runs on a clock the test moves on
     log_in(page, live_server.url, "rui_researcher")
     page.goto(f"{live_server.url}/pools/{pool.name}/quality/")
 
@@ -41,6 +42,7 @@ def test_the_dashboard_draws_its_charts_and_follows_new_work(
     count = int(page.locator("#quality-updated").inner_text().split()[0])
 
     AnnotationFactory(item=PoolItemFactory(pool=pool), annotator=cy, seconds=12)
+    page.clock.fast_forward(5_000)  # the next poll is due (static/js/quality.js polls every 5 s)
     expect(page.locator("#quality-updated")).to_have_text(f"{count + 1} decisions so far", timeout=30_000)
     page.goto("about:blank")  # stop polling before the live server goes away
     assert errors == []

@@ -54,7 +54,6 @@ def test_the_jobs_list_reads_at_every_width_and_in_both_modes(
     page.set_default_timeout(10_000)
     try:
         log_in(page, live_server.url, admin_user.username, "/generation/jobs/")
-        page.goto(f"{live_server.url}/generation/jobs/")
         first, second, third = three_jobs
         row = page.locator(f'tr[data-job-id="{second.pk}"]')
         assert row.locator(".status").inner_text() == f"queued, 2nd after job {first.pk}"
@@ -68,7 +67,6 @@ def test_the_jobs_list_reads_at_every_width_and_in_both_modes(
 
 def test_cancel_asks_first_and_a_no_keeps_the_job(live_server, admin_user, page, three_jobs):
     log_in(page, live_server.url, admin_user.username, "/generation/jobs/")
-    page.goto(f"{live_server.url}/generation/jobs/")
     job = three_jobs[2]
     asked = []
 
