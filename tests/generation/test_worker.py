@@ -97,6 +97,16 @@ class Workers:
                 process.kill()
         for process in self.processes:
             process.wait()
+        self.processes.clear()
+
+    def running(self) -> bool:
+        return bool(self.processes) and all(process.poll() is None for process in self.processes)
+
+
+@pytest.fixture
+def shared_database():
+    if connection.vendor != "postgresql":
+        pytest.skip("the worker process needs a database it can share (Postgres); set DATABASE_URL")
 
 
 @pytest.fixture(scope="module")
@@ -104,40 +114,30 @@ def kept_worker(django_db_setup, tmp_path_factory):
     """A worker kept running from one test to the next, for the tests that only use a running worker (they may drop
     its database connections, which it survives): started, and its model loaded, once for them. A test that needs
     workers of its own (or a broker of its own) stops it first: no other worker may take its chunks."""
-    kept: dict[str, Workers | None] = {"pool": None}
-    yield kept
-    if kept["pool"] is not None:
-        kept["pool"].stop()
+    pool = Workers(tmp_path_factory.mktemp("kept-worker"))
+    yield pool
+    pool.stop()
 
 
 @pytest.fixture
 def no_kept_worker(kept_worker):
-    if kept_worker["pool"] is not None:
-        kept_worker["pool"].stop()
-        kept_worker["pool"] = None
+    kept_worker.stop()
 
 
 @pytest.fixture
-def workers(broker, tmp_path, no_kept_worker):
-    if connection.vendor != "postgresql":
-        pytest.skip("the worker process needs a database it can share (Postgres); set DATABASE_URL")
+def workers(shared_database, broker, tmp_path, no_kept_worker):
     pool = Workers(tmp_path)
     yield pool
     pool.stop()
 
 
 @pytest.fixture
-def running_worker(broker, kept_worker, tmp_path_factory) -> Workers:
+def running_worker(shared_database, broker, kept_worker) -> Workers:
     """The kept worker, started if it is not running."""
-    if connection.vendor != "postgresql":
-        pytest.skip("the worker process needs a database it can share (Postgres); set DATABASE_URL")
-    pool = kept_worker["pool"]
-    if pool is None or any(process.poll() is not None for process in pool.processes):
-        if pool is not None:
-            pool.stop()
-        pool = kept_worker["pool"] = Workers(tmp_path_factory.mktemp("kept-worker"))
-        pool.start()
-    return pool
+    if not kept_worker.running():
+        kept_worker.stop()
+        kept_worker.start()
+    return kept_worker
 
 
 @pytest.fixture
@@ -185,6 +185,16 @@ def _wait(condition, *, seconds: float, what: str, workers: Workers):
     pytest.fail(f"{what} within {seconds:.0f} s\n{workers.logs()}")
 
 
+def _wait_ended(job: GenerationJob, *, what: str, workers: Workers) -> None:
+    """Until the job is done or failed (`_assert_exact` then says which)."""
+    _wait(
+        lambda: GenerationJob.objects.get(pk=job.pk).status in (JobStatus.DONE, JobStatus.FAILED),
+        seconds=480,
+        what=what,
+        workers=workers,
+    )
+
+
 def _chunk_mid_run():
     """A chunk a worker holds that has been scored but not finished: its worker is sampling it now."""
     for chunk in JobChunk.objects.filter(finished_at__isnull=True).exclude(lease_owner=""):
@@ -230,12 +240,7 @@ class TestCrashRecovery:
                 [WORKER_APPLICATION],
             )
             assert cursor.fetchone()[0] >= 1  # the worker's connection(s)
-        _wait(
-            lambda: GenerationJob.objects.get(pk=job.pk).status in (JobStatus.DONE, JobStatus.FAILED),
-            seconds=480,
-            what="the job did not end after its connection was dropped",
-            workers=workers,
-        )
+        _wait_ended(job, what="the job did not end after its connection was dropped", workers=workers)
         _assert_exact(job)
         errors = list(JobChunk.objects.filter(job=job).exclude(last_error="").values_list("last_error", flat=True))
         assert errors, "no chunk saw the dropped connection\n" + workers.logs()  # retried, not failed
@@ -319,12 +324,10 @@ def throwaway_redis(tmp_path):
 
 class TestBrokerLoss:
     def test_a_broker_restarted_empty_mid_job_gets_its_chunks_again_and_the_job_ends_exact(
-        self, smollm2, demo_ruff, no_kept_worker, throwaway_redis, tmp_path, monkeypatch
+        self, smollm2, demo_ruff, shared_database, no_kept_worker, throwaway_redis, tmp_path, monkeypatch
     ):
         """docs/domain.md, 'Crash recovery': the sweeper sends again chunks that were sent but never claimed."""
         monkeypatch.setattr(sys.modules[__name__], "BROKER", throwaway_redis.url)
-        if connection.vendor != "postgresql":
-            pytest.skip("the worker process needs a database it can share (Postgres); set DATABASE_URL")
         workers = Workers(tmp_path)
         monkeypatch.setenv("CONCORD_CHUNK_UNCLAIMED_SECONDS", "5")
         try:
@@ -334,12 +337,7 @@ class TestBrokerLoss:
             throwaway_redis.kill()  # every queued message is gone with it
             time.sleep(2)
             throwaway_redis.start()
-            _wait(
-                lambda: GenerationJob.objects.get(pk=job.pk).status in (JobStatus.DONE, JobStatus.FAILED),
-                seconds=480,
-                what="the job did not end after the broker came back empty",
-                workers=workers,
-            )
+            _wait_ended(job, what="the job did not end after the broker came back empty", workers=workers)
             _assert_exact(job)
             assert "sent but never claimed" in (tmp_path / "worker-0.log").read_text(), workers.logs()
         finally:
