@@ -34,6 +34,9 @@ if ! command -v pdflatex >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     texlive-latex-base texlive-latex-recommended >/dev/null
 fi
 export HF_HUB_OFFLINE=1
+# Python keeps the bytecode of Concord's modules and pytest's rewritten tests in __pycache__ (ignored by git) even where
+# PYTHONDONTWRITEBYTECODE is set: without it, each pytest worker compiles them all again on every run (about 5 s).
+unset PYTHONDONTWRITEBYTECODE
 export DATABASE_URL=${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/concord}
 export CONCORD_TEST_BROKER_URL=${CONCORD_TEST_BROKER_URL:-redis://127.0.0.1:6379/15}
 export CONCORD_DEMO=${CONCORD_DEMO:-1}  # the demo app is the embedded default's; its tests run on PostgreSQL too
