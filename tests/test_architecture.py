@@ -188,3 +188,27 @@ def test_no_module_or_test_cites_an_issue_number():
         if cited.search(line)
     ]
     assert not found, "issue numbers in code or tests:\n" + "\n".join(found)
+
+
+def test_app_modules_import_pandas_through_common_frames():
+    """pandas' string storage is set in common/frames.py; a module importing pandas itself could make frames before
+    that setting, in a process where no other module has imported common.frames yet."""
+    direct = []
+    for module, path in _project_modules().items():
+        if module == "common.frames":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            if any(name == "pandas" or name.startswith("pandas.") for name in names):
+                direct.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert not direct, "import pandas through common.frames (`from common.frames import pd`):\n" + "\n".join(direct)
+
+
+def test_common_frames_keeps_strings_as_python_objects():
+    from common.frames import pd
+
+    column = pd.DataFrame({"label": ["correct", "misgendering", None]})["label"]
+    assert column.dtype == pd.StringDtype("python", na_value=float("nan"))
+    assert column.isna().tolist() == [False, False, True]

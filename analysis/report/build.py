@@ -9,7 +9,6 @@ import hashlib
 import json
 from typing import Any
 
-import pandas as pd
 from django.db.models import Count, Max, OuterRef, Q, QuerySet, Subquery, Sum
 
 from analysis.report.inputs import ReportInputs
@@ -19,6 +18,7 @@ from analysis.selectors import judges as judge_selectors
 from analysis.selectors import verdict as verdict_selectors
 from annotation.models import STUDY, Adjudication, Annotation, Assignment, Pool, PoolItem
 from annotation.selectors.aggregate import AggregationError, pool_aggregates
+from common.frames import pd
 from generation.models import GenerationJob
 from generation.models.tango import TangoTemplate
 

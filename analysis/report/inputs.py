@@ -6,13 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-import pandas as pd
-
 from analysis.cells import CELL, cell_of
 from analysis.report.types import AccuracyRow
 from analysis.selectors import automatic, explorer
 from analysis.selectors import verdict as verdict_selectors
 from annotation.models import Pool
+from common.frames import pd
 
 
 @dataclass(frozen=True)

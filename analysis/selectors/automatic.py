@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import cast
 
 import numpy as np
-import pandas as pd
 from django.db.models import Avg, Count, F, Q, StdDev
 
 from analysis.cells import CELL
@@ -19,6 +18,7 @@ from analysis.metrics.agreement import bootstrap_ci, bootstrap_ratio_ci, finite
 from analysis.models import RepetitionRate
 from analysis.report.types import AccuracyRow, BetaRow, ConflictRow, ProbVsGenRow, RepetitionRow, VariationRow
 from annotation.models import Pool
+from common.frames import pd
 from generation.datasets.labels import dataset_label_expression
 from generation.models import Generation, GenerationJob, Instance, ProbResult
 

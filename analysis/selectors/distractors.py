@@ -9,10 +9,9 @@ from __future__ import annotations
 import math
 from typing import cast
 
-import pandas as pd
-
 from analysis.report.types import DistractorRow
 from annotation.models import Annotation, PoolItem, Referent
+from common.frames import pd
 from generation.models import ProbResult
 
 NOT_VALID = "not valid with distractors"

@@ -16,9 +16,8 @@ from __future__ import annotations
 import random
 from typing import cast
 
-import pandas as pd
-
 from analysis.report.types import Example
+from common.frames import pd
 from generation.contexts import ALL_SETTINGS
 from generation.models import DatasetKind
 from generation.pronouns import BASES

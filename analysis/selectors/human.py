@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import cast
 
 import numpy as np
-import pandas as pd
 
 from analysis.cells import CELL
 from analysis.metrics import krippendorff_alpha, mean_sem, raw_agreement
@@ -38,6 +37,7 @@ from analysis.report.types import (
 from annotation.models import STUDY, Adjudication, Annotation, Pool, PoolItem
 from annotation.schema import human_binary
 from annotation.selectors.aggregate import AGGREGATES, AggregationError
+from common.frames import pd
 
 ITEM_FIELDS = [
     "id",

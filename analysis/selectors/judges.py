@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import cast
 
 import numpy as np
-import pandas as pd
 
 from analysis.cells import CELL
 from analysis.metrics import mean_sem
@@ -20,6 +19,7 @@ from analysis.metrics.agreement import finite
 from analysis.report.machine_types import JudgeAgreementRow, JudgeCalibrationRow, JudgeReliabilityRow
 from annotation.models import STUDY, Pool, PoolItem
 from annotation.schema import human_binary
+from common.frames import pd
 from judging.scoring import option_probabilities
 from judging.selectors import pool_judge_labels
 

@@ -17,7 +17,6 @@ import itertools
 from collections import defaultdict
 
 import numpy as np
-import pandas as pd
 
 from analysis.metrics import raw_agreement
 from analysis.metrics.agreement import agreement_vector, bootstrap_ci, cohen_kappa_square, finite
@@ -26,6 +25,7 @@ from analysis.report.types import AnnotatorQualityRow
 from annotation.models import GOLD, STUDY, Annotation, Assignment, Pool
 from annotation.schema import CORRECT, MISGENDERING
 from annotation.selectors.aggregate import AggregationError, ratings_dawid_skene
+from common.frames import pd
 
 WINDOW = 50  # overlap items per point of the agreement-over-time line
 FAST_SHARE_WARNING = 0.2  # an annotator with more than this share of fast decisions gets a warning

@@ -21,11 +21,11 @@ from __future__ import annotations
 from typing import cast
 
 import numpy as np
-import pandas as pd
 
 from analysis.cells import CELL
 from analysis.metrics import beta_moments, binary_agreement, disagreement_probability, mean_sem, variation_shares
 from analysis.report.types import BetaRow, MeanSemRow, ProbVsGenRow, TangoVariationRow
+from common.frames import pd
 from generation.datasets.tango import TANGO
 from generation.models import Generation
 

@@ -20,7 +20,6 @@ from itertools import combinations
 from typing import TypedDict, cast
 
 import numpy as np
-import pandas as pd
 
 from analysis.metrics.verdict import (
     alt_test,
@@ -34,6 +33,7 @@ from analysis.metrics.verdict import (
 from analysis.report.machine_types import JudgeVerdictRow, PredictionPoweredRow
 from annotation.models import STUDY, Pool, PoolItem
 from annotation.schema import MISGENDERING
+from common.frames import pd
 from judging.models import JudgeRun, MachineLabel
 from judging.scoring import option_probabilities
 from judging.selectors import covering_runs, run_pool_labels

@@ -16,10 +16,10 @@ import warnings
 from collections import OrderedDict
 
 import numpy as np
-import pandas as pd
 from django.core.cache import cache
 
 from annotation.models import STUDY, Annotation, Pool, PoolItem
+from common.frames import pd
 
 AGGREGATES = ("majority", "dawid_skene", "mace")
 CELL_COLUMNS = ["model", "dataset", "setting", "pronoun"]

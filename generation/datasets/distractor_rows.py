@@ -187,7 +187,8 @@ def distractor_sample(sources: Sources, *, count: int, seed: int) -> set[int]:
     groups come in the same order with the same members, so the draw is the same, and the frame of millions of rows is
     built and split in a fraction of the time its strings take."""
     import numpy as np  # only the sample needs them
-    import pandas as pd
+
+    from common.frames import pd
 
     kept = [task for task in sources.tasks if task.word == task.occupation]
     surfaces = sorted({surface for task in kept for surface in sources.surfaces(task.marker)})
