@@ -4,6 +4,8 @@ Gwet's AC1 (irrCAC) and the bootstrap intervals (scipy.stats.bootstrap)."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -55,6 +57,22 @@ class TestCohenKappaSquare:
         table = pd.crosstab(pd.Categorical(a, LABELS), pd.Categorical(b, LABELS), dropna=False).to_numpy()
         expected = sm_cohens_kappa(table)
         assert result["kappa_square_ci"] == pytest.approx([max(expected.kappa_low, -1), min(expected.kappa_upp, 1)])
+
+    @pytest.mark.parametrize("seed", range(8))
+    def test_it_equals_scikit_learn_on_random_ratings_and_is_null_where_scikit_learn_is_undefined(self, seed):
+        rng = np.random.default_rng(seed)
+        for n in range(1, 25):
+            # Few labels and skewed odds, so that constant sides and p_e = 1 occur too.
+            a = list(rng.choice(LABELS, size=n, p=[0.8, 0.15, 0.05]))
+            b = list(rng.choice(LABELS[: 1 + seed % 3], size=n))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                expected = cohen_kappa_score(a, b, labels=LABELS)
+            got = cohen_kappa_square(a, b, categories=LABELS)["kappa_square"]
+            if np.isnan(expected):
+                assert got is None, (a, b)
+            else:
+                assert got == pytest.approx(expected, abs=1e-12), (a, b)
 
     def test_an_unused_label_changes_the_table_not_the_value(self):
         a, b = [C, C, M, C], [C, M, M, C]

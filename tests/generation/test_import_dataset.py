@@ -160,12 +160,12 @@ def stored_names(dataset_name: str = "misgendered") -> dict[tuple[str, str, int]
 
 def earlier_rule(dataset_name: str = "misgendered") -> None:
     """Turn an import into what the earlier rule left: other names (15 distinct per cell) and its own signature."""
-    instances = list(Instance.objects.filter(dataset__name=dataset_name))
-    for instance in instances:
-        old = f"Old{instance.draw}"
-        instance.text = instance.text.replace(instance.name, old)
-        instance.name = old
-    Instance.objects.bulk_update(instances, ["name", "text"], batch_size=500)
+    from django.db.models import CharField, F, Value
+    from django.db.models.functions import Cast, Concat, Replace
+
+    # One UPDATE: the name becomes Old<draw>, in the text too (the right-hand sides read the row as it was).
+    old = Concat(Value("Old"), Cast("draw", CharField()))
+    Instance.objects.filter(dataset__name=dataset_name).update(name=old, text=Replace("text", F("name"), old))
     # What the earlier import stored: the files' bytes (name lists sorted by file name) and its arguments, hashed.
     from generation.datasets.files import signature as _signature
     from generation.models import DatasetKind
