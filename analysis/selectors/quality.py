@@ -24,7 +24,7 @@ from analysis.metrics.multirater import fleiss_kappa, gwet_ac1, pairwise_agreeme
 from analysis.report.types import AnnotatorQualityRow
 from annotation.models import GOLD, STUDY, Annotation, Assignment, Pool
 from annotation.schema import CORRECT, MISGENDERING
-from annotation.selectors.aggregate import AggregationError, ratings_dawid_skene
+from annotation.selectors.aggregate import AggregationError, ratings_dawid_skene_cached
 from common.frames import pd
 
 WINDOW = 50  # overlap items per point of the agreement-over-time line
@@ -221,7 +221,7 @@ def confusion_matrices(*, frame: pd.DataFrame, annotators: list[str], labels: li
     categories = list(labels) + sorted(seen - set(labels))
     try:
         ratings = study.rename(columns={"item_id": "task", "annotator": "worker"})
-        aggregate = ratings_dawid_skene(ratings=ratings).to_dict()
+        aggregate = ratings_dawid_skene_cached(ratings=ratings).to_dict()
     except AggregationError:
         aggregate = {}
     heuristic = study["heuristic"].map(lambda correct: CORRECT if correct else MISGENDERING)

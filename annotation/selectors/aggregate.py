@@ -14,6 +14,8 @@ from __future__ import annotations
 import hashlib
 import warnings
 from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from django.core.cache import cache
@@ -38,8 +40,8 @@ MACE_SEED = 0
 # progressed or an item was adjudicated, or asked for with another `--human`, reuses them (benchmarks/README.md,
 # 'Multi-rater statistics': they are the costliest part of a computed report).
 AGGREGATE_CACHE_SECONDS = 24 * 3600
-AGGREGATE_MEMO_SIZE = 8
-_memo: OrderedDict[str, pd.DataFrame] = OrderedDict()
+AGGREGATE_MEMO_SIZE = 32  # a paper-scale pool's aggregates are about 0.2 MB (2,400 items x 6 columns)
+_memo: OrderedDict[str, Any] = OrderedDict()
 
 
 class AggregationError(ValueError):
@@ -112,24 +114,46 @@ def ratings_aggregate_cached(*, ratings: pd.DataFrame) -> pd.DataFrame:
     ids are replaced by their ranks for the fingerprint and the computation, and put back after: the same ratings
     under other ids (a pool rebuilt, a test's fresh rows) are computed once.
     """
+    tasks, ranked, fingerprint = _ranked(ratings)
+    key = f"concord:aggregates:ranked:{DAWID_SKENE_ITERATIONS}:{MACE_RESTARTS}:{MACE_SEED}:{fingerprint}"
+    aggregated = _kept(key, lambda: ratings_aggregate(ratings=ranked)).copy()
+    aggregated.index = pd.Index(tasks[aggregated.index.to_numpy()], name="task")
+    return aggregated
+
+
+def ratings_dawid_skene_cached(*, ratings: pd.DataFrame) -> pd.Series:
+    """`ratings_dawid_skene`, kept as `ratings_aggregate_cached` keeps the aggregates: the quality dashboard, polled
+    while people work, fits Dawid-Skene again only when the ratings changed."""
+    tasks, ranked, fingerprint = _ranked(ratings)
+    key = f"concord:dawid_skene:ranked:{DAWID_SKENE_ITERATIONS}:{fingerprint}"
+    labels = _kept(key, lambda: ratings_dawid_skene(ratings=ranked)).copy()
+    labels.index = pd.Index(tasks[labels.index.to_numpy()], name=labels.index.name)
+    return labels
+
+
+def _ranked(ratings: pd.DataFrame) -> tuple[np.ndarray, pd.DataFrame, str]:
+    """The ratings' tasks (sorted), the ratings with each task replaced by its rank among them, and a fingerprint of
+    those ranked ratings. Raises AggregationError as `ratings_aggregate` does."""
     data = _checked(ratings)
     tasks = np.sort(pd.unique(data["task"]))
     ranked = data.assign(task=np.searchsorted(tasks, data["task"].to_numpy()))
     fingerprint = hashlib.sha256(pd.util.hash_pandas_object(ranked, index=False).to_numpy().tobytes()).hexdigest()
-    key = f"concord:aggregates:ranked:{DAWID_SKENE_ITERATIONS}:{MACE_RESTARTS}:{MACE_SEED}:{fingerprint[:32]}"
-    aggregated = _memo.get(key)
-    if aggregated is None:
-        aggregated = cache.get(key)
-    if aggregated is None:
-        aggregated = ratings_aggregate(ratings=ranked)
-        cache.set(key, aggregated, timeout=AGGREGATE_CACHE_SECONDS)
-    _memo[key] = aggregated
+    return tasks, ranked, fingerprint[:32]
+
+
+def _kept(key: str, compute: Callable[[], Any]) -> Any:
+    """What `compute()` returns, kept under `key` in this process's memo and in Django's cache."""
+    value = _memo.get(key)
+    if value is None:
+        value = cache.get(key)
+    if value is None:
+        value = compute()
+        cache.set(key, value, timeout=AGGREGATE_CACHE_SECONDS)
+    _memo[key] = value
     _memo.move_to_end(key)
     while len(_memo) > AGGREGATE_MEMO_SIZE:
         _memo.popitem(last=False)
-    named = aggregated.copy()
-    named.index = pd.Index(tasks[aggregated.index.to_numpy()], name="task")
-    return named
+    return value
 
 
 def aggregates_memo_clear() -> None:

@@ -159,6 +159,21 @@ class TestAggregation:
         # computed on the ranks, named by the ids: what crowd-kit gives on the ids themselves
         pd.testing.assert_frame_equal(first, ratings_aggregate(ratings=data))
 
+    def test_dawid_skene_alone_is_fitted_once_per_ratings_and_named_by_their_own_ids(self, pool, raters):
+        aggregate.aggregates_memo_clear()
+        data = pool_ratings(pool=pool)
+        shifted = data.assign(task=data["task"] * 7 + 1000)
+        with mock.patch.object(aggregate, "ratings_dawid_skene", wraps=aggregate.ratings_dawid_skene) as computed:
+            first = aggregate.ratings_dawid_skene_cached(ratings=data)
+            second = aggregate.ratings_dawid_skene_cached(ratings=shifted)
+            assert computed.call_count == 1
+            AnnotationFactory(item=PoolItem.objects.get(public_id="it8"), annotator=raters["ana"], label=M)
+            aggregate.ratings_dawid_skene_cached(ratings=pool_ratings(pool=pool))
+            assert computed.call_count == 2  # new ratings, a new fit
+        assert second.to_dict() == {task * 7 + 1000: label for task, label in first.items()}
+        # computed on the ranks, named by the ids: what crowd-kit gives on the ids themselves
+        assert first.to_dict() == aggregate.ratings_dawid_skene(ratings=data).to_dict()
+
     def test_a_pool_without_overlap_is_refused_and_nothing_is_written(self, lonely_pool, tmp_path):
         out = tmp_path / "agg.csv"
         with pytest.raises(CommandError, match="no item has two or more ratings"):
