@@ -44,10 +44,8 @@ def template_ensure(database: dict) -> str:
     with psycopg.connect(_url(database, "postgres"), autocommit=True) as connection:
         connection.execute("SELECT pg_advisory_lock(%s)", [_LOCK])
         try:
-            names = [
-                row[0]
-                for row in connection.execute("SELECT datname FROM pg_database WHERE datname LIKE %s", [prefix + "%"])
-            ]
+            found = connection.execute("SELECT datname FROM pg_database WHERE starts_with(datname, %s)", [prefix])
+            names = [row[0] for row in found]
             if template not in names:
                 building = template + "_building"
                 for name in names:  # older sets of migrations, and a build interrupted before its rename
