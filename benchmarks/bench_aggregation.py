@@ -5,8 +5,10 @@ pronoun. No database: the aggregation works on the ratings frame the pool's quer
     python benchmarks/bench_aggregation.py [--runs 3]
 
 Prints one JSON object (seconds): `aggregate` (majority + Dawid-Skene + MACE with one restart, as the report runs
-them), `mace_default` (crowd-kit's MACE with its ten default restarts, once, for comparison), `bootstrap_96_cells`
-(2,000-draw intervals for 96 cells of 25 items, five figures each), and the machine's load average.
+them), `mace_default` (crowd-kit's MACE with its ten default restarts, once, for comparison), `mace_crowd_kit`,
+`mace_arrays` and `mace_crowd_kit_again` (one restart each, side by side: crowd-kit's own, the report's with its
+E-step on arrays, crowd-kit's again), `bootstrap_96_cells` (2,000-draw intervals for 96 cells of 25 items, five
+figures each), and the machine's load average.
 """
 
 from __future__ import annotations
@@ -61,11 +63,19 @@ def main() -> None:
     timings["aggregate_median"] = statistics.median(aggregate)
     from crowdkit.aggregation import MACE
 
+    from annotation.selectors.mace import ArrayMACE
+
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         MACE().fit(data)
     timings["mace_default"] = round(time.perf_counter() - start, 2)
+    for name, model in (("mace_crowd_kit", MACE), ("mace_arrays", ArrayMACE), ("mace_crowd_kit_again", MACE)):
+        start = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model(n_restarts=1).fit(data)
+        timings[name] = round(time.perf_counter() - start, 2)
     cells = np.random.default_rng(1).integers(0, 2, size=(96, 25)).astype(float)
     start = time.perf_counter()
     for cell in cells:

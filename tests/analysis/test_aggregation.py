@@ -10,6 +10,7 @@ import io
 import json
 from unittest import mock
 
+import numpy as np
 import pandas as pd
 import pytest
 from django.core.management import CommandError, call_command
@@ -179,6 +180,32 @@ class TestAggregation:
         with pytest.raises(CommandError, match="no item has two or more ratings"):
             call_command("export_annotations", "--pool", lonely_pool.name, "--aggregate", "--out", str(out))
         assert not out.exists()
+
+    def test_maces_e_step_on_arrays_gives_crowd_kits_numbers_to_the_last_bit(self):
+        """Random ratings: task ids in any order, workers first seen out of sorted order, one to three labels, one to
+        five raters per task; two EM steps (the second reads everything the first computed) and one or two restarts,
+        against crowd-kit's own MACE."""
+        from crowdkit.aggregation import MACE  # here, not at collection
+
+        from annotation.selectors.mace import ArrayMACE
+
+        for seed in range(12):
+            rng = np.random.default_rng(seed)
+            labels = [C, M, N][: 1 + seed % 3]
+            workers = [f"rater{n}" for n in rng.permutation(int(rng.integers(1, 6)))]
+            tasks = rng.choice(10_000, size=int(rng.integers(1, 40)), replace=False)
+            rows = [
+                (int(task), worker, str(rng.choice(labels)))
+                for task in tasks
+                for worker in rng.choice(workers, size=int(rng.integers(1, len(workers) + 1)), replace=False)
+            ]
+            data = pd.DataFrame(rows, columns=["task", "worker", "label"])
+            settings = {"n_iter": 2, "n_restarts": 1 + seed % 2, "random_state": seed}
+            theirs, ours = MACE(**settings).fit(data), ArrayMACE(**settings).fit(data)
+            pd.testing.assert_frame_equal(ours.probas_, theirs.probas_, check_exact=True)
+            pd.testing.assert_series_equal(ours.labels_, theirs.labels_, check_exact=True)
+            assert np.array_equal(ours.thetas_, theirs.thetas_)
+            assert np.array_equal(ours.spamming_, theirs.spamming_)
 
     @pytest.mark.slow
     def test_one_mace_restart_is_crowd_kits_default_of_ten(self, pool):
