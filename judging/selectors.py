@@ -161,11 +161,14 @@ def run_pool_labels(*, run: JudgeRun, pool: Pool, item_ids=None) -> list[ItemLab
     )
 
 
-def pool_judge_labels(*, pool: Pool, item_ids=None) -> dict[str, dict[int, ItemLabel]]:
-    """judge name -> item id -> its label, from the judge's runs that cover the pool; where two cover an item (the
-    pool's own run and a run over its job), the newer run's label."""
+def pool_judge_labels(
+    *, pool: Pool, item_ids=None, runs: list[JudgeRun] | None = None
+) -> dict[str, dict[int, ItemLabel]]:
+    """judge name -> item id -> its label, from the judge's runs that cover the pool (`runs`: `covering_runs`, read
+    here unless the caller has them); where two cover an item (the pool's own run and a run over its job), the newer
+    run's label."""
     labels: dict[str, dict[int, ItemLabel]] = defaultdict(dict)
-    for run in covering_runs(pool=pool):  # by name, then id: newer runs overwrite
+    for run in covering_runs(pool=pool) if runs is None else runs:  # by name, then id: newer runs overwrite
         for row in run_pool_labels(run=run, pool=pool, item_ids=item_ids):
             labels[run.judge.name][row.item_id] = row
     return {name: labels[name] for name in sorted(labels)}

@@ -1,15 +1,16 @@
 """Agreement between two aligned vectors of ratings (docs/domain.md, 'Metrics' and 'Multi-rater statistics').
 
-Cohen's kappa between raters is scikit-learn's on the square table over the whole label set, with statsmodels' 95% CI
-clipped to [-1, 1] (`cohen_kappa_square`); the paper's own computation for probability vs generation, which reads a
-one-sided table when one side is constant, is `cohen_kappa`. MCC is Pearson's r of two binary
-vectors with scipy's Fisher-z interval, Krippendorff's alpha comes from the `krippendorff` package (nominal), the
+Cohen's kappa between raters is statsmodels' on the square table over the whole label set (scikit-learn's value), with
+its 95% CI clipped to [-1, 1] (`cohen_kappa_square`); the paper's own computation for probability vs generation, which
+reads a one-sided table when one side is constant, is `cohen_kappa`. MCC is Pearson's r of two binary vectors with
+scipy's Fisher-z interval, Krippendorff's alpha comes from the `krippendorff` package (nominal), the
 standard error of raw agreement is `scipy.stats.sem` (ddof=1), and its bootstrap interval is the percentile
 interval of 2,000 seeded resamples of the items (`bootstrap_ci`, the same draws as `scipy.stats.bootstrap`).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections.abc import Sequence
@@ -192,8 +193,20 @@ def cohen_kappa_square(a: Sequence | np.ndarray, b: Sequence | np.ndarray, *, ca
 
 
 def _statsmodels_kappa(table: np.ndarray) -> tuple[float | None, float | None, float | None]:
+    return _kappa_of_table(table.shape, table.dtype.str, table.tobytes())
+
+
+# statsmodels freezes two scipy distributions for every result (about 1.4 ms, nearly all of a call), and a report
+# rebuilt after a new annotation computes mostly the same tables again: the figures are kept per table (a few hundred
+# bytes each).
+KAPPA_MEMO_SIZE = 4096
+
+
+@functools.lru_cache(maxsize=KAPPA_MEMO_SIZE)
+def _kappa_of_table(shape: tuple[int, ...], dtype: str, data: bytes) -> tuple[float | None, float | None, float | None]:
     from statsmodels.stats.inter_rater import cohens_kappa as sm_cohens_kappa
 
+    table = np.frombuffer(data, dtype=dtype).reshape(shape)
     with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
         result = sm_cohens_kappa(table)

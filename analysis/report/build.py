@@ -5,6 +5,7 @@ report cache.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from typing import Any
@@ -21,6 +22,7 @@ from annotation.selectors.aggregate import AggregationError, pool_aggregates
 from common.frames import pd
 from generation.models import GenerationJob
 from generation.models.tango import TangoTemplate
+from judging.selectors import covering_runs
 
 
 def pool_list_for_reports() -> QuerySet[Pool]:
@@ -57,6 +59,7 @@ def report_data(
     aggregates = _aggregates(pool=pool, frame=frame)
     frame = human.frame_with_human_verdict(frame=frame, human=human_verdict, aggregates=aggregates)
     job_ids = automatic.pool_job_ids(pool=pool)
+    judge_runs = covering_runs(pool=pool)  # read once: the judges' frame, verdict and rates all start from them
     inputs = ReportInputs(
         pool=pool,
         labels=labels,
@@ -65,7 +68,8 @@ def report_data(
         instances=automatic.instance_frame(job_ids=job_ids),
         examples_seed=examples_seed,
         tango=tango.tango_frame(job_ids=job_ids),
-        judges=judge_selectors.judge_frame(pool=pool, human=frame),
+        judges=judge_selectors.judge_frame(pool=pool, human=frame, runs=judge_runs),
+        judge_runs=judge_runs,
         aggregates=aggregates,
         verdict=verdict or verdict_selectors.VerdictParameters(),
     )
@@ -98,6 +102,15 @@ def report_data_version(*, pool: Pool) -> str:
     edited or deleted one), adjudication, import or finished job gives a new version; the report cache is keyed by it.
     Repetition rates are left out: `report_build` fills them for every generation before it builds, so they follow
     the jobs' progress."""
+    row = _versions().filter(pk=pool.pk).get()
+    text = json.dumps([REPORT_FORMAT, row], sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+@functools.cache
+def _versions() -> QuerySet:
+    """`report_data_version`'s query over every pool, built once per process (putting its 24 scalar subqueries
+    together was half the cost of a call); each call filters a copy of it on one pool."""
     outer = OuterRef("pk")
     items = PoolItem.objects.filter(pool=outer)
     annotations = Annotation.objects.filter(item__pool=outer)
@@ -108,8 +121,8 @@ def report_data_version(*, pool: Pool) -> str:
     judge_jobs = GenerationJob.objects.filter(judge_run__pool=outer)  # LLM judges' runs (judging)
     # Judge runs over the pool's generation jobs count for the pool too.
     job_judge_jobs = GenerationJob.objects.filter(judge_run__source_job__pools=outer)
-    row = (
-        Pool.objects.filter(pk=pool.pk)
+    return (
+        Pool.objects.all()
         .annotate(
             items_n=_scalar(items, "pool", v=Count("pk")),
             items_max=_scalar(items, "pool", v=Max("pk")),
@@ -165,7 +178,4 @@ def report_data_version(*, pool: Pool) -> str:
             "job_judge_jobs_done",
             "job_judge_jobs_finished",
         )  # fmt: skip
-        .get()
     )
-    text = json.dumps([REPORT_FORMAT, row], sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:20]

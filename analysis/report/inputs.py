@@ -12,6 +12,7 @@ from analysis.selectors import automatic, explorer
 from analysis.selectors import verdict as verdict_selectors
 from annotation.models import Pool
 from common.frames import pd
+from judging.models import JudgeRun
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,7 @@ class ReportInputs:
     tango: pd.DataFrame | None = None  # one row per TANGO generation with its Prob-TANGO verdict (selectors/tango.py)
     aggregates: list[dict] | None = None  # per item: majority, Dawid-Skene, MACE (annotation/selectors/aggregate.py)
     judges: pd.DataFrame | None = None  # one row per judge x judged study item (selectors/judges.py)
+    judge_runs: list[JudgeRun] | None = None  # the finished runs that cover the pool (judging.selectors.covering_runs)
     verdict: verdict_selectors.VerdictParameters = verdict_selectors.VerdictParameters()  # epsilon, alpha, delta
 
     @cached_property

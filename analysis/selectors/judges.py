@@ -20,6 +20,7 @@ from analysis.report.machine_types import JudgeAgreementRow, JudgeCalibrationRow
 from annotation.models import STUDY, Pool, PoolItem
 from annotation.schema import human_binary
 from common.frames import pd
+from judging.models import JudgeRun
 from judging.scoring import option_probabilities
 from judging.selectors import pool_judge_labels
 
@@ -28,9 +29,10 @@ ECE_BINS = 10
 NOTE = "A judge is a model; its agreement with humans is itself a result."
 
 
-def judge_frame(*, pool: Pool, human: pd.DataFrame) -> pd.DataFrame:
+def judge_frame(*, pool: Pool, human: pd.DataFrame, runs: list[JudgeRun] | None = None) -> pd.DataFrame:
     """One row per judge x labelled study item: the cell, the heuristic, the judge's label, confidence and option
-    scores, and (where annotated) the human label, binary and agreement split."""
+    scores, and (where annotated) the human label, binary and agreement split. `runs`: the runs that cover the pool
+    (`judging.selectors.covering_runs`), read here unless the caller has them."""
     columns = [*CELL, "id", "judge", "origin", "judge_label", "confidence", "option_probabilities", "heuristic"]
     rows = []
     items = {
@@ -39,7 +41,7 @@ def judge_frame(*, pool: Pool, human: pd.DataFrame) -> pd.DataFrame:
     }
     # Each judge's labels from its runs that cover the pool: its runs over the pool and over the pool's jobs; items in
     # pool order (docs/domain.md, 'Multi-rater statistics': the bootstrap resamples items in it).
-    for labels in pool_judge_labels(pool=pool, item_ids=list(items)).values():
+    for labels in pool_judge_labels(pool=pool, item_ids=list(items), runs=runs).values():
         for item_id in sorted(labels):
             row = labels[item_id]
             if not row.label:

@@ -247,10 +247,16 @@ def run_verdict(
 
 
 def judge_verdict(
-    *, pool: Pool, frame: pd.DataFrame, labels: list[str], parameters: VerdictParameters | None = None
+    *,
+    pool: Pool,
+    frame: pd.DataFrame,
+    labels: list[str],
+    parameters: VerdictParameters | None = None,
+    runs: list[JudgeRun] | None = None,
 ) -> list[JudgeVerdictRow]:
-    """One row per finished judge run that covers the pool (the newest per judge and scope), by judge name."""
-    runs = covering_runs(pool=pool)
+    """One row per finished judge run that covers the pool (the newest per judge and scope), by judge name. `runs`:
+    `covering_runs` of the pool, read here unless the caller has them."""
+    runs = covering_runs(pool=pool) if runs is None else runs
     if not runs:
         return []
     parameters = parameters or VerdictParameters()
@@ -327,10 +333,13 @@ def run_prediction_powered(*, run: JudgeRun, pool: Pool, side: HumanSide) -> lis
     return out
 
 
-def prediction_powered(*, pool: Pool, frame: pd.DataFrame) -> list[PredictionPoweredRow]:
+def prediction_powered(
+    *, pool: Pool, frame: pd.DataFrame, runs: list[JudgeRun] | None = None
+) -> list[PredictionPoweredRow]:
     """One row per run over one of the pool's generation jobs x model x dataset x pronoun, plus pronoun "all" per
-    model x dataset (docs/domain.md, 'The judge's verdict': prediction-powered rates)."""
-    runs = [run for run in covering_runs(pool=pool) if run.source_job_id is not None]
+    model x dataset (docs/domain.md, 'The judge's verdict': prediction-powered rates). `runs`: `covering_runs` of the
+    pool, read here unless the caller has them."""
+    runs = [run for run in (covering_runs(pool=pool) if runs is None else runs) if run.source_job_id is not None]
     if not runs:
         return []
     side = human_side(frame=frame)

@@ -98,6 +98,26 @@ class TestCohenKappaSquare:
     def test_both_sides_the_same_constant_is_undefined(self):
         assert cohen_kappa_square([1, 1], [1, 1], categories=[0, 1]) == {"kappa_square": None, "kappa_square_ci": None}
 
+    def test_statsmodels_is_asked_once_per_table(self, monkeypatch):
+        from statsmodels.stats import inter_rater
+
+        from analysis.metrics import agreement
+
+        asked = []
+        monkeypatch.setattr(
+            inter_rater, "cohens_kappa", lambda table: asked.append(table.tolist()) or sm_cohens_kappa(table)
+        )
+        agreement._kappa_of_table.cache_clear()
+        a, b = [C, C, M, C, N, C], [C, M, M, C, C, N]
+        first = cohen_kappa_square(a, b, categories=LABELS)
+        assert cohen_kappa_square(list(a), list(b), categories=LABELS) == first
+        assert len(asked) == 1
+        swapped = cohen_kappa_square(b, a, categories=LABELS)  # the transposed table: asked again, its own figures
+        assert len(asked) == 2 and asked[1] == np.array(asked[0]).T.tolist()
+        assert swapped["kappa_square"] == pytest.approx(first["kappa_square"])  # kappa is symmetric, its table is not
+        assert cohen_kappa_square(a[:4], b[:4], categories=LABELS)["kappa_square"] != first["kappa_square"]
+        assert len(asked) == 3
+
     def test_prob_vs_gen_keeps_the_papers_kappa_beside_the_square_one(self):
         # one side constant: the paper's one-sided table gives 0 with an interval, the square table 0 without
         m_prob, m_gen = [1] * 10, [1, 1, 1, 0, 1, 1, 1, 1, 0, 1]

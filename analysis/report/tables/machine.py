@@ -93,7 +93,7 @@ JUDGES = (
             "selective_n",
         ),  # fmt: skip
         build=lambda r: verdict_selectors.judge_verdict(
-            pool=r.pool, frame=r.frame, labels=r.labels, parameters=r.verdict
+            pool=r.pool, frame=r.frame, labels=r.labels, parameters=r.verdict, runs=r.judge_runs
         ),
         flat=parts.judge_verdict_rows,
         columns={
@@ -168,7 +168,7 @@ JUDGES = (
             "judge_rate",
             "n_eff",
         ),  # fmt: skip
-        build=lambda r: verdict_selectors.prediction_powered(pool=r.pool, frame=r.frame),
+        build=lambda r: verdict_selectors.prediction_powered(pool=r.pool, frame=r.frame, runs=r.judge_runs),
         columns={
             name: name.replace("_", " ")
             for name in ("N", "ppi_rate", "ppi_ci", "human_rate", "human_ci", "judge_rate", "n_eff")
