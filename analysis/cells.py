@@ -7,8 +7,14 @@ export that prints one, and the cell explorer use these names in this order.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from common.frames import pd
 
 CELL: list[str] = ["model", "dataset", "setting", "pronoun"]
 
@@ -16,3 +22,22 @@ CELL: list[str] = ["model", "dataset", "setting", "pronoun"]
 def cell_of(row: Mapping[str, Any]) -> dict[str, Any]:
     """The cell fields of a row, in CELL order."""
     return {key: row[key] for key in CELL}
+
+
+def cell_groups(frame: pd.DataFrame, columns: Sequence[str]) -> list[tuple[dict[str, Any], dict[str, np.ndarray]]]:
+    """Per cell of `frame`, in the order of pandas' `frame.groupby(CELL, sort=True)` (sorted, rows with a missing
+    cell field left out): the cell and its rows' values of `columns` as arrays, in frame order.
+
+    Grouped in one pass of Python over the cell columns: pandas' grouping costs about a millisecond on the few rows of
+    a report's frames, and a report groups a dozen of them."""
+    if frame.empty:
+        return []
+    positions: dict[tuple, list[int]] = {}
+    for position, key in enumerate(zip(*(frame[field].tolist() for field in CELL), strict=True)):
+        if not any(value is None or (isinstance(value, float) and math.isnan(value)) for value in key):
+            positions.setdefault(key, []).append(position)
+    values = {column: frame[column].to_numpy() for column in columns}
+    return [
+        (dict(zip(CELL, key, strict=True)), {column: array[positions[key]] for column, array in values.items()})
+        for key in sorted(positions)
+    ]

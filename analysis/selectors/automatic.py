@@ -12,7 +12,7 @@ from typing import cast
 import numpy as np
 from django.db.models import Avg, Count, F, Q, StdDev
 
-from analysis.cells import CELL
+from analysis.cells import CELL, cell_groups
 from analysis.metrics import beta_moments, binary_agreement, disagreement_probability, mean_sem, variation_shares
 from analysis.metrics.agreement import bootstrap_ci, bootstrap_ratio_ci, finite
 from analysis.models import RepetitionRate
@@ -80,26 +80,21 @@ def instance_frame(*, job_ids: list[int]) -> pd.DataFrame:
     return frame
 
 
-def _cells(frame: pd.DataFrame):
-    for cell, group in frame.groupby(CELL, sort=True):
-        yield dict(zip(CELL, cell, strict=True)), group
-
-
 def prob_vs_gen(*, frame: pd.DataFrame) -> list[ProbVsGenRow]:
     """Per cell: m_prob against the first sample's m_gen over instances that have both."""
     paired = frame.dropna(subset=["m_prob", "first"])
     rows = []
-    for cell, group in _cells(paired):
-        rows.append({**cell, **binary_agreement(group["m_prob"].to_numpy(int), group["first"].to_numpy(int))})
+    for cell, group in cell_groups(paired, ["m_prob", "first"]):
+        rows.append({**cell, **binary_agreement(group["m_prob"].astype(int), group["first"].astype(int))})
     return cast(list[ProbVsGenRow], rows)
 
 
 def instance_variation(*, frame: pd.DataFrame) -> list[VariationRow]:
     """Per cell: the share of instances at each population std of their samples' verdicts."""
     rows = []
-    for cell, group in _cells(frame):
-        shares = variation_shares(group["correct"].to_numpy(), group["samples"].to_numpy())
-        rows.append({**cell, "n": int(len(group)), "samples": int(group["samples"].max()), "shares": shares})
+    for cell, group in cell_groups(frame, ["correct", "samples"]):
+        shares = variation_shares(group["correct"], group["samples"])
+        rows.append({**cell, "n": int(group["samples"].size), "samples": int(group["samples"].max()), "shares": shares})
     return cast(list[VariationRow], rows)
 
 
@@ -107,8 +102,8 @@ def beta_disagreement(*, frame: pd.DataFrame) -> list[BetaRow]:
     """Per cell: the beta fit of d_k over instances with a probability result."""
     scored = frame.dropna(subset=["m_prob"])
     rows = []
-    for cell, group in _cells(scored):
-        d = disagreement_probability(group["m_prob"].to_numpy(), (group["correct"] / group["samples"]).to_numpy())
+    for cell, group in cell_groups(scored, ["m_prob", "correct", "samples"]):
+        d = disagreement_probability(group["m_prob"], group["correct"] / group["samples"])
         rows.append({**cell, **beta_moments(d)})
     return cast(list[BetaRow], rows)
 
@@ -137,13 +132,14 @@ def _share_sem(successes: int, n: int) -> float | None:
     return finite(np.sqrt(p * (1 - p) / (n - 1)))
 
 
-def _figures(name: str, values: pd.Series) -> dict:
-    values = values.dropna()
-    figures = mean_sem(values.to_numpy(dtype=float))
+def _figures(name: str, values: np.ndarray) -> dict:
+    values = np.asarray(values, dtype=float)
+    values = values[~np.isnan(values)]
+    figures = mean_sem(values)
     return {
         name: figures["mean"],
         f"{name}_sem": figures["sem"],
-        f"{name}_boot_ci": bootstrap_ci(values.to_numpy(dtype=float)),
+        f"{name}_boot_ci": bootstrap_ci(values),
         f"{name}_n": int(values.size),
     }
 
@@ -171,27 +167,27 @@ def accuracy(*, frame: pd.DataFrame, human_frame: pd.DataFrame, tango: pd.DataFr
     the cell's instances. Cells that only one side knows (an imported pool has no jobs) are listed with None.
     For TANGO, whose m_prob is per template, `prob` is the mean over every successful Prob-TANGO template."""
     automatic_rows: dict[tuple, dict] = {}
-    for cell, group in _cells(frame):
+    columns = ["samples", "correct", "m_prob", "first", *(["prob_score"] if "prob_score" in frame else [])]
+    for cell, group in cell_groups(frame, columns):
         samples, correct = int(group["samples"].sum()), int(group["correct"].sum())
         automatic_rows[tuple(cell.values())] = {
-            "n": int(len(group)),
+            "n": int(group["samples"].size),
             **_figures("prob", group["m_prob"]),
             "gen": correct / samples if samples else None,
             "gen_sem": _share_sem(correct, samples),
             # instances resampled, each with all of its samples (docs/domain.md, 'Multi-rater statistics')
-            "gen_boot_ci": bootstrap_ratio_ci(group["correct"].to_numpy(), group["samples"].to_numpy()),
+            "gen_boot_ci": bootstrap_ratio_ci(group["correct"], group["samples"]),
             "gen_n": samples,
             **_figures("gen_first", group["first"]),
             # how the probability figures were scored: the jobs' prob_score (docs/domain.md, 'Probability scoring: mean or sum')
-            "prob_score": _prob_score(group),
+            "prob_score": _prob_score(group.get("prob_score")),
         }
-    for cell, group in _tango_successful(tango).groupby(CELL, sort=True):
-        if tuple(cell) in automatic_rows:
-            automatic_rows[tuple(cell)].update(_figures("prob", group["m_prob"].astype(float)))
+    for cell, group in cell_groups(_tango_successful(tango), ["m_prob"]):
+        if tuple(cell.values()) in automatic_rows:
+            automatic_rows[tuple(cell.values())].update(_figures("prob", group["m_prob"]))
     human_rows: dict[tuple, dict] = {}
-    if not human_frame.empty:
-        for cell, group in human_frame.groupby(CELL, sort=True):
-            human_rows[tuple(cell)] = _figures("human", group["human_binary"].astype(float))
+    for cell, group in cell_groups(human_frame, ["human_binary"]):
+        human_rows[tuple(cell.values())] = _figures("human", group["human_binary"])
     empty_automatic = {"n": 0, "prob": None, "prob_sem": None, "prob_boot_ci": None, "prob_n": 0, "prob_score": None}
     empty_automatic |= {"gen": None, "gen_sem": None, "gen_boot_ci": None, "gen_n": 0}
     empty_automatic |= {"gen_first": None, "gen_first_sem": None, "gen_first_boot_ci": None, "gen_first_n": 0}
@@ -207,11 +203,10 @@ def accuracy(*, frame: pd.DataFrame, human_frame: pd.DataFrame, tango: pd.DataFr
     return cast(list[AccuracyRow], result)
 
 
-def _prob_score(group: pd.DataFrame) -> str | None:
-    if "prob_score" not in group:
+def _prob_score(scores: np.ndarray | None) -> str | None:
+    if scores is None:
         return None
-    scores = sorted({str(score) for score in group["prob_score"].dropna()})
-    return ", ".join(scores) or None
+    return ", ".join(sorted({str(score) for score in scores if not pd.isna(score)})) or None
 
 
 def conflict_rate(*, frame: pd.DataFrame, tango: pd.DataFrame | None = None) -> list[ConflictRow]:

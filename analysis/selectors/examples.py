@@ -13,6 +13,7 @@ One table per dataset x setting and kind: `disagreement` (the human verdict and 
 
 from __future__ import annotations
 
+import functools
 import random
 from typing import cast
 
@@ -68,20 +69,28 @@ def _table_order(table: tuple[str, str]) -> tuple[int, str, int, str]:
     )
 
 
-def _candidates(frame: pd.DataFrame, kind: str) -> pd.DataFrame:
-    if kind == "disagreement":
-        return frame[frame["human_binary"].astype(int) != frame["heuristic"].astype(int)]
-    return frame[frame["human_extraneous"].astype(bool)]
+# Which of a table's items qualify for each kind of example.
+QUALIFIES = {
+    "disagreement": lambda item: int(item["human_binary"]) != int(item["heuristic"]),
+    "extraneous": lambda item: bool(item["human_extraneous"]),
+}
 
 
-def _model_list(table: pd.DataFrame, *, kind: str, seed: int) -> tuple[list[pd.Series], int]:
+@functools.cache
+def _sample_position(n: int, seed: int) -> int:
+    """The position that `DataFrame.sample(n=1, random_state=seed)` takes among `n` rows: pandas' own draw, asked
+    once per count and seed."""
+    return int(pd.Series(range(n)).sample(n=1, random_state=seed).iloc[0])
+
+
+def _model_list(by_pronoun: dict[str, list[dict]], *, kind: str, seed: int) -> tuple[list[dict], int]:
     """Step 1 for one model's items of one table: one pandas draw per pronoun with candidates; and the candidates."""
     picks, candidates = [], 0
-    for pronoun in sorted(table["pronoun"].unique(), key=_pronoun_order):
-        qualifying = _candidates(table[table["pronoun"] == pronoun], kind)
+    for pronoun in sorted(by_pronoun, key=_pronoun_order):
+        qualifying = [item for item in by_pronoun[pronoun] if QUALIFIES[kind](item)]
         candidates += len(qualifying)
-        if not qualifying.empty:
-            picks.append(qualifying.sample(n=1, random_state=seed).iloc[0])
+        if qualifying:
+            picks.append(qualifying[_sample_position(len(qualifying), seed)])
     return picks, candidates
 
 
@@ -92,17 +101,21 @@ def examples(*, frame: pd.DataFrame, seed: int = EXAMPLES_SEED) -> list[Example]
     sorted order. Every model of the frame has a row in every table."""
     if frame.empty:
         return []
-    ordered = frame.sort_values("id")
-    models = sorted(ordered["model"].unique())
-    tables = sorted({(d, s) for d, s in zip(ordered["dataset"], ordered["setting"], strict=True)}, key=_table_order)
+    # The items in pool order, grouped by table, model and pronoun: plain rows, as pandas' filters cost milliseconds
+    # each on a pool's few rows.
+    items: dict[tuple[str, str, str], dict[str, list[dict]]] = {}
+    for item in frame.sort_values("id").to_dict("records"):
+        table = items.setdefault((item["dataset"], item["setting"], item["model"]), {})
+        table.setdefault(item["pronoun"], []).append(item)
+    models = sorted({model for _, _, model in items})
+    tables = sorted({(dataset, setting) for dataset, setting, _ in items}, key=_table_order)
     rows = []
     for kind in EXAMPLE_KINDS:
         for dataset, setting in tables:
-            table = ordered[(ordered["dataset"] == dataset) & (ordered["setting"] == setting)]
             rng = random.Random(seed)  # the seed's random.seed(131719) before each table
             for model in models:
-                picks, candidates = _model_list(table[table["model"] == model], kind=kind, seed=seed)
-                row = {"kind": kind, "dataset": dataset, "setting": setting, "model": model}
+                picks, candidates = _model_list(items.get((dataset, setting, model), {}), kind=kind, seed=seed)
+                row: dict[str, object] = {"kind": kind, "dataset": dataset, "setting": setting, "model": model}
                 row |= {"candidates": candidates, "choices": len(picks)}
                 if not picks:
                     rows.append({**dict.fromkeys(EXAMPLE_FIELDS), **row, "pronoun": None})

@@ -16,7 +16,7 @@ from typing import cast
 
 import numpy as np
 
-from analysis.cells import CELL
+from analysis.cells import CELL, cell_groups
 from analysis.metrics import krippendorff_alpha, mean_sem, raw_agreement
 from analysis.metrics.agreement import KappaSquare, agreement_vector, bootstrap_ci, cohen_kappa_square, finite
 from analysis.metrics.multirater import (
@@ -27,6 +27,7 @@ from analysis.metrics.multirater import (
     pairwise_agreement,
 )
 from analysis.report.types import (
+    AnnotatorPair,
     Disagreement,
     GuidelineVersionRow,
     HumanVsHeuristicRow,
@@ -70,13 +71,7 @@ def pool_item_frame(*, pool: Pool) -> pd.DataFrame:
     )
     if annotations.empty or items.empty:
         return _empty_frame()
-    annotations["rank"] = annotations.groupby("id").cumcount()
-    first = annotations[annotations["rank"] == 0].drop(columns="rank").set_index("id").add_suffix("_1")
-    second = annotations[annotations["rank"] == 1].drop(columns="rank").set_index("id").add_suffix("_2")
-    every = annotations.groupby("id").agg(
-        annotators=("annotator", list), labels=("label", list), extraneous_flags=("extraneous", list)
-    )
-    every["n_annotations"] = every["labels"].map(len)
+    first, second, every = _by_item(annotations)
     frame = items.set_index("id").join(first, how="inner").join(second, how="left").join(every, how="left")
     adjudications = pd.DataFrame.from_records(
         Adjudication.objects.filter(item__pool=pool, item__kind=STUDY).values_list("item_id", "label", "extraneous"),
@@ -94,6 +89,30 @@ def pool_item_frame(*, pool: Pool) -> pd.DataFrame:
     frame["human_binary"] = frame["human_label"].map(human_binary).astype(int)
     frame["heuristic"] = frame["heuristic_correct"].astype(int)
     return frame.reset_index()
+
+
+def _by_item(annotations: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """From the annotations in item order, then time: each item's first annotation, its second (none for an item
+    with one) and all of them as lists in order (`annotators`, `labels`, `extraneous_flags`, `n_annotations`), each
+    indexed by item id. Found in one pass over the ids: pandas' grouping costs milliseconds on a pool's few rows, and
+    every report build reads this frame."""
+    ids = annotations["id"].tolist()
+    starts = [position for position, item_id in enumerate(ids) if position == 0 or item_id != ids[position - 1]]
+    ends = [*starts[1:], len(ids)]
+    seconds = [start + 1 for start, end in zip(starts, ends, strict=True) if end - start > 1]
+
+    def lists(column: str) -> list[list]:
+        values = annotations[column].tolist()
+        return [values[start:end] for start, end in zip(starts, ends, strict=True)]
+
+    every = pd.DataFrame(
+        {"annotators": lists("annotator"), "labels": lists("label"), "extraneous_flags": lists("extraneous")},
+        index=pd.Index([ids[start] for start in starts], dtype=annotations["id"].dtype, name="id"),
+    )
+    every["n_annotations"] = [end - start for start, end in zip(starts, ends, strict=True)]
+    first = annotations.iloc[starts].set_index("id").add_suffix("_1")
+    second = annotations.iloc[seconds].set_index("id").add_suffix("_2")
+    return first, second, every
 
 
 # The human verdicts a report can compare with the heuristic (`report --human`); without one, the default rule of
@@ -170,6 +189,27 @@ def _kappa_keys(kappa: KappaSquare) -> dict:
     return {"cohen_kappa": kappa["kappa_square"], "kappa_ci": kappa["kappa_square_ci"]}
 
 
+def _confusion(first: list[str], second: list[str], categories: list[str]) -> list[list[int]]:
+    """Counts of (first, second) label pairs: rows the first annotator's label, columns the second's."""
+    position = {label: index for index, label in enumerate(categories)}
+    matrix = [[0] * len(categories) for _ in categories]
+    for a, b in zip(first, second, strict=True):
+        matrix[position[a]][position[b]] += 1
+    return matrix
+
+
+def _pairs(pairs: list[tuple[str, str]], agree: list[bool]) -> list[AnnotatorPair]:
+    """Per (first, second) annotator pair, in name order: its overlap items and the share on which they agree."""
+    counts: dict[tuple[str, str], tuple[int, int]] = {}
+    for pair, same in zip(pairs, agree, strict=True):
+        n_items, n_agree = counts.get(pair, (0, 0))
+        counts[pair] = (n_items + 1, n_agree + int(same))
+    return [
+        {"annotator_1": a, "annotator_2": b, "n_items": n_items, "agreement": n_agree / n_items}
+        for (a, b), (n_items, n_agree) in sorted(counts.items())
+    ]
+
+
 def inter_annotator(*, frame: pd.DataFrame, labels: list[str]) -> InterAnnotator:
     """Agreement of the first two annotations on the overlap items, for the 3-way label, the binary label and the
     extraneous flag, plus the label confusion table (rows: first annotator, columns: second) and the annotator pairs."""
@@ -177,22 +217,8 @@ def inter_annotator(*, frame: pd.DataFrame, labels: list[str]) -> InterAnnotator
     first, second = overlap["label_1"].astype(str), overlap["label_2"].astype(str)
     seen = {str(label) for row in overlap["labels"] for label in row} if not overlap.empty else set()
     categories = list(labels) + sorted((set(first) | set(second) | seen) - set(labels))
-    confusion = pd.crosstab(
-        pd.Categorical(first, categories=categories), pd.Categorical(second, categories=categories), dropna=False
-    )
-    pairs = (
-        overlap.groupby(["annotator_1", "annotator_2"]).size().reset_index(name="n_items")
-        if not overlap.empty
-        else pd.DataFrame(columns=["annotator_1", "annotator_2", "n_items"])
-    )
-    pairs["agreement"] = (
-        overlap.assign(agree=(first == second).astype(float))
-        .groupby(["annotator_1", "annotator_2"])["agree"]
-        .mean()
-        .values
-        if not overlap.empty
-        else []
-    )
+    annotator_pairs = list(zip(overlap["annotator_1"].tolist(), overlap["annotator_2"].tolist(), strict=True))
+    agree = (first == second).tolist()
     annotators = overlap["annotators"].tolist()
     labels_all = [[str(label) for label in row] for row in overlap["labels"]]
     binary_all = [[human_binary(label) for label in row] for row in labels_all]
@@ -214,19 +240,8 @@ def inter_annotator(*, frame: pd.DataFrame, labels: list[str]) -> InterAnnotator
             ),
             **_multirater_block(annotators, flags_all, categories=[0, 1]),
         },
-        "confusion": {
-            "labels": categories,
-            "matrix": confusion.reindex(index=categories, columns=categories, fill_value=0).to_numpy().tolist(),
-        },
-        "annotator_pairs": [
-            {
-                "annotator_1": row.annotator_1,
-                "annotator_2": row.annotator_2,
-                "n_items": int(row.n_items),
-                "agreement": finite(row.agreement),
-            }
-            for row in pairs.itertuples()
-        ],
+        "confusion": {"labels": categories, "matrix": _confusion(first.tolist(), second.tolist(), categories)},
+        "annotator_pairs": _pairs(annotator_pairs, agree),
     }
     return cast(InterAnnotator, result)
 
@@ -234,19 +249,17 @@ def inter_annotator(*, frame: pd.DataFrame, labels: list[str]) -> InterAnnotator
 def _cell_rows(frame: pd.DataFrame, column: str, name: str) -> list[dict]:
     """Mean, SEM (scipy.stats.sem's; None for a single item) and bootstrap interval (`<name>_boot_ci`) of a 0/1
     column per cell."""
-    if frame.empty:
-        return []
-    grouped = frame.groupby(CELL, sort=True)[column]
     rows = []
-    for cell, values in grouped:
-        figures = mean_sem(values.to_numpy(dtype=float))
+    for cell, group in cell_groups(frame, [column]):
+        values = group[column].astype(float)
+        figures = mean_sem(values)
         rows.append(
             {
-                **dict(zip(CELL, cell, strict=True)),
+                **cell,
                 name: figures["mean"],
                 "sem": figures["sem"],
-                f"{name}_boot_ci": bootstrap_ci(values.to_numpy(dtype=float)),
-                "n": int(values.size),
+                f"{name}_boot_ci": bootstrap_ci(values),
+                "n": values.size,
             }
         )
     return rows
@@ -271,9 +284,9 @@ def human_vs_heuristic(*, frame: pd.DataFrame) -> list[HumanVsHeuristicRow]:
         consensus=frame["labels"].map(consensus),
     )
     rows = _cell_rows(agree, "agree", "agreement")
-    for row, (_, group) in zip(rows, agree.groupby(CELL, sort=True), strict=True):
+    for row, (_, group) in zip(rows, cell_groups(agree, ["agree", "consensus"]), strict=True):
         for kind in ("unanimous", "split"):
-            values = group.loc[group["consensus"] == kind, "agree"]
+            values = group["agree"][group["consensus"] == kind]
             row[f"agreement_{kind}"] = finite(values.mean()) if len(values) else None
             row[f"agreement_{kind}_n"] = int(len(values))
     return cast(list[HumanVsHeuristicRow], rows)
