@@ -22,7 +22,7 @@ from annotation.schema import human_binary
 from common.frames import pd
 from judging.models import JudgeRun
 from judging.scoring import option_probabilities
-from judging.selectors import pool_judge_labels
+from judging.selectors import covering_runs, pool_judge_labels
 
 AGREEMENT_SPLITS = ("all", "unanimous", "split")
 ECE_BINS = 10
@@ -35,10 +35,17 @@ def judge_frame(*, pool: Pool, human: pd.DataFrame, runs: list[JudgeRun] | None 
     (`judging.selectors.covering_runs`), read here unless the caller has them."""
     columns = [*CELL, "id", "judge", "origin", "judge_label", "confidence", "option_probabilities", "heuristic"]
     rows = []
-    items = {
-        row[0]: row[1:]
-        for row in PoolItem.objects.filter(pool=pool, kind=STUDY).values_list("id", *_ITEM_CELL, "heuristic_correct")
-    }
+    runs = covering_runs(pool=pool) if runs is None else runs
+    items = (
+        {
+            row[0]: row[1:]
+            for row in PoolItem.objects.filter(pool=pool, kind=STUDY).values_list(
+                "id", *_ITEM_CELL, "heuristic_correct"
+            )
+        }
+        if runs
+        else {}
+    )  # without a judge's run there is nothing to label
     # Each judge's labels from its runs that cover the pool: its runs over the pool and over the pool's jobs; items in
     # pool order (docs/domain.md, 'Multi-rater statistics': the bootstrap resamples items in it).
     for labels in pool_judge_labels(pool=pool, item_ids=list(items), runs=runs).values():

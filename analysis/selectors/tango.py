@@ -18,6 +18,7 @@ Generations whose Prob-TANGO row is not written yet (a running job) are left out
 
 from __future__ import annotations
 
+import functools
 from typing import cast
 
 import numpy as np
@@ -35,7 +36,7 @@ COLUMNS = ["job_id", "instance_id", "sample_index", "m_gen", "scored", "failed",
 def tango_frame(*, job_ids: list[int]) -> pd.DataFrame:
     """One row per generation of the TANGO jobs among `job_ids`: m_gen (the heuristic), whether Prob-TANGO has run
     on it (`scored`), `failed`, and m_prob (NaN when failed or not scored), plus the cell columns."""
-    rows = (
+    rows = list(
         Generation.objects.filter(job_id__in=job_ids, job__dataset__kind=TANGO.kind)
         .order_by("job_id", "instance_id", "sample_index")
         .values_list(
@@ -50,7 +51,18 @@ def tango_frame(*, job_ids: list[int]) -> pd.DataFrame:
             "job__model__name",
         )
     )
-    frame = pd.DataFrame.from_records(list(rows), columns=COLUMNS)
+    return _frame(rows) if rows else _empty_frame().copy()
+
+
+@functools.cache
+def _empty_frame() -> pd.DataFrame:
+    """The frame of no TANGO generations (most pools have none), made once: making it costs milliseconds even
+    without rows."""
+    return _frame([])
+
+
+def _frame(rows: list[tuple]) -> pd.DataFrame:
+    frame = pd.DataFrame.from_records(rows, columns=COLUMNS)
     frame["scored"] = frame["scored"].notna()
     frame["failed"] = frame["failed"].astype(object).where(frame["scored"], None)
     frame["m_gen"] = frame["m_gen"].astype(float)
