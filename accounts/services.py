@@ -14,12 +14,13 @@ from accounts.roles import ADMIN, ROLES
 from common.audit import CREATE, DELETE, audit_record
 
 
-def roles_ensure() -> None:
-    """The role groups exist (one query when they do)."""
-    present = set(Group.objects.filter(name__in=ROLES).values_list("name", flat=True))
+def roles_ensure() -> dict[str, Group]:
+    """The role groups exist (one query when they do); returns them by name."""
+    groups = {group.name: group for group in Group.objects.filter(name__in=ROLES)}
     for role in ROLES:
-        if role not in present:
-            Group.objects.get_or_create(name=role)
+        if role not in groups:
+            groups[role], _ = Group.objects.get_or_create(name=role)
+    return groups
 
 
 @transaction.atomic
@@ -30,21 +31,27 @@ def user_create_or_update(*, username: str, role: str, password: str) -> tuple[o
     the roles it lost or gained (none when it keeps its role)."""
     if role not in ROLES:
         raise ValueError(f"unknown role {role!r}: choose one of {', '.join(ROLES)}")
-    roles_ensure()
+    groups = roles_ensure()
     admin = role == ADMIN  # admins manage the registry and jobs through Django's admin site too
-    user, created = get_user_model().objects.get_or_create(
-        username=username, defaults={"password": make_password(password), "is_staff": admin, "is_superuser": admin}
-    )
+    # Read, then create inside this function's transaction: a user created meanwhile by another process makes the
+    # insert fail and nothing of this call is kept (get_or_create's own savepoint would cost two more statements).
+    existing = get_user_model().objects.filter(username=username).first()
+    created = existing is None
     held: set[str] = set()
-    if not created:
+    if existing is None:
+        user = get_user_model().objects.create(
+            username=username, password=make_password(password), is_staff=admin, is_superuser=admin
+        )
+    else:
+        user = existing
         user.set_password(password)
         user.is_staff = user.is_superuser = admin
         user.save()
         held = set(user.groups.filter(name__in=ROLES).values_list("name", flat=True))
     if held - {role}:
-        user.groups.remove(*Group.objects.filter(name__in=held - {role}))
+        user.groups.remove(*(groups[name] for name in held - {role}))
     if role not in held:
-        user.groups.add(Group.objects.get(name=role))
+        user.groups.add(groups[role])
     return user, created
 
 
