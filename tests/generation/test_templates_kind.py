@@ -5,6 +5,7 @@ refused whole with its line and field, and a job scores and checks them with the
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import random
@@ -275,12 +276,17 @@ class TestJobParameters:
         assert "prob_score" in caught.value.errors
 
 
+@functools.cache
+def _blank_english():
+    import spacy  # here, not at collection: spaCy loads torch
+
+    return spacy.blank("en")
+
+
 def first_pronoun_rule(continuation: str, base: str) -> bool:
     """Eq. 4 written out for this codebook: the first word (spaCy's tokens) that is a form of any family decides."""
-    import spacy
-
     owner = {surface: family for family, forms in FAMILIES.items() for surface in forms.values()}
-    for token in spacy.blank("en")(continuation):
+    for token in _blank_english()(continuation):
         if token.lower_ in owner:
             return owner[token.lower_] == base
     return True
