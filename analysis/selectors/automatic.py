@@ -65,8 +65,8 @@ def instance_frame(*, job_ids: list[int]) -> pd.DataFrame:
         .annotate(label=dataset_label_expression("dataset"))
         .values_list("id", "model__name", "label", "prob_score")
     }
-    # Joined here rather than by three pandas merges (milliseconds each on a pool's few rows): every generation's
-    # instance belongs to its job's dataset, so each row finds its pronoun and its job.
+    # Joined here rather than by three pandas merges (milliseconds each on a pool's few rows), as they joined: a
+    # generation whose instance is not of its job's dataset is left out.
     rows = [
         (
             job, instance, setting, samples, correct, first_present, first_correct,
@@ -74,6 +74,7 @@ def instance_frame(*, job_ids: list[int]) -> pd.DataFrame:
             float(first_correct) if first_present > 0 else np.nan, *jobs[job],
         )
         for job, instance, setting, samples, correct, first_present, first_correct in generations
+        if instance in pronouns
     ]  # fmt: skip
     frame = pd.DataFrame.from_records(rows, columns=INSTANCE_COLUMNS)
     return frame.astype({"m_prob": float}) if frame.empty else frame

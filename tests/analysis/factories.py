@@ -17,6 +17,7 @@ Automatic side (one job of m1 on MISGENDERED, pre-[MASK], 5 samples): see XE_INS
 from __future__ import annotations
 
 from annotation.models import Adjudication
+from generation.models import Generation, ProbResult
 from tests.factories import (
     AnnotationFactory,
     GenerationFactory,
@@ -72,19 +73,26 @@ def study_build(*, ana, bo, name: str = "study"):
 
     job = GenerationJobFactory(model=LanguageModelFactory(name="m1"), settings=["pre"])
     pool.jobs.add(job)
-    n = 0
+    # The automatic side's rows are built, then written in one statement per table (ids in the same order).
+    prob_results, generations = [], []
     for pronoun, instances in (("xe", XE_INSTANCES), ("he", HE_INSTANCES)):
         for m_prob, samples in instances:
             instance = InstanceFactory(pronoun=pronoun)
-            ProbResultFactory(job=job, instance=instance, correct=bool(m_prob), prediction=pronoun if m_prob else "she")
+            prediction = pronoun if m_prob else "she"
+            prob_results.append(
+                ProbResultFactory.build(job=job, instance=instance, correct=bool(m_prob), prediction=prediction)
+            )
             for index, verdict in enumerate(samples):
-                GenerationFactory(
-                    job=job,
-                    instance=instance,
-                    setting="pre",
-                    sample_index=index,
-                    continuation=CONTINUATIONS[n % len(CONTINUATIONS)],
-                    heuristic_correct=bool(verdict),
+                generations.append(
+                    GenerationFactory.build(
+                        job=job,
+                        instance=instance,
+                        setting="pre",
+                        sample_index=index,
+                        continuation=CONTINUATIONS[len(generations) % len(CONTINUATIONS)],
+                        heuristic_correct=bool(verdict),
+                    )
                 )
-                n += 1
+    ProbResult.objects.bulk_create(prob_results)
+    Generation.objects.bulk_create(generations)
     return pool
