@@ -17,12 +17,19 @@ TASK = DATASETS / "ruff" / "distractors" / "task.tsv"
 CONTEXT = DATASETS / "ruff" / "distractors" / "context.tsv"
 
 
+@pytest.fixture(scope="module")
+def distractor_set_imported(module_db):
+    """The distractor set, imported once per module (the tests only read it)."""
+    with module_db():
+        call_command(
+            "import_dataset", "ruff-distractors", "--task", str(TASK), "--context", str(CONTEXT),
+            "--distractors", "0-1", "--sample-seed", "13", stdout=io.StringIO(),
+        )  # fmt: skip
+
+
 @pytest.fixture
-def distractor_set(db):
-    call_command(
-        "import_dataset", "ruff-distractors", "--task", str(TASK), "--context", str(CONTEXT),
-        "--distractors", "0-1", "--sample-seed", "13", stdout=io.StringIO(),
-    )  # fmt: skip
+def distractor_set(distractor_set_imported, db):
+    """The module's distractor set (its rows roll back with the module)."""
 
 
 def test_it_holds_only_the_asked_count_and_sample(distractor_set):
