@@ -29,17 +29,21 @@ def pool_job_ids(*, pool: Pool) -> list[int]:
     return list(pool.jobs.values_list("id", flat=True))
 
 
-INSTANCE_COLUMNS = [
-    "job_id", "instance_id", "setting", "samples", "correct", "first_present", "first_correct", "m_prob", "pronoun",
-    "first", "model", "dataset", "prob_score",
-]  # fmt: skip
+def _jobs_frame(job_ids: list[int]) -> pd.DataFrame:
+    return pd.DataFrame.from_records(
+        GenerationJob.objects.filter(id__in=job_ids)
+        .annotate(label=dataset_label_expression("dataset"))
+        .values_list("id", "model__name", "label", "prob_score"),
+        columns=["job_id", "model", "dataset", "prob_score"],
+    )
 
 
 def instance_frame(*, job_ids: list[int]) -> pd.DataFrame:
     """One row per job x instance x setting with generations: `samples`, `correct` (count of heuristic-correct
     samples), `first` (the sample_index 0 verdict, NaN if that sample is missing) and `m_prob` (NaN without a
     probability result), plus the cell columns."""
-    generations = (
+    columns = ["job_id", "instance_id", "setting", "samples", "correct", "first_present", "first_correct"]
+    generations = pd.DataFrame.from_records(
         Generation.objects.filter(job_id__in=job_ids)
         .values("job_id", "instance_id", "setting")
         .annotate(
@@ -50,34 +54,30 @@ def instance_frame(*, job_ids: list[int]) -> pd.DataFrame:
         )
         # A fixed order for the bootstrap's resampling of instances (not whatever order the grouping returns).
         .order_by("job_id", "instance_id", "setting")
-        .values_list("job_id", "instance_id", "setting", "samples", "correct", "first_present", "first_correct")
+        .values_list(
+            "job_id",
+            "instance_id",
+            "setting",
+            "samples",
+            "correct",
+            "first_present",
+            "first_correct",
+        ),
+        columns=columns,
     )
-    probs = {
-        (job, instance): float(correct)
-        for job, instance, correct in ProbResult.objects.filter(job_id__in=job_ids).values_list(
-            "job_id", "instance_id", "correct"
-        )
-    }
-    pronouns = dict(Instance.objects.filter(dataset__jobs__id__in=job_ids).distinct().values_list("id", "pronoun"))
-    jobs = {
-        job: (model, dataset, score)
-        for job, model, dataset, score in GenerationJob.objects.filter(id__in=job_ids)
-        .annotate(label=dataset_label_expression("dataset"))
-        .values_list("id", "model__name", "label", "prob_score")
-    }
-    # Joined here rather than by three pandas merges (milliseconds each on a pool's few rows), as they joined: a
-    # generation whose instance is not of its job's dataset is left out.
-    rows = [
-        (
-            job, instance, setting, samples, correct, first_present, first_correct,
-            probs.get((job, instance), np.nan), pronouns[instance],
-            float(first_correct) if first_present > 0 else np.nan, *jobs[job],
-        )
-        for job, instance, setting, samples, correct, first_present, first_correct in generations
-        if instance in pronouns
-    ]  # fmt: skip
-    frame = pd.DataFrame.from_records(rows, columns=INSTANCE_COLUMNS)
-    return frame.astype({"m_prob": float}) if frame.empty else frame
+    probs = pd.DataFrame.from_records(
+        ProbResult.objects.filter(job_id__in=job_ids).values_list("job_id", "instance_id", "correct"),
+        columns=["job_id", "instance_id", "m_prob"],
+    )
+    pronouns = pd.DataFrame.from_records(
+        Instance.objects.filter(dataset__jobs__id__in=job_ids).distinct().values_list("id", "pronoun"),
+        columns=["instance_id", "pronoun"],
+    )
+    frame = generations.merge(probs, on=["job_id", "instance_id"], how="left").merge(pronouns, on="instance_id")
+    frame["m_prob"] = frame["m_prob"].astype(float)
+    frame["first"] = np.where(frame["first_present"] > 0, frame["first_correct"], np.nan)
+    frame = frame.merge(_jobs_frame(job_ids), on="job_id", how="left")
+    return frame
 
 
 def prob_vs_gen(*, frame: pd.DataFrame) -> list[ProbVsGenRow]:
