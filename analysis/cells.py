@@ -24,18 +24,27 @@ def cell_of(row: Mapping[str, Any]) -> dict[str, Any]:
     return {key: row[key] for key in CELL}
 
 
+# Up to this many rows a frame is grouped by cell in Python; pandas' grouping costs about a millisecond even on a few
+# rows, Python's grows with the rows and passes it at a few thousand (benchmarks/README.md, "Test suite").
+PYTHON_GROUPING_ROWS = 2000
+
+
 def cell_groups(frame: pd.DataFrame, columns: Sequence[str]) -> list[tuple[dict[str, Any], dict[str, np.ndarray]]]:
     """Per cell of `frame`, in the order of pandas' `frame.groupby(CELL, sort=True)` (sorted, rows with a missing
     cell field left out): the cell and its rows' values of `columns` as arrays, in frame order.
 
-    Grouped in one pass of Python over the cell columns: pandas' grouping costs about a millisecond on the few rows of
-    a report's frames, and a report groups a dozen of them."""
+    A report groups a dozen small frames: up to PYTHON_GROUPING_ROWS rows, the rows are grouped in one pass of Python;
+    larger frames (a paper-scale study's instances) by pandas' own grouping."""
     if frame.empty:
         return []
-    positions: dict[tuple, list[int]] = {}
-    for position, key in enumerate(zip(*(frame[field].tolist() for field in CELL), strict=True)):
-        if not any(value is None or (isinstance(value, float) and math.isnan(value)) for value in key):
-            positions.setdefault(key, []).append(position)
+    positions: dict[tuple, Any]
+    if len(frame) > PYTHON_GROUPING_ROWS:
+        positions = frame.groupby(CELL, sort=True).indices
+    else:
+        positions = {}
+        for position, key in enumerate(zip(*(frame[field].tolist() for field in CELL), strict=True)):
+            if not any(value is None or (isinstance(value, float) and math.isnan(value)) for value in key):
+                positions.setdefault(key, []).append(position)
     values = {column: frame[column].to_numpy() for column in columns}
     return [
         (dict(zip(CELL, key, strict=True)), {column: array[positions[key]] for column, array in values.items()})
