@@ -25,7 +25,7 @@ def cell_of(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 # Up to this many rows a frame is grouped by cell in Python; pandas' grouping costs about a millisecond even on a few
-# rows, Python's grows with the rows and passes it at a few thousand (benchmarks/README.md, "Test suite").
+# rows, Python's grows with the rows and passes it at a few thousand (benchmarks/bench_grouping.py).
 PYTHON_GROUPING_ROWS = 2000
 
 

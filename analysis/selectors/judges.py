@@ -36,16 +36,10 @@ def judge_frame(*, pool: Pool, human: pd.DataFrame, runs: list[JudgeRun] | None 
     columns = [*CELL, "id", "judge", "origin", "judge_label", "confidence", "option_probabilities", "heuristic"]
     rows = []
     runs = covering_runs(pool=pool) if runs is None else runs
-    items = (
-        {
-            row[0]: row[1:]
-            for row in PoolItem.objects.filter(pool=pool, kind=STUDY).values_list(
-                "id", *_ITEM_CELL, "heuristic_correct"
-            )
-        }
-        if runs
-        else {}
-    )  # without a judge's run there is nothing to label
+    items: dict[int, tuple] = {}
+    if runs:  # without a judge's run there is nothing to label, and no item to read
+        cells = PoolItem.objects.filter(pool=pool, kind=STUDY).values_list("id", *_ITEM_CELL, "heuristic_correct")
+        items = {row[0]: row[1:] for row in cells}
     # Each judge's labels from its runs that cover the pool: its runs over the pool and over the pool's jobs; items in
     # pool order (docs/domain.md, 'Multi-rater statistics': the bootstrap resamples items in it).
     for labels in pool_judge_labels(pool=pool, item_ids=list(items), runs=runs).values():
