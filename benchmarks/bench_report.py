@@ -16,6 +16,11 @@ Then fills the repetition-rate cache as the generation workers do when each chun
 generation-time work, spread over the jobs' runtime), and times the JSON report over several runs. Prints one JSON
 object with the timings in seconds; `report_seconds` (each computed afresh: the report cache emptied first) are the
 figures that the 3 s target is about; `report_warm_seconds` are served from the report cache (data unchanged).
+
+`--reuse` keeps a study built by an earlier run (and its repetition rates) rather than building it again.
+`--resamples-side-by-side` then times cold reports taking turns: with the bootstrap's resamples kept per size
+(`analysis.metrics.resampling`, emptied before each report) and with none kept, every interval drawing its resamples
+afresh and gathering its values (the code before they were kept), checking that both give the same JSON.
 """
 
 from __future__ import annotations
@@ -57,6 +62,10 @@ def _parse() -> argparse.Namespace:
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--scale", choices=["paper", "demo"], default="paper")
+    parser.add_argument("--reuse", action="store_true", help="keep the study an earlier run built in the database")
+    parser.add_argument(
+        "--resamples-side-by-side", action="store_true", help="cold reports with resamples kept and not"
+    )
     return parser.parse_args()
 
 
@@ -289,6 +298,10 @@ def _build_annotations(rng, items: list) -> int:
 
 def _time_report(*, cold: bool = True) -> float:
     """One JSON report; `cold` empties the report cache first, so the whole report is computed."""
+    return _report(cold=cold)[0]
+
+
+def _report(*, cold: bool = True) -> tuple[float, str]:
     from django.core.cache import cache
 
     from analysis.report.exports.render import report_json
@@ -301,7 +314,35 @@ def _time_report(*, cold: bool = True) -> float:
     body = report_json(report=report_build(pool=Pool.objects.get(name="bench")))
     elapsed = time.perf_counter() - started
     assert json.loads(body)["inter_annotator"]["pronoun_label"]["n_items"] == OVERLAP
-    return elapsed
+    return elapsed, body
+
+
+def _resamples_side_by_side(runs: int) -> dict:
+    """Cold reports taking turns, resamples kept (emptied before each report: what a process's first report costs)
+    and none kept (every interval draws afresh); both must give the same JSON."""
+    from analysis.metrics import resampling
+
+    kept_bytes = resampling.RESAMPLE_CACHE_BYTES
+    timings: dict[str, list[float]] = {"kept": [], "drawn_afresh": []}
+    bodies: dict[str, str] = {}
+    try:
+        for _ in range(runs):
+            for name, room in [("kept", kept_bytes), ("drawn_afresh", 0)]:
+                resampling.RESAMPLE_CACHE_BYTES = room
+                resampling._kept.clear()
+                elapsed, body = _report()
+                timings[name].append(round(elapsed, 3))
+                assert bodies.setdefault(name, body) == body, "a report changed between runs"
+    finally:
+        resampling.RESAMPLE_CACHE_BYTES = kept_bytes
+    assert bodies["kept"] == bodies["drawn_afresh"], "kept resamples changed the report"
+    return {
+        "resamples_kept_seconds": timings["kept"],
+        "resamples_drawn_afresh_seconds": timings["drawn_afresh"],
+        "kept_over_afresh_median": round(
+            statistics.median(timings["kept"]) / statistics.median(timings["drawn_afresh"]), 3
+        ),
+    }
 
 
 def _page_timings(runs: int) -> dict:
@@ -358,14 +399,21 @@ def main() -> None:
         _demo_scale()
     default_url = "postgres://postgres@127.0.0.1:5432/concord_bench_report"
     _setup(args.database_url or default_url + ("_demo" if args.scale == "demo" else ""))
-    built = _build(args.seed)
     from analysis.services import repetition_rates_fill
+    from annotation.models import Pool
     from generation.models import GenerationJob
 
-    started = time.perf_counter()
-    for job_id in GenerationJob.objects.values_list("id", flat=True):
-        repetition_rates_fill(job_ids=[job_id])
-    fill = time.perf_counter() - started
+    built: dict = {}
+    if not (args.reuse and Pool.objects.filter(name="bench").exists()):
+        built = _build(args.seed)
+        started = time.perf_counter()
+        for job_id in GenerationJob.objects.values_list("id", flat=True):
+            repetition_rates_fill(job_ids=[job_id])
+        built["repetition_fill_seconds_at_generation_time"] = round(time.perf_counter() - started, 1)
+    from bench_annotation import reference_ms  # the machine's speed, before and after
+
+    load_before, reference_before = [round(x, 2) for x in os.getloadavg()], reference_ms()
+    side_by_side = _resamples_side_by_side(args.runs) if args.resamples_side_by_side else {}
     runs = [_time_report() for _ in range(args.runs)]
     warm = [_time_report(cold=False) for _ in range(args.runs)]
     page = _page_timings(args.runs) if args.scale == "demo" else {}
@@ -373,9 +421,12 @@ def main() -> None:
         json.dumps(
             {
                 "scale": args.scale,
+                "load_average_before": load_before,
                 "load_average": [round(x, 2) for x in os.getloadavg()],
+                "reference_ms_before": reference_before,
+                "reference_ms_after": reference_ms(),
                 **built,
-                "repetition_fill_seconds_at_generation_time": round(fill, 1),
+                **side_by_side,
                 "report_seconds": [round(x, 3) for x in runs],
                 "report_median_seconds": round(statistics.median(runs), 3),
                 "target_seconds": 3.0,

@@ -18,6 +18,8 @@ from typing import TypedDict
 
 import numpy as np
 
+from analysis.metrics.resampling import resampled_sums
+
 # scipy.stats, statsmodels and krippendorff are imported where they are used: together they take over a second to
 # load, and every web process imports this module with its URLs.
 
@@ -72,12 +74,11 @@ def bootstrap_ci(
 ) -> list[float] | None:
     """The 95% percentile interval [low, high] of the mean of `values` (one value per item) over `draws` resamples
     of the items; None below two items. The resamples are `scipy.stats.bootstrap`'s (method "percentile") with a
-    generator seeded by `seed`, drawn in one array."""
+    generator seeded by `seed`, drawn in one array and kept per size (`analysis.metrics.resampling`)."""
     values = np.asarray(values, dtype=float)
     if values.size < 2:
         return None
-    rng = np.random.default_rng(seed)
-    means = values[rng.integers(0, values.size, size=(draws, values.size))].mean(axis=1)
+    means = resampled_sums(values[:, None], draws=draws, seed=seed)[:, 0] / values.size
     low, high = np.percentile(means, [2.5, 97.5])
     return [float(low), float(high)]
 
@@ -94,10 +95,9 @@ def bootstrap_ratio_ci(
     numerators, denominators = np.asarray(numerators, dtype=float), np.asarray(denominators, dtype=float)
     if numerators.size < 2:
         return None
-    rng = np.random.default_rng(seed)
-    index = rng.integers(0, numerators.size, size=(draws, numerators.size))
+    sums = resampled_sums(np.column_stack([numerators, denominators]), draws=draws, seed=seed)
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratios = numerators[index].sum(axis=1) / denominators[index].sum(axis=1)
+        ratios = sums[:, 0] / sums[:, 1]
     ratios = ratios[np.isfinite(ratios)]
     if ratios.size == 0:
         return None

@@ -23,6 +23,7 @@ import numpy as np
 
 from analysis.metrics.agreement import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED, cohen_kappa_square, finite
 from analysis.metrics.multirater import _categories, gwet_ac1
+from analysis.metrics.resampling import resample_index
 
 # scipy.stats is imported where it is used (see agreement.py): web processes import this module with their URLs.
 
@@ -114,8 +115,7 @@ def chance_corrected(
     }
     if n < 2:
         return figures
-    rng = np.random.default_rng(seed)
-    tables = _tables(a, b, labels, rng.integers(0, n, size=(draws, n)))
+    tables = _tables(a, b, labels, resample_index(n, draws=draws, seed=seed))
     figures["cohen_kappa_boot_ci"] = _percentile_ci(_cohen_kappa(tables))
     figures["scott_pi_boot_ci"] = _percentile_ci(_scott_pi(tables))
     figures["gwet_ac1_boot_ci"] = _percentile_ci(_gwet_ac1(tables))

@@ -1,0 +1,109 @@
+"""The bootstrap's resamples of n items with replacement (docs/domain.md, 'Multi-rater statistics'), kept per size.
+
+A resample index depends only on (n, draws, seed), and a report asks for the same few sizes hundreds of times (every
+model's cells of one dataset hold as many instances). So each size's (draws, n) index is drawn once and kept, and from
+the size's second use on, its count matrix too: how many times each resample takes each item, in float32. A sum of
+integer-valued columns over every resample is then one matrix product with the counts, rather than a gather of
+draws x n values and a sum over them. An integer sum is exact in any order while it stays below 2**24 (float32's
+exact integers), so both ways give the same floats, bit for bit; other values are gathered and summed as numpy sums
+them. At most RESAMPLE_CACHE_BYTES are kept, the least recently used size dropped first (benchmarks/README.md,
+"Report", has the figures).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+
+RESAMPLE_CACHE_BYTES = 96 * 2**20
+# Every partial sum of a product with the counts is an integer of at most n x max|value|: exact in float32 below this.
+FLOAT32_EXACT = 2**24
+
+
+@dataclass
+class _Kept:
+    index: np.ndarray
+    counts: np.ndarray | None = None
+
+    @property
+    def nbytes(self) -> int:
+        return self.index.nbytes + (0 if self.counts is None else self.counts.nbytes)
+
+
+_kept: OrderedDict[tuple[int, int, int], _Kept] = OrderedDict()
+_lock = threading.Lock()
+
+
+def _keep(key: tuple[int, int, int], kept: _Kept) -> None:
+    """Keeps (or keeps again, grown) one size's resamples as the most recently used, then drops the least recently
+    used sizes until all fit; one that alone exceeds the room is not kept."""
+    with _lock:
+        if kept.nbytes > RESAMPLE_CACHE_BYTES:
+            _kept.pop(key, None)
+            return
+        _kept[key] = kept
+        _kept.move_to_end(key)
+        total = sum(entry.nbytes for entry in _kept.values())
+        while total > RESAMPLE_CACHE_BYTES:
+            total -= _kept.popitem(last=False)[1].nbytes
+
+
+def _resamples(n: int, draws: int, seed: int) -> tuple[_Kept, bool]:
+    """The size's resamples and whether they were kept from an earlier use."""
+    key = (n, draws, seed)
+    with _lock:
+        kept = _kept.get(key)
+        if kept is not None:
+            _kept.move_to_end(key)
+            return kept, True
+    index = np.random.default_rng(seed).integers(0, n, size=(draws, n))
+    index.flags.writeable = False
+    kept = _Kept(index)
+    _keep(key, kept)
+    return kept, False
+
+
+def resample_index(n: int, *, draws: int, seed: int) -> np.ndarray:
+    """The (draws, n) read-only array of the item positions of `draws` resamples of n items with replacement: exactly
+    `np.random.default_rng(seed).integers(0, n, size=(draws, n))`, drawn once per size and kept."""
+    return _resamples(n, draws, seed)[0].index
+
+
+def _counts(index: np.ndarray, *, rows: int = 64) -> np.ndarray:
+    """How many times each resample (row of `index`) takes each item: one bincount per block of rows, each row's items
+    offset by n times its place in the block (blocks small enough to stay in the CPU's cache)."""
+    draws, n = index.shape
+    counts = np.empty((draws, n), dtype=np.float32)
+    offsets = (np.arange(rows, dtype=index.dtype) * n)[:, None]
+    for start in range(0, draws, rows):
+        block = index[start : start + rows]
+        flat = (block + offsets[: len(block)]).ravel()
+        counts[start : start + rows] = np.bincount(flat, minlength=len(block) * n).reshape(len(block), n)
+    counts.flags.writeable = False
+    return counts
+
+
+def _exact_in_float32(columns: np.ndarray) -> bool:
+    """Whether every column holds finite integers whose sums over any resample stay float32-exact."""
+    if not np.isfinite(columns).all() or not (columns == np.round(columns)).all():
+        return False
+    return columns.shape[0] * float(np.abs(columns).max(initial=0.0)) < FLOAT32_EXACT
+
+
+def resampled_sums(columns: np.ndarray, *, draws: int, seed: int) -> np.ndarray:
+    """The sum of each column of `columns` (n items x k, float) over each of the resamples of `resample_index(n)`:
+    a (draws, k) float array, the same floats as `columns[:, j][index].sum(axis=1)` for every column j."""
+    columns = np.asarray(columns, dtype=float)
+    n = columns.shape[0]
+    key = (n, draws, seed)
+    kept, before = _resamples(n, draws, seed)
+    if before and _exact_in_float32(columns):
+        counts = kept.counts
+        if counts is None:
+            counts = kept.counts = _counts(kept.index)
+            _keep(key, kept)
+        return (counts @ columns.astype(np.float32)).astype(np.float64)
+    return np.stack([column[kept.index].sum(axis=1) for column in columns.T], axis=1)
