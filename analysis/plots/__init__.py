@@ -1,11 +1,12 @@
 """Report figures with matplotlib (Agg), rendered server-side to SVG or PNG bytes (docs/domain.md, 'Reports and
-figures'): the registry of figures with their headings and captions, rendering, and the cache per report version.
+figures'): the registry of figures with their headings and captions, rendering, and the cache of drawings.
 
 Every figure (`figures.py`, drawn with the pieces of `layout.py`) takes the report dict. Panels are dataset (rows) x setting (columns: pre and post side by side, as the
 paper's figures 4, 9, 15 and 17 set them), one legend per figure below the panels, outside the data. Colours are the
 Okabe-Ito palette, which stays distinguishable under the common colour-vision deficiencies; sizes and fonts are set
-for a two-column page (7 in wide, 8-9 pt text). Rendered bytes are cached per report version (a hash of the report's
-content), so a page with every plot costs one rendering per figure until the data change.
+for a two-column page (7 in wide, 8-9 pt text). Rendered bytes are cached under a hash of the parts of the report the
+figure draws (INPUTS), so a page with every plot costs one rendering per figure until that figure's data change: a new
+annotation redraws the figures of human labels, not those of the generations.
 """
 
 from __future__ import annotations
@@ -125,6 +126,49 @@ CAPTIONS = {
 
 # The report table each figure draws, as the tables' declarations say (analysis/report/tables/).
 SOURCES = {plot: table.key for table in TABLES for plot in table.plots}
+# What else of the report a figure reads. A figure is handed its table and these only (`FigureInputs`), so its drawing
+# is kept under a digest of them: a new annotation redraws the figures of the human side, not the automatic ones.
+ALSO_READS = {
+    "human_vs_heuristic": ("inter_annotator",),  # the two annotators' agreement, the dashed line
+    "label_distribution": ("labels",),  # the pool's label set, in its order
+    "judge_reliability": ("judge_calibration",),
+}
+INPUTS = {name: (SOURCES[name], *ALSO_READS.get(name, ())) for name in PLOTS}
+
+
+class FigureInputs(dict):
+    """The part of a report one figure draws (INPUTS). Reading any other key is an error, so a drawing kept under the
+    digest of its inputs can never be out of date."""
+
+    def __init__(self, name: str, values: dict) -> None:
+        super().__init__(values)
+        self.name = name
+
+    def _declared(self, key: object) -> None:
+        if key not in INPUTS[self.name]:
+            raise KeyError(f"figure {self.name!r} reads {key!r} of the report: add it to ALSO_READS")
+
+    def __getitem__(self, key):
+        self._declared(key)
+        return super().__getitem__(key)
+
+    def get(self, key, default=None):
+        self._declared(key)
+        return super().get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        self._declared(key)
+        return super().__contains__(key)
+
+
+def _inputs(report: dict, name: str) -> dict:
+    return {key: report[key] for key in INPUTS[name] if key in report}
+
+
+def figure_digest(*, report: dict, name: str) -> str:
+    """A short hash of what the named figure draws of the report: equal digests give the same drawing."""
+    text = json.dumps([name, _inputs(report, name)], sort_keys=True, default=str, allow_nan=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:VERSION_LENGTH]
 
 
 def plot_figures(*, report: dict | None = None) -> list[dict]:
@@ -156,7 +200,7 @@ def plot_render(*, report: dict, name: str, fmt: str) -> bytes:
     """The named plot as SVG or PNG bytes."""
     plt = _pyplot()
     with plt.rc_context(STYLE):
-        figure = PLOTS[name](plain_text(report))
+        figure = PLOTS[name](FigureInputs(name, plain_text(_inputs(report, name))))
         buffer = io.BytesIO()
         try:
             figure.savefig(buffer, format=fmt, dpi=200 if fmt == "png" else None, metadata=_metadata(fmt))
@@ -180,8 +224,13 @@ VERSION_LENGTH = 20
 CACHE_SECONDS = 24 * 3600
 
 
-def _plot_key(pool: str, version: str, name: str, fmt: str) -> str:
-    return f"concord:plot:{pool}:{version}:{name}:{fmt}"
+def _plot_key(pool: str, digest: str, name: str, fmt: str) -> str:
+    return f"concord:plot:{pool}:{digest}:{name}:{fmt}"
+
+
+def _digest_key(pool: str, version: str, name: str) -> str:
+    """Where a report version's figure digest is kept: a plot request names the version, the drawing its digest."""
+    return f"concord:plot-digest:{pool}:{version}:{name}"
 
 
 def _report_key(pool: str, version: str) -> str:
@@ -193,16 +242,19 @@ def _valid_version(version: str | None) -> TypeGuard[str]:
 
 
 def plot_render_cached(*, report: dict, name: str, fmt: str, version: str | None = None) -> bytes:
-    """`plot_render` through Django's cache, keyed by pool and report version: each figure is drawn once per
-    version of the data."""
+    """`plot_render` through Django's cache, keyed by pool and the digest of what the figure draws: each figure is
+    drawn once per version of its own data. Given the report's `version`, the digest is kept under it for the plot
+    requests of the page (`plot_for_pool`)."""
     from django.core.cache import cache as django_cache
 
-    version = version or report_version(report=report)
-    key = _plot_key(report["pool"], version, name, fmt)
+    digest = figure_digest(report=report, name=name)
+    key = _plot_key(report["pool"], digest, name, fmt)
     image = django_cache.get(key)
     if image is None:
         image = plot_render(report=report, name=name, fmt=fmt)
         django_cache.set(key, image, timeout=CACHE_SECONDS)
+    if version is not None:
+        django_cache.set(_digest_key(report["pool"], version, name), digest, timeout=CACHE_SECONDS)
     return image
 
 
@@ -222,7 +274,8 @@ def plot_for_pool(*, pool: str, name: str, fmt: str, version: str | None, build:
     from django.core.cache import cache as django_cache
 
     if _valid_version(version):
-        image = django_cache.get(_plot_key(pool, version, name, fmt))
+        digest = django_cache.get(_digest_key(pool, version, name))
+        image = None if digest is None else django_cache.get(_plot_key(pool, digest, name, fmt))
         if image is not None:
             return image
         report = django_cache.get(_report_key(pool, version))

@@ -226,6 +226,35 @@ class TestCache:
         plots.plot_render_cached(report=changed, name="accuracy", fmt="svg")
         assert calls == ["accuracy", "accuracy"]
 
+    def test_a_new_annotation_redraws_the_figures_of_human_labels_only(
+        self, fresh_report, study, monkeypatch, annotator
+    ):
+        calls = []
+        real = plots.plot_render
+        monkeypatch.setattr(plots, "plot_render", lambda **kw: calls.append(kw["name"]) or real(**kw))
+        for name in STUDY_FIGURES:
+            plots.plot_render_cached(report=fresh_report, name=name, fmt="svg")
+        assert sorted(calls) == sorted(STUDY_FIGURES)
+        calls.clear()
+        item = study.items.filter(annotations__isnull=True).first()
+        AnnotationFactory(item=item, annotator=annotator, label="misgendering")
+        changed = report_build(pool=study)
+        kept = {name: plots.plot_render_cached(report=changed, name=name, fmt="svg") for name in STUDY_FIGURES}
+        assert {"human_vs_heuristic", "label_distribution", "accuracy"} <= set(calls)
+        assert not {"prob_vs_gen", "instance_variation", "beta_landscape"} & set(calls)
+        for name in STUDY_FIGURES:  # whether kept or redrawn, each is the drawing of the changed report
+            assert kept[name] == real(report=changed, name=name, fmt="svg"), name
+
+    def test_a_figure_that_reads_an_undeclared_part_of_the_report_fails(self, report, monkeypatch):
+        monkeypatch.setitem(plots.PLOTS, "prob_vs_gen", lambda part: part["labels"])
+        with pytest.raises(KeyError, match="'prob_vs_gen' reads 'labels'"):
+            plots.plot_render(report=report, name="prob_vs_gen", fmt="svg")
+        part = plots.FigureInputs("prob_vs_gen", {"prob_vs_gen": []})
+        assert part.get("prob_vs_gen") == [] and "prob_vs_gen" in part
+        for read in (lambda: part.get("accuracy"), lambda: "accuracy" in part):
+            with pytest.raises(KeyError, match="reads 'accuracy'"):
+                read()
+
     def test_the_page_names_the_version_and_its_plots_need_no_new_report(self, study, client, researcher, monkeypatch):
         client.force_login(researcher)
         page = client.get(reverse("report-detail", args=["study"])).content.decode()
