@@ -1,12 +1,13 @@
 """Report figures with matplotlib (Agg), rendered server-side to SVG or PNG bytes (docs/domain.md, 'Reports and
 figures'): the registry of figures with their headings and captions, rendering, and the cache of drawings.
 
-Every figure (`figures.py`, drawn with the pieces of `layout.py`) takes the report dict. Panels are dataset (rows) x setting (columns: pre and post side by side, as the
-paper's figures 4, 9, 15 and 17 set them), one legend per figure below the panels, outside the data. Colours are the
-Okabe-Ito palette, which stays distinguishable under the common colour-vision deficiencies; sizes and fonts are set
-for a two-column page (7 in wide, 8-9 pt text). Rendered bytes are cached under a hash of the parts of the report the
-figure draws (INPUTS), so a page with every plot costs one rendering per figure until that figure's data change: a new
-annotation redraws the figures of human labels, not those of the generations.
+Every figure (`figures.py`, drawn with the pieces of `layout.py`) takes the parts of the report it declares (INPUTS).
+Panels are dataset (rows) x setting (columns: pre and post side by side, as the paper's figures 4, 9, 15 and 17 set
+them), one legend per figure below the panels, outside the data. Colours are the Okabe-Ito palette, which stays
+distinguishable under the common colour-vision deficiencies; sizes and fonts are set for a two-column page (7 in wide,
+8-9 pt text). Rendered bytes are cached under a hash of the parts of the report the figure draws (INPUTS), so a page
+with every plot costs one rendering per figure until that figure's data change: a new annotation redraws the figures of
+human labels, not those of the generations.
 """
 
 from __future__ import annotations
