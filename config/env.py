@@ -1,96 +1,112 @@
-"""Read settings from the environment; a malformed value stops start-up with a message naming the variable."""
+"""Read settings from the environment with django-environ; a malformed value stops start-up naming the variable.
+
+`env` is django-environ's `Env`, made strict: django-environ reads any unknown word as a false boolean and an empty
+list entry as a host named "", which would start a server configured other than its operator meant. Here each reader
+(`env.bool`, `env.int`, `env.list`, `env.db_url`, `env.str`) checks the raw value first and raises
+ImproperlyConfigured with the variable's name and value.
+"""
 
 from __future__ import annotations
 
+import builtins
 import os
 import secrets
 import tempfile
 from pathlib import Path
-from typing import overload
+from typing import Any
 from urllib.parse import urlparse
 
+import environ
 from django.core.exceptions import ImproperlyConfigured
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
+_DATABASE_SCHEMES = {"sqlite", "postgres", "postgresql", "pgsql"}
+_BROKER_SCHEMES = {"redis", "rediss", "amqp", "pyamqp"}
+# A kept connection lives 60 s (settings.py turns on its health check before each reuse).
+CONN_MAX_AGE = 60
 
 
-@overload
-def env_str(name: str, default: str) -> str: ...
+class StrictEnv(environ.Env):
+    """django-environ's reader that refuses what it would otherwise guess at."""
+
+    def raw(self, var: builtins.str) -> builtins.str | None:
+        return self.ENVIRON.get(var)
+
+    def str(
+        self,
+        var: builtins.str,
+        default: Any = environ.Env.NOTSET,
+        multiline: builtins.bool = False,
+        choices: Any = environ.Env.NOTSET,
+    ) -> Any:  # type: ignore[override]
+        """The value as written: django-environ would read a leading `$` as the name of another variable."""
+        raw = self.raw(var)
+        if raw is None:
+            if default is self.NOTSET:
+                raise ImproperlyConfigured(f"{var} is not set.")
+            return default
+        return raw
+
+    def bool(self, var: builtins.str, default: Any = environ.Env.NOTSET) -> builtins.bool:  # type: ignore[override]
+        raw = self.raw(var)
+        if raw is not None and raw.strip().lower() not in _TRUE | _FALSE:
+            raise ImproperlyConfigured(f"{var}={raw!r} is not a boolean: use one of 1/0, true/false, yes/no, on/off.")
+        if raw is not None and not raw.strip():
+            return False  # django-environ reads "" as its default; an empty value has always meant off here
+        return super().bool(var, default=default)
+
+    def int(
+        self, var: builtins.str, default: Any = environ.Env.NOTSET, *, minimum: builtins.int | None = None
+    ) -> builtins.int:  # type: ignore[override]
+        raw = self.raw(var)
+        try:
+            value = super().int(var, default=default)
+        except ValueError:
+            raise ImproperlyConfigured(f"{var}={raw!r} is not an integer.") from None
+        if raw is not None and minimum is not None and value < minimum:
+            raise ImproperlyConfigured(f"{var}={raw!r} must be at least {minimum}.")
+        return value
+
+    def list(self, var: builtins.str, cast: Any = None, default: Any = environ.Env.NOTSET) -> builtins.list:  # type: ignore[override]
+        raw = self.raw(var)
+        items = super().list(var, cast=cast, default=default)
+        if raw is not None and not all(str(item).strip() for item in raw.split(",")):
+            raise ImproperlyConfigured(f"{var}={raw!r} has an empty entry: give a comma-separated list.")
+        return [item.strip() if isinstance(item, builtins.str) else item for item in items]
+
+    def db_url(
+        self, var: builtins.str = "DATABASE_URL", default: Any = environ.Env.NOTSET, engine: Any = None
+    ) -> builtins.dict:  # type: ignore[override]
+        """DATABASE_URL as Django's DATABASES entry; only SQLite and PostgreSQL are supported."""
+        raw = self.raw(var) or default
+        scheme = urlparse(raw).scheme
+        if scheme not in _DATABASE_SCHEMES:
+            raise ImproperlyConfigured(
+                f"{var}={raw!r} is not a database URL Concord supports: use sqlite:///PATH or postgres://USER@HOST:PORT/NAME."
+            )
+        try:
+            config = self.db_url_config(raw, engine=engine)
+        except Exception as exc:  # django-environ raises several types for bad URLs
+            raise ImproperlyConfigured(f"{var}={raw!r} could not be parsed: {exc}") from None
+        if scheme != "sqlite" and not config.get("NAME"):
+            raise ImproperlyConfigured(f"{var}={raw!r} names no database: append /DBNAME.")
+        if config.get("NAME") != ":memory:":
+            config["CONN_MAX_AGE"] = CONN_MAX_AGE
+        return dict(config)
+
+    def broker_url(self, var: builtins.str) -> builtins.str | None:
+        """A Celery broker URL, or None when the variable is unset or empty (tasks then run in-process)."""
+        raw = self.str(var, default="")
+        if not raw:
+            return None
+        parsed = urlparse(raw)
+        if parsed.scheme not in _BROKER_SCHEMES or not parsed.hostname:
+            raise ImproperlyConfigured(f"{var}={raw!r} is not a broker URL: use redis://HOST:PORT/DB.")
+        return raw
 
 
-@overload
-def env_str(name: str, default: None = None) -> str | None: ...
-
-
-def env_str(name: str, default: str | None = None) -> str | None:
-    value = os.environ.get(name)
-    return default if value is None else value
-
-
-def env_bool(name: str, default: bool) -> bool:
-    raw = os.environ.get(name)
-    if raw is None:
-        return default
-    value = raw.strip().lower()
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean: use one of 1/0, true/false, yes/no, on/off.")
-
-
-def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
-    raw = os.environ.get(name)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ImproperlyConfigured(f"{name}={raw!r} is not an integer.") from None
-    if minimum is not None and value < minimum:
-        raise ImproperlyConfigured(f"{name}={raw!r} must be at least {minimum}.")
-    return value
-
-
-def env_list(name: str, default: list[str]) -> list[str]:
-    raw = os.environ.get(name)
-    if raw is None:
-        return default
-    items = [item.strip() for item in raw.split(",")]
-    if not all(items):
-        raise ImproperlyConfigured(f"{name}={raw!r} has an empty entry: give a comma-separated list.")
-    return items
-
-
-def database_from_url(name: str, default: str) -> dict:
-    """Parse DATABASE_URL; only SQLite and PostgreSQL are supported."""
-    import dj_database_url
-
-    raw = os.environ.get(name) or default
-    scheme = urlparse(raw).scheme
-    if scheme not in {"sqlite", "postgres", "postgresql", "pgsql"}:
-        raise ImproperlyConfigured(
-            f"{name}={raw!r} is not a database URL Concord supports: use sqlite:///PATH or postgres://USER@HOST:PORT/NAME."
-        )
-    try:
-        config = dj_database_url.parse(raw, conn_max_age=60)
-    except Exception as exc:  # dj_database_url raises several types for bad URLs
-        raise ImproperlyConfigured(f"{name}={raw!r} could not be parsed: {exc}") from None
-    if scheme != "sqlite" and not config.get("NAME"):
-        raise ImproperlyConfigured(f"{name}={raw!r} names no database: append /DBNAME.")
-    return dict(config)
-
-
-def broker_from_url(name: str) -> str | None:
-    raw = os.environ.get(name)
-    if not raw:
-        return None
-    parsed = urlparse(raw)
-    if parsed.scheme not in {"redis", "rediss", "amqp", "pyamqp"} or not parsed.hostname:
-        raise ImproperlyConfigured(f"{name}={raw!r} is not a broker URL: use redis://HOST:PORT/DB.")
-    return raw
-
+env = StrictEnv()
 
 SECRET_KEY_MIN_LENGTH = 50
 
@@ -103,7 +119,7 @@ def secret_key(name: str, *, key_file: Path, debug: bool) -> str:
     file is for the embedded default and for commands on a developer's machine; the production web server
     (`python -m config.web`) refuses to start without SECRET_KEY in its environment (see `config.web`).
     """
-    raw = os.environ.get(name)
+    raw = env.raw(name)
     if raw is not None:
         if not debug and len(raw) < SECRET_KEY_MIN_LENGTH:
             raise ImproperlyConfigured(

@@ -9,15 +9,15 @@ cookies and HSTS are on when DEBUG is off, except on SQLite, the embedded defaul
 from datetime import timedelta
 from pathlib import Path
 
-from config.env import broker_from_url, database_from_url, env_bool, env_int, env_list, env_str, secret_key
+from config.env import env, secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
 
-DEBUG = env_bool("DEBUG", default=False)
+DEBUG = env.bool("DEBUG", default=False)
 SECRET_KEY = secret_key("SECRET_KEY", key_file=VAR_DIR / "secret_key", debug=DEBUG)
-ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
-CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -76,11 +76,11 @@ TEMPLATES = [
     },
 ]
 
-DATABASES = {"default": database_from_url("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'concord.sqlite3'}")}
+DATABASES = {"default": env.db_url("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'concord.sqlite3'}")}
 # A kept connection (60 s) is checked before a request reuses it, so one the database dropped (a restart, an idle
 # timeout) is replaced rather than failing that request with a 500.
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
-if DATABASES["default"]["ENGINE"].endswith("postgresql") and env_bool("DATABASE_PREPARED_STATEMENTS", default=True):
+if DATABASES["default"]["ENGINE"].endswith("postgresql") and env.bool("DATABASE_PREPARED_STATEMENTS", default=True):
     # Bind parameters on the server and let psycopg prepare a statement after its 5th use on a connection: the
     # annotator API's statements then skip PostgreSQL's planner, which costs more than running them. Measured at human
     # pace, 200 annotators: 7.3 ms of database CPU per request without, 2 ms with (benchmarks/README.md, "The
@@ -127,24 +127,24 @@ WHITENOISE_USE_FINDERS = True  # serve static/ directly when collectstatic has n
 EMBEDDED = DATABASES["default"]["ENGINE"].endswith("sqlite3")
 # The demo app (`load_demo`, demo/*.csv, the live demo pool) is part of the embedded default only; CONCORD_DEMO=1
 # installs it on PostgreSQL too (the test suite does). Its logins are kept in DEMO_LOGINS_FILE (mode 0600).
-if env_bool("CONCORD_DEMO", default=EMBEDDED):
+if env.bool("CONCORD_DEMO", default=EMBEDDED):
     INSTALLED_APPS.append("demo")
     # The pool pages say what the pool `demo-live` waits for (demo/services.py, live_pool_waiting).
     CONTEXT_PROCESSORS.append("demo.context_processors.demo_live")
-DEMO_LOGINS_FILE = Path(env_str("CONCORD_DEMO_LOGINS", "") or VAR_DIR / "demo-logins.json")
+DEMO_LOGINS_FILE = Path(env.str("CONCORD_DEMO_LOGINS", default="") or VAR_DIR / "demo-logins.json")
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = True
 CSRF_COOKIE_SAMESITE = "Lax"
-SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", default=not DEBUG and not EMBEDDED)
+SESSION_COOKIE_SECURE = env.bool("SECURE_COOKIES", default=not DEBUG and not EMBEDDED)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 # HSTS is sent on HTTPS responses only; a year, as Django's deployment check asks, whenever cookies are HTTPS-only.
-SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31_536_000 if SESSION_COOKIE_SECURE else 0, minimum=0)
-SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=True)
-SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", default=True)
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", 31_536_000 if SESSION_COOKIE_SECURE else 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=True)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=True)
 # Redirect plain HTTP to HTTPS (off by default: a TLS proxy in front usually does it).
-SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", default=False)
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=False)
 # Behind a TLS proxy that sets X-Forwarded-Proto (and strips it from clients), trust it to mark HTTPS requests.
-if env_bool("SECURE_PROXY_SSL_HEADER", default=False):
+if env.bool("SECURE_PROXY_SSL_HEADER", default=False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 X_FRAME_OPTIONS = "DENY"
 SECURE_REFERRER_POLICY = "same-origin"
@@ -167,18 +167,18 @@ CONTENT_SECURITY_POLICY = {
 # A request body (an upload of generation files, say) over MAX_UPLOAD_MB megabytes is refused with 413 before it is
 # read (config/security.py); the files of an import are stored in pieces and read as streams (annotation/services/
 # imports/jobs.py). Files over 2.5 MB wait in a temporary file, not in memory, while the request is read.
-CONCORD_MAX_UPLOAD_MB = env_int("MAX_UPLOAD_MB", 100, minimum=1)
+CONCORD_MAX_UPLOAD_MB = env.int("MAX_UPLOAD_MB", 100, minimum=1)
 
 # API tokens (`POST /api/auth/token/`) expire this many days after they were issued.
-API_TOKEN_TTL = timedelta(days=env_int("API_TOKEN_TTL_DAYS", 30, minimum=1))
+API_TOKEN_TTL = timedelta(days=env.int("API_TOKEN_TTL_DAYS", 30, minimum=1))
 
 # Login, token and admin-login attempts (django-axes, accounts/lockout.py): after LOGIN_FAILURE_LIMIT failures for one
 # (username, address) pair, or LOGIN_ADDRESS_FAILURE_LIMIT from one address whatever the usernames, further attempts
 # are refused with 429 for LOGIN_COOLOFF_MINUTES, counted from the failure that locked (attempts during a lock do not
 # extend it); a successful login by any route resets the pair's count.
-AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
-CONCORD_LOGIN_ADDRESS_FAILURE_LIMIT = env_int("LOGIN_ADDRESS_FAILURE_LIMIT", 50, minimum=1)
-AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_COOLOFF_MINUTES", 15, minimum=1))
+AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
+CONCORD_LOGIN_ADDRESS_FAILURE_LIMIT = env.int("LOGIN_ADDRESS_FAILURE_LIMIT", 50, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env.int("LOGIN_COOLOFF_MINUTES", 15, minimum=1))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_HANDLER = "accounts.lockout.LockoutHandler"
 AXES_RESET_ON_SUCCESS = True
@@ -187,7 +187,7 @@ AXES_HTTP_RESPONSE_CODE = 429
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_VERBOSE = False
 # Behind N reverse proxies, the client's address is the N-th from the right of X-Forwarded-For (accounts/backends.py).
-CONCORD_TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0, minimum=0)
+CONCORD_TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", 0, minimum=0)
 AXES_CLIENT_IP_CALLABLE = "accounts.backends.client_address"
 
 REST_FRAMEWORK = {
@@ -222,7 +222,7 @@ SPECTACULAR_SETTINGS = {
 }
 
 # Celery: with no broker, tasks run in-process (the embedded default).
-CELERY_BROKER_URL = broker_from_url("CELERY_BROKER_URL")
+CELERY_BROKER_URL = env.broker_url("CELERY_BROKER_URL")
 CELERY_TASK_ALWAYS_EAGER = CELERY_BROKER_URL is None
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_RESULT_BACKEND = None
@@ -232,25 +232,25 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = "default"
 # A chunk of a job that names the vllm engine goes to CONCORD_VLLM_QUEUE (generation/engines/routing.py).
 CELERY_TASK_ROUTES = ["generation.engines.routing.task_route", {"generation.tasks.*": {"queue": "generation"}}]
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=60)}
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=60)}
 # Crash recovery (generation/jobs/leases.py): a running chunk holds a lease its heartbeat renews every third of
 # it; a chunk whose runner is gone is queued again within a lease and a sweep. Transient database and broker errors
 # are retried this many times, after 1, 2, 4, ... seconds (the first pause, doubled each time up to 60 s).
-CONCORD_CHUNK_LEASE_SECONDS = env_int("CONCORD_CHUNK_LEASE_SECONDS", 30, minimum=3)
-CONCORD_TRANSIENT_RETRIES = env_int("CONCORD_TRANSIENT_RETRIES", 5, minimum=0)
+CONCORD_CHUNK_LEASE_SECONDS = env.int("CONCORD_CHUNK_LEASE_SECONDS", 30, minimum=3)
+CONCORD_TRANSIENT_RETRIES = env.int("CONCORD_TRANSIENT_RETRIES", 5, minimum=0)
 CONCORD_TRANSIENT_BACKOFF_SECONDS = 1.0
 # A chunk sent to the broker but claimed by no worker within this many seconds is sent again (a broker that lost its
 # queue); generation/jobs/runner.py's sweeper does it.
-CONCORD_CHUNK_UNCLAIMED_SECONDS = env_int("CONCORD_CHUNK_UNCLAIMED_SECONDS", 120, minimum=5)
+CONCORD_CHUNK_UNCLAIMED_SECONDS = env.int("CONCORD_CHUNK_UNCLAIMED_SECONDS", 120, minimum=5)
 # Upper bounds of a job's parameters (generation/parameters.py); a bigger value is refused, naming the field.
-CONCORD_MAX_NUM_BEAMS = env_int("CONCORD_MAX_NUM_BEAMS", 8, minimum=1)
-CONCORD_MAX_SAMPLES = env_int("CONCORD_MAX_SAMPLES", 20, minimum=1)
-CONCORD_MAX_NEW_TOKENS = env_int("CONCORD_MAX_NEW_TOKENS", 512, minimum=1)
-CONCORD_MAX_BATCH_SIZE = env_int("CONCORD_MAX_BATCH_SIZE", 256, minimum=1)
+CONCORD_MAX_NUM_BEAMS = env.int("CONCORD_MAX_NUM_BEAMS", 8, minimum=1)
+CONCORD_MAX_SAMPLES = env.int("CONCORD_MAX_SAMPLES", 20, minimum=1)
+CONCORD_MAX_NEW_TOKENS = env.int("CONCORD_MAX_NEW_TOKENS", 512, minimum=1)
+CONCORD_MAX_BATCH_SIZE = env.int("CONCORD_MAX_BATCH_SIZE", 256, minimum=1)
 
 # Django's cache: built reports (keyed by their pool's data version) and rendered figures (analysis/services.py,
 # analysis/plots). In-process by default; CACHE_URL=redis://host:6379/2 shares it between web processes.
-CACHE_URL = env_str("CACHE_URL", "") or ""
+CACHE_URL = env.str("CACHE_URL", default="") or ""
 CACHES = {
     "default": (
         {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
@@ -260,20 +260,20 @@ CACHES = {
 }
 
 # Generation: where models are cached by workers, and the default registered model.
-CONCORD_MODEL_CACHE_SIZE = env_int("CONCORD_MODEL_CACHE_SIZE", 1, minimum=1)
+CONCORD_MODEL_CACHE_SIZE = env.int("CONCORD_MODEL_CACHE_SIZE", 1, minimum=1)
 # A GGUF model is dequantized on every load, most of a worker's start; its first load keeps the result here as
 # safetensors, which later loads read instead (figures in benchmarks/README.md, "Test suite"). Empty: no copy.
-CONCORD_CONVERTED_MODELS_DIR = env_str("CONCORD_CONVERTED_MODELS_DIR", str(VAR_DIR / "models")) or ""
+CONCORD_CONVERTED_MODELS_DIR = env.str("CONCORD_CONVERTED_MODELS_DIR", default=str(VAR_DIR / "models")) or ""
 # Prob-TANGO's rewriting needs an English spaCy pipeline with a dependency parser (generation/rewriting.py).
-CONCORD_SPACY_MODEL = (env_str("CONCORD_SPACY_MODEL", "") or "").strip() or "en_core_web_sm"
+CONCORD_SPACY_MODEL = (env.str("CONCORD_SPACY_MODEL", default="") or "").strip() or "en_core_web_sm"
 # The generation engine of this worker for jobs that name none: a name in ENGINES (generation/engines/), checked when
 # the app starts (generation/apps.py). Job creation checks the engine, the model and the device on this host; "off"
 # leaves that to the workers (a web host that queues work for GPU workers elsewhere). vLLM's LLM(...) takes the extra
 # arguments in CONCORD_VLLM_OPTIONS (JSON).
-CONCORD_ENGINE = (env_str("CONCORD_ENGINE", "") or "hf").strip().lower()
-CONCORD_ENGINE_CHECK = "off" if not env_bool("CONCORD_ENGINE_CHECK", True) else "local"
-CONCORD_VLLM_OPTIONS = env_str("CONCORD_VLLM_OPTIONS", "") or ""
-CONCORD_VLLM_QUEUE = env_str("CONCORD_VLLM_QUEUE", "") or "generation-gpu"
+CONCORD_ENGINE = (env.str("CONCORD_ENGINE", default="") or "hf").strip().lower()
+CONCORD_ENGINE_CHECK = "off" if not env.bool("CONCORD_ENGINE_CHECK", default=True) else "local"
+CONCORD_VLLM_OPTIONS = env.str("CONCORD_VLLM_OPTIONS", default="") or ""
+CONCORD_VLLM_QUEUE = env.str("CONCORD_VLLM_QUEUE", default="") or "generation-gpu"
 
 LOGGING = {
     "version": 1,
@@ -282,7 +282,7 @@ LOGGING = {
     "handlers": {
         "console": {"class": "logging.StreamHandler", "filters": ["client_errors_without_traceback"]},
     },
-    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     # django-axes logs every successful login at INFO; lockouts and failures still come through at WARNING.
     "loggers": {"axes": {"level": "WARNING"}},
 }

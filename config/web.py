@@ -32,11 +32,11 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_int, env_str
+from config.env import env
 
 
 def _bind() -> str:
-    bind = env_str("WEB_BIND", "0.0.0.0:8000")
+    bind = env.str("WEB_BIND", default="0.0.0.0:8000")
     host, _, port = bind.rpartition(":")
     if not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise ImproperlyConfigured(f"WEB_BIND={bind!r} is not an address: use HOST:PORT, e.g. 0.0.0.0:8000.")
@@ -87,7 +87,7 @@ BUFFER_SIZE = 65535
 
 
 def uwsgi_command(*, module: str = "config.wsgi:application") -> list[str]:
-    timeout = str(env_int("WEB_TIMEOUT", 60, minimum=1))
+    timeout = str(env.int("WEB_TIMEOUT", 60, minimum=1))
     return [
         _uwsgi(),
         "--strict",  # an option uWSGI does not know is an error, not a warning
@@ -101,8 +101,8 @@ def uwsgi_command(*, module: str = "config.wsgi:application") -> list[str]:
         "--module", module,
         "--need-app",
         "--single-interpreter",
-        "--processes", str(env_int("WEB_CONCURRENCY", 4, minimum=1)),
-        "--threads", str(env_int("WEB_THREADS", 1, minimum=1)),
+        "--processes", str(env.int("WEB_CONCURRENCY", 4, minimum=1)),
+        "--threads", str(env.int("WEB_THREADS", 1, minimum=1)),
         "--enable-threads",
         "--thunder-lock",  # processes take turns at the router's socket
         "--harakiri", timeout,
@@ -123,7 +123,7 @@ def uwsgi_command(*, module: str = "config.wsgi:application") -> list[str]:
 def _require_secret_key() -> None:
     """Unlike `manage.py` and the embedded default, the production server never falls back on the key file under
     var/ (config/env.py): with DEBUG off (the default) it needs SECRET_KEY from its environment."""
-    if not env_bool("DEBUG", default=False) and not env_str("SECRET_KEY"):
+    if not env.bool("DEBUG", default=False) and not env.str("SECRET_KEY", default=None):
         raise ImproperlyConfigured(
             "SECRET_KEY is not set; the production server does not start without it while DEBUG is off: "
             'export SECRET_KEY=$(python -c "import secrets; print(secrets.token_urlsafe(50))")'

@@ -6,10 +6,11 @@ import stat
 import subprocess
 import sys
 
+import environ
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import broker_from_url, database_from_url, env_bool, env_int, env_list, secret_key
+from config.env import env, secret_key
 from tests.conftest import REPO
 
 # Variables these tests set themselves; the rest of the environment is passed on.
@@ -172,35 +173,59 @@ class TestSecretKey:
             secret_key("SECRET_KEY", key_file=blocker / "secret_key", debug=False)
 
 
-def test_the_helpers_parse_good_values(monkeypatch):
+def test_the_readers_are_django_environs_and_parse_good_values(monkeypatch):
     monkeypatch.setenv("FLAG", "Yes")
+    monkeypatch.setenv("OFF", "")
     monkeypatch.setenv("NUMBER", "12")
     monkeypatch.setenv("HOSTS", "a.org, b.org")
     monkeypatch.setenv("DB", "postgres://u@db:5432/concord")
     monkeypatch.setenv("BROKER", "redis://redis:6379/0")
+    monkeypatch.setenv("KEY", "$NUMBER-is-not-a-reference")
 
-    assert env_bool("FLAG", default=False) is True
-    assert env_int("NUMBER", 1, minimum=1) == 12
-    assert env_list("HOSTS", []) == ["a.org", "b.org"]
-    db = database_from_url("DB", default="sqlite:///x")
-    assert (db["ENGINE"], db["NAME"], db["HOST"], db["PORT"]) == (
+    assert isinstance(env, environ.Env)
+    assert env.bool("FLAG", default=False) is True
+    assert env.bool("OFF", default=True) is False
+    assert env.bool("UNSET_FLAG", default=True) is True
+    assert env.int("NUMBER", 1, minimum=1) == 12
+    assert env.int("UNSET_NUMBER", 7) == 7
+    assert env.list("HOSTS", default=[]) == ["a.org", "b.org"]
+    assert env.str("KEY", default=None) == "$NUMBER-is-not-a-reference"  # django-environ would read it as a proxy
+    db = env.db_url("DB", default="sqlite:///x")
+    assert (db["ENGINE"], db["NAME"], db["HOST"], db["PORT"], db["CONN_MAX_AGE"]) == (
         "django.db.backends.postgresql",
         "concord",
         "db",
         5432,
+        60,
     )
-    assert broker_from_url("BROKER") == "redis://redis:6379/0"
+    assert env.db_url("UNSET_DB", default="sqlite:///var/x.sqlite3")["NAME"] == "var/x.sqlite3"
+    assert env.broker_url("BROKER") == "redis://redis:6379/0"
     monkeypatch.delenv("BROKER")
-    assert broker_from_url("BROKER") is None
+    assert env.broker_url("BROKER") is None
 
 
-def test_the_helpers_name_the_variable_in_errors(monkeypatch):
+def test_the_readers_name_the_variable_in_errors(monkeypatch):
     monkeypatch.setenv("NUMBER", "twelve")
     with pytest.raises(ImproperlyConfigured, match="NUMBER='twelve' is not an integer"):
-        env_int("NUMBER", 1)
+        env.int("NUMBER", 1)
     monkeypatch.setenv("NUMBER", "0")
     with pytest.raises(ImproperlyConfigured, match="NUMBER='0' must be at least 1"):
-        env_int("NUMBER", 1, minimum=1)
+        env.int("NUMBER", 1, minimum=1)
+    monkeypatch.setenv("FLAG", "maybe")  # django-environ alone reads it as False
+    with pytest.raises(ImproperlyConfigured, match="FLAG='maybe' is not a boolean"):
+        env.bool("FLAG", default=True)
+    monkeypatch.setenv("HOSTS", "a.org,,b.org")
+    with pytest.raises(ImproperlyConfigured, match="HOSTS='a.org,,b.org' has an empty entry"):
+        env.list("HOSTS", default=[])
+    monkeypatch.setenv("DB", "mysql://root@localhost/concord")
+    with pytest.raises(ImproperlyConfigured, match="DB='mysql://root@localhost/concord' is not a database URL"):
+        env.db_url("DB", default="sqlite:///x")
+    monkeypatch.setenv("DB", "postgres://postgres@127.0.0.1:5432")
+    with pytest.raises(ImproperlyConfigured, match="names no database"):
+        env.db_url("DB", default="sqlite:///x")
+    monkeypatch.setenv("BROKER", "localhost:6379")
+    with pytest.raises(ImproperlyConfigured, match="BROKER='localhost:6379' is not a broker URL"):
+        env.broker_url("BROKER")
 
 
 @pytest.mark.slow  # starts Django in a process; the full suite runs it
