@@ -1,8 +1,8 @@
 """The audit trail: who did what, to which object, and when (docs/operations.md, "The audit trail").
 
 Entries are django-auditlog's `LogEntry` rows, written here explicitly by the services that act (a job cancelled, a
-token issued, an assignment made), because most of those writes are bulk or hand-written SQL that model signals never
-see. Only the user model is registered with auditlog's signals (accounts/apps.py), so that changes made in Django's
+token issued, an assignment made, an annotation saved), because most of those writes are bulk or hand-written SQL that
+model signals never see. `audit_record` is the one writer of the table: no service inserts into it by its own SQL. Only the user model is registered with auditlog's signals (accounts/apps.py), so that changes made in Django's
 admin site (a role, a deactivation) are recorded too. The event's name (`job.cancel`) is in `additional_data`.
 
 An entry never holds a secret: `audit_record` refuses changes or data naming a password, a token or a key.
@@ -50,13 +50,18 @@ def audit_record(
     changes: dict[str, list[Any]] | None = None,
     data: dict[str, Any] | None = None,
     object_repr: str | None = None,
+    timestamp=None,
 ) -> LogEntry:
     """Record `event` (e.g. "job.cancel") on `obj` by `actor` (a user, or None for a command or the system).
-    `changes` maps a field to [old, new]; `data` holds what else the event says (counts, names)."""
+    `changes` maps a field to [old, new]; `data` holds what else the event says (counts, names); `timestamp` is the
+    event's time when the caller stamped its own rows with it (default: now). `obj` may be an unsaved instance that
+    only carries its primary key (`Annotation(pk=...)`): nothing but its type and key is read."""
     _check_no_secret(changes)
     _check_no_secret(data)
+    extra = {} if timestamp is None else {"timestamp": timestamp}
     return LogEntry.objects.create(
-        content_type=ContentType.objects.get_for_model(obj),
+        **extra,
+        content_type=ContentType.objects.get_for_model(obj),  # cached by Django after the first call
         object_pk=str(obj.pk),
         object_id=obj.pk if isinstance(obj.pk, int) else None,
         object_repr=object_repr if object_repr is not None else str(obj),

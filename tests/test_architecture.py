@@ -212,3 +212,20 @@ def test_common_frames_keeps_strings_as_python_objects():
     column = pd.DataFrame({"label": ["correct", "misgendering", None]})["label"]
     assert column.dtype == pd.StringDtype("python", na_value=float("nan"))
     assert column.isna().tolist() == [False, False, True]
+
+
+def test_only_common_audit_writes_the_audit_trail():
+    """`common.audit.audit_record` is the one writer of django-auditlog's table: it keeps secrets out of audit rows, so
+    no module creates LogEntry rows itself or names the table in its own SQL."""
+    writes = re.compile(
+        r"LogEntry\.objects\.(create|bulk_create|get_or_create|update_or_create)|LogEntry\(|"
+        r"LogEntry\._meta\.db_table|auditlog_logentry"
+    )
+    found = [
+        f"{path.relative_to(REPO)}:{number}: {line.strip()}"
+        for module, path in _project_modules().items()
+        if module != "common.audit" and ".migrations." not in module
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if writes.search(line)
+    ]
+    assert not found, "write audit rows through common.audit.audit_record:\n" + "\n".join(found)

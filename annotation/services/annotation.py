@@ -7,8 +7,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from auditlog.models import LogEntry
-from django.contrib.contenttypes.models import ContentType
 from django.db import connection, transaction
 from django.db.models import Field, Model
 from django.utils import timezone
@@ -17,6 +15,7 @@ from annotation.models import TRAINING, Annotation, Assignment, ExtraneousSpan, 
 from annotation.referents import ReferentsRejected, referents_check
 from annotation.schema import TAGS
 from annotation.selectors import FAILED, QualificationFailed, qualification_status
+from common.audit import CREATE, UPDATE, audit_record
 from generation.models import Generation, Instance
 
 MAX_SECONDS_PER_VISIT = 24 * 3600
@@ -116,16 +115,6 @@ ON CONFLICT (item_id, annotator_id) DO UPDATE SET
 RETURNING id, seconds, created_at = updated_at
 """
 
-# The audit trail's row for the save (common/audit.py): the old and new label, flag and spans, written in the same
-# transaction. Hand-written like the rest: the ORM's LogEntry.objects.create costs a model instance and a signal
-# dispatch per save; this is one cheap INSERT (benchmarks/README.md, "The audit trail").
-_AUDIT_SQL = """
-INSERT INTO {logentry}
-    (content_type_id, object_pk, object_id, object_repr, action, changes_text, changes, actor_id, timestamp,
-     additional_data)
-VALUES (%s, %s, %s, %s, %s, '', %s, %s, %s, %s)
-"""
-
 
 @cache
 def _sql() -> dict[str, str]:
@@ -138,7 +127,6 @@ def _sql() -> dict[str, str]:
         "span": quote(ExtraneousSpan._meta.db_table),
         "generation": quote(Generation._meta.db_table),
         "instance": quote(Instance._meta.db_table),
-        "logentry": quote(LogEntry._meta.db_table),
     }
     lock = f" {connection.ops.for_update_sql(of=('a',))}" if connection.features.has_select_for_update_of else ""
     return {
@@ -151,7 +139,6 @@ def _sql() -> dict[str, str]:
         "mark": f"UPDATE {tables['assignment']} SET annotated = %s WHERE id = %s",
         # The old spans come back for the audit row (DELETE ... RETURNING: PostgreSQL, SQLite >= 3.35).
         "unspan": f"DELETE FROM {tables['span']} WHERE annotation_id = %s RETURNING start, {quote('end')}",
-        "audit": _AUDIT_SQL.format(**tables),
         "span": f"INSERT INTO {tables['span']} (annotation_id, start, {quote('end')}) VALUES ",
     }
 
@@ -271,7 +258,6 @@ def _prep(name: str, model: type[Model] = Annotation):
 
 
 def _audit(
-    cursor,
     *,
     annotation_id: int,
     user,
@@ -291,19 +277,15 @@ def _audit(
         "extraneous": [None if old_extraneous is None else bool(old_extraneous), fields["extraneous"]],
         "spans": [None if old_spans is None else [list(span) for span in old_spans], [list(span) for span in spans]],
     }
-    cursor.execute(
-        _sql()["audit"],
-        [
-            ContentType.objects.get_for_model(Annotation).pk,  # cached by Django after the first call
-            str(annotation_id),
-            annotation_id,
-            f"annotation {annotation_id}",
-            LogEntry.Action.CREATE if created else LogEntry.Action.UPDATE,
-            _prep("changes", LogEntry)(changes),
-            user.pk,
-            stamp,
-            _prep("additional_data", LogEntry)({"event": "annotation.save", "guideline_version": guideline_version}),
-        ],
+    audit_record(
+        event="annotation.save",
+        obj=Annotation(pk=annotation_id),
+        actor=user,
+        action=CREATE if created else UPDATE,
+        changes=changes,
+        data={"guideline_version": guideline_version},
+        object_repr=f"annotation {annotation_id}",
+        timestamp=stamp,
     )
 
 
@@ -357,7 +339,6 @@ def _annotation_write(
         if not locked.annotated:
             cursor.execute(sql["mark"], [True, locked.assignment_id])
         _audit(
-            cursor,
             annotation_id=annotation_id,
             user=user,
             created=bool(created),
