@@ -118,7 +118,7 @@ def pool_escalate(
     created_by=None,
 ) -> Escalation:
     """Escalate to people what the judge abstains on: calibrate the selective threshold (alpha, delta) on `pool`'s
-    human labels (section 12's: adjudicated, else the majority, ties left out) against the run's labels, then draw
+    human labels (docs/domain.md, "The judge's verdict": adjudicated, else the majority, ties left out) against the run's labels, then draw
     a new pool `name` of the run's job's generations whose confidence is below the threshold, leaving out the
     generations `pool` already holds. The new pool keeps `pool`'s label set and is ready to assign. When no
     threshold passes, or no generation is below it, no pool is made and the message says so. Raises EscalationError

@@ -7,8 +7,8 @@ may the judge replace the annotators, and what are the rates once it labels ever
 - `prediction_powered`: for runs over a generation job, the prediction-powered misgendering rate per model x dataset
   x pronoun (and pronoun "all"), the unit being a context (instance x setting).
 
-Only study items count. The human label here is section 12's: the adjudicated label, else the majority of the
-annotations, a tie having none (unlike the report's other sections, where a tie goes to the first annotator).
+Only study items count. The human label here is the one of docs/domain.md, "The judge's verdict": the adjudicated
+label, else the majority of the annotations, a tie having none (unlike the report's other sections, where a tie goes to the first annotator).
 """
 
 from __future__ import annotations

@@ -135,7 +135,7 @@ class TestConflictRate:
 
 
 def seed_example_tables(items: pd.DataFrame, *, seed: int, models: list[str]) -> dict[tuple, int | None]:
-    """The seed's manual-annotations.py draw, written out from DOMAIN section 8: per table (dataset x setting), per
+    """The seed's manual-annotations.py draw, written out from docs/domain.md, "Aggregates": per table (dataset x setting), per
     model, per pronoun he/she/they/xe, pandas' sample(n=1) over that pronoun's qualifying items in pool order; then
     random.seed before the table and random.choice of each model's list, models sorted. -> (dataset, setting, model)
     -> item id, None where the model has no item."""
