@@ -229,3 +229,18 @@ def test_only_common_audit_writes_the_audit_trail():
         if writes.search(line)
     ]
     assert not found, "write audit rows through common.audit.audit_record:\n" + "\n".join(found)
+
+
+def test_code_and_tests_cite_the_projects_own_docs_not_the_shared_definitions_by_number():
+    """A reader of the repository has docs/domain.md, named by its section titles; the shared definitions file and its
+    section numbers are not part of the repository."""
+    cited = re.compile(r"\bDOMAIN(\.md| section|'s)|shared/docs|\b[Ss]ection \d+\b")
+    paths = [*_project_modules().values(), *(REPO / "tests").rglob("*.py"), *(REPO / "benchmarks").rglob("*.py")]
+    found = [
+        f"{path.relative_to(REPO)}:{number}: {line.strip()}"
+        for path in paths
+        if path.name != "test_architecture.py"
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if cited.search(line)
+    ]
+    assert not found, "cite docs/domain.md by its section's title:\n" + "\n".join(found)

@@ -33,7 +33,7 @@ def study(verdict_study):
 
 
 def _human_label(study, item_id):
-    """Section 12: adjudicated, else the majority; a tie has none."""
+    """docs/domain.md, "The judge's verdict": adjudicated, else the majority; a tie has none."""
     if item_id in study.adjudicated:
         return study.adjudicated[item_id]
     ranked = Counter(study.annotations[item_id].values()).most_common()
