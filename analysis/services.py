@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.core.cache import cache
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from analysis.metrics.verdict import selective_threshold
 from analysis.repetition import repetition_rates_fill
@@ -16,6 +16,8 @@ from analysis.selectors.examples import EXAMPLES_SEED
 from analysis.selectors.human import pool_item_frame
 from analysis.selectors.verdict import DEFAULT_ALPHA, DEFAULT_DELTA, VerdictParameters, human_side, verdict_parameters
 from annotation.models import Pool, PoolItem
+from common.audit import CREATE, audit_record
+from generation.datasets.labels import dataset_label
 from generation.models import Generation
 from judging.models import JudgeRun, MachineLabel
 from judging.selectors import run_pool_labels
@@ -141,8 +143,11 @@ def pool_escalate(
         raise EscalationError(f"run {run.pk} is {run.state}; escalate once it is done")
     if not name or slugify(name) != name:
         raise EscalationError(f"a pool's name is a slug (letters, digits, - and _), got {name!r}")
+    limit = Pool._meta.get_field("name").max_length or 64
+    if len(name) > limit:
+        raise EscalationError(f"a pool's name has at most {limit} characters, got {len(name)}")
     if Pool.objects.filter(name=name).exists():
-        raise EscalationError(f"a pool named {name!r} already exists; choose another name")
+        raise EscalationError(_name_taken(name))
     side = human_side(frame=pool_item_frame(pool=pool))
     pairs = [
         (row.confidence, row.label == side.label[row.item_id])
@@ -174,22 +179,70 @@ def pool_escalate(
             "keeps them all. No pool was made.",
         )  # fmt: skip
     generations = Generation.objects.select_related("instance").in_bulk(below)
-    with transaction.atomic():
-        new = Pool.objects.create(name=name, labels=list(pool.labels), created_by=created_by)
-        new.jobs.set([job])
-        PoolItem.objects.bulk_create(
-            PoolItem(
-                pool=new, generation=generation, model_name=job.model.name,
-                dataset=job.dataset.kind if job.dataset is not None else "", setting=generation.setting,
-                pronoun=generation.instance.pronoun, sample_index=generation.sample_index,
-                template=generation.instance.text, context=generation.context, continuation=generation.continuation,
-                heuristic_correct=generation.heuristic_correct, first_pronoun=generation.first_pronoun,
-            )
-            for generation in (generations[pk] for pk in below)
+    try:
+        new = _escalated_pool_write(
+            name=name, source=pool, run=run, generations=[generations[pk] for pk in below], threshold=threshold,
+            parameters=parameters, calibrated_on=len(pairs), created_by=created_by,
         )  # fmt: skip
+    except IntegrityError:
+        # Another request made a pool of this name since the check above (two researchers, or one double click):
+        # the unique name refused this one's row, and the transaction took everything of it back.
+        if Pool.objects.filter(name=name).exists():
+            raise EscalationError(_name_taken(name)) from None
+        raise
     return Escalation(
         threshold, len(pairs), len(below), new,
         f"Pool {name}: {len(below)} generations of job {job.pk} below the threshold {threshold:.4f} (calibrated on "
         f"{len(pairs)} labelled items of {pool.name} at alpha {parameters.alpha:g}, delta {parameters.delta:g}), "
         "ready to assign.",
     )  # fmt: skip
+
+
+def _name_taken(name: str) -> str:
+    return f"a pool named {name!r} already exists; choose another name"
+
+
+def _escalated_pool_write(
+    *,
+    name: str,
+    source: Pool,
+    run: JudgeRun,
+    generations: list[Generation],
+    threshold: float,
+    parameters: VerdictParameters,
+    calibrated_on: int,
+    created_by,
+) -> Pool:
+    """The new pool, its items and its audit entry, in one transaction (all of it, or nothing)."""
+    job = run.source_job
+    assert job is not None
+    with transaction.atomic():
+        new = Pool.objects.create(name=name, labels=list(source.labels), created_by=created_by)
+        new.jobs.set([job])
+        audit_record(
+            event="pool.escalate",
+            obj=new,
+            actor=created_by,
+            action=CREATE,
+            data={
+                "from_pool": source.name,
+                "run": run.pk,
+                "job": job.pk,
+                "threshold": threshold,
+                "alpha": parameters.alpha,
+                "delta": parameters.delta,
+                "calibrated_on": calibrated_on,
+                "items": len(generations),
+            },
+        )
+        PoolItem.objects.bulk_create(
+            PoolItem(
+                pool=new, generation=generation, model_name=job.model.name,
+                dataset=dataset_label(job.dataset), setting=generation.setting,
+                pronoun=generation.instance.pronoun, sample_index=generation.sample_index,
+                template=generation.instance.text, context=generation.context, continuation=generation.continuation,
+                heuristic_correct=generation.heuristic_correct, first_pronoun=generation.first_pronoun,
+            )
+            for generation in generations
+        )  # fmt: skip
+    return new

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from django.db.models import Q, QuerySet
 
 from annotation.models import Pool, PoolItem
+from generation.datasets.labels import dataset_label
 from generation.models import Generation, GenerationJob
 from judging.models import Judge, JudgeRun, MachineLabel
 from judging.prompts import PromptItem, codebook_of, prompt_render
@@ -44,7 +45,7 @@ def prompt_item(*, item: PoolItem) -> PromptItem:
 
 def generation_prompt_item(*, generation: Generation) -> PromptItem:
     """A generation as the prompt shows it: as a pool item drawn from it would be shown (the same prompt)."""
-    dataset = generation.job.dataset.kind if generation.job.dataset is not None else ""
+    dataset = dataset_label(generation.job.dataset)
     return _prompt_item(
         context=generation.context, continuation=generation.continuation, dataset=dataset,
         pronoun=generation.instance.pronoun, instance=generation.instance,
@@ -248,7 +249,7 @@ def generation_label_rows(*, run: JudgeRun, pool: Pool | None = None) -> list[di
         rows.append(
             {
                 "generation": generation.pk, "model": job.model.name,
-                "dataset": job.dataset.kind if job.dataset is not None else "", "setting": generation.setting,
+                "dataset": dataset_label(job.dataset), "setting": generation.setting,
                 "pronoun": generation.instance.pronoun, "context": generation.context,
                 "sample_index": generation.sample_index, "item": ";".join(shown.get(generation.pk, [])),
                 **figures(label),

@@ -34,6 +34,7 @@ from analysis.report.machine_types import JudgeVerdictRow, PredictionPoweredRow
 from annotation.models import STUDY, Pool, PoolItem
 from annotation.schema import MISGENDERING
 from common.frames import pd
+from generation.datasets.labels import dataset_label
 from judging.models import JudgeRun, MachineLabel
 from judging.scoring import option_probabilities
 from judging.selectors import covering_runs, run_pool_labels
@@ -290,7 +291,7 @@ def run_prediction_powered(*, run: JudgeRun, pool: Pool, side: HumanSide) -> lis
     options = run.judge.option_map
     if MISGENDERING not in options:
         return []
-    model, dataset = job.model.name, job.dataset.kind if job.dataset is not None else ""
+    model, dataset = job.model.name, dataset_label(job.dataset)
     # context (instance, setting) -> pronoun, and each judged generation's P(misgendering)
     probability: dict[int, float] = {}
     context_of: dict[int, tuple[int, str]] = {}

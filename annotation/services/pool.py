@@ -151,7 +151,7 @@ def _job_cells(job: GenerationJob, found: dict) -> Iterator[tuple[tuple[str, str
     """The job's cells in pool order (docs/domain.md, 'The annotation pool'): per setting, the pronouns he, she, they,
     xe (whatever order the job lists them in); a distractor set has one cell per distractor count it holds."""
     counts = sorted({count for _, _, count in found}, key=lambda count: -1 if count is None else count) or [None]
-    kind = dataset_label(job.dataset) if job.dataset is not None else ""
+    kind = dataset_label(job.dataset)
     for setting in _in_order(list(job.settings), ALL_SETTINGS):
         for pronoun in _in_order(list(job.pronouns), BASES):
             for count in counts:

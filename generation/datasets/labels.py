@@ -18,8 +18,12 @@ from generation.selectors import dataset_codebook
 NAMED_KINDS = sorted({spec.kind.value for spec in DATASET_KINDS.values() if spec.codebook is None})
 
 
-def dataset_label(dataset: Dataset) -> str:
-    """The kind for the built-in kinds (one codebook each), the dataset's own name for a templates dataset."""
+def dataset_label(dataset: Dataset | None) -> str:
+    """The kind for the built-in kinds (one codebook each), the dataset's own name for a templates dataset; "" for no
+    dataset (a job of another kind). Every place that names a job's or an item's dataset calls this; its codebook is
+    then `label_codebook(label)`."""
+    if dataset is None:
+        return ""
     return dataset.name if dataset.kind in NAMED_KINDS else dataset.kind
 
 

@@ -457,3 +457,40 @@ def test_a_templates_dataset_goes_through_the_pool_the_report_the_explorer_and_a
     }
     prompt = PromptItem(context="", generation="", dataset="mine", pronoun="ey")
     assert pronouns_text(prompt) == "The person's declared pronouns are ey/em/eir/eirs/emself."
+
+
+@pytest.mark.django_db
+def test_a_judge_over_a_whole_templates_job_is_prompted_with_the_datasets_own_families(tmp_path, smollm2):
+    """A generation of the job is shown to the judge under its dataset's label (its name), so the prompt declares the
+    dataset's own family, as a pool item drawn from it would; under the stored kind it fell back to MISGENDERED's."""
+    from annotation.services import pool_sample
+    from judging.selectors import generation_prompt, item_prompt
+    from judging.services.judges import judge_add
+    from tests.factories import GenerationJobFactory
+
+    paths = write_files(tmp_path)
+    run_import(paths, "--names", str(paths["names"]), "--names-per-template", "1")
+    dataset = Dataset.objects.get(name="mine")
+    job = GenerationJobFactory(dataset=dataset, pronouns=["ey", "fae"], settings=["pre"], samples=1)
+    for instance in dataset.instances.select_related("template").filter(pronoun__in=["ey", "fae"]):
+        Generation.objects.create(
+            job=job,
+            instance=instance,
+            setting="pre",
+            sample_index=0,
+            context=instance.text.split(instance.template.mask)[0],
+            continuation=" Fae smiled.",
+            heuristic_correct=first_pronoun_rule(" Fae smiled.", instance.pronoun),
+            first_pronoun="Fae",
+        )
+    judge = judge_add(name="smol-judge", model=smollm2)[0]
+    pool = pool_sample(name="mine-pool", job_ids=[job.pk], instances=1, seed=0).pool
+    assert pool is not None
+
+    for generation in Generation.objects.filter(job=job).select_related("instance", "job__dataset"):
+        prompt = generation_prompt(judge=judge, generation=generation)
+        declared = {"ey": "ey/em/eir/eirs/emself", "fae": "fae/faer/faers/faerself"}[generation.instance.pronoun]
+        assert f"declared pronouns are {declared}" in prompt
+        item = pool.items.filter(generation=generation).first()
+        if item is not None:
+            assert prompt == item_prompt(judge=judge, item=item)
