@@ -456,8 +456,3 @@ def job_parameters_validate(**raw: Any) -> JobParameters:
     if not serializer.is_valid():
         raise JobParameterError({name: _first_message(detail) for name, detail in serializer.errors.items()})
     return serializer.to_parameters()
-
-
-def job_parameter_names() -> list[str]:
-    """The fields of the definition, in order (the form, the API and the command show them in this order)."""
-    return list(JobParametersSerializer().fields)

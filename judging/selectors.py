@@ -115,16 +115,6 @@ def covering_runs(*, pool: Pool) -> list[JudgeRun]:
     return sorted(newest.values(), key=lambda run: (run.judge.name, run.pk))
 
 
-def finished_runs(*, pool: Pool) -> list[JudgeRun]:
-    """The pool's finished runs, one per judge name: the newest finished run of each that covers the pool (its own
-    runs and the runs over its jobs; for the judges' existing sections of the report, which read the labels of all
-    of a judge's covering runs through `pool_judge_labels`)."""
-    newest: dict[str, JudgeRun] = {}
-    for run in covering_runs(pool=pool):
-        newest[run.judge.name] = run  # ordered by id within a name
-    return [newest[name] for name in sorted(newest)]
-
-
 @dataclass(frozen=True)
 class ItemLabel:
     item_id: int
@@ -173,17 +163,6 @@ def pool_judge_labels(
         for row in run_pool_labels(run=run, pool=pool, item_ids=item_ids):
             labels[run.judge.name][row.item_id] = row
     return {name: labels[name] for name in sorted(labels)}
-
-
-def machine_label_frame_rows(*, runs: list[JudgeRun]) -> list[tuple]:
-    """(judge name, item id, label, confidence) for every item label of the runs (pool runs)."""
-    rows = []
-    for run in runs:
-        for item_id, label, confidence in MachineLabel.objects.filter(run=run, item__isnull=False).values_list(
-            "item_id", "label", "confidence"
-        ):
-            rows.append((run.judge.name, item_id, label, confidence))
-    return rows
 
 
 GENERATION_COLUMNS = [
