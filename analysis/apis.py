@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 
 from django.shortcuts import get_object_or_404
+from drf_spectacular.plumbing import resolve_type_hint
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.exceptions import ValidationError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import BaseRenderer, JSONRenderer
@@ -13,6 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.roles import IsResearcher
+from analysis.report.shape import QualityDashboard, Report
 from analysis.responses import report_download
 from analysis.selectors.examples import EXAMPLES_SEED, seed_parse
 from analysis.selectors.human import HUMAN_VERDICTS
@@ -21,6 +24,7 @@ from analysis.selectors.verdict import VerdictQuery, verdict_parameters
 from analysis.services import report_build
 from annotation.models import Pool
 from annotation.selectors.aggregate import AggregationError
+from common.openapi import FILE, Detail, FieldErrors
 from common.renderers import CsvRenderer
 
 
@@ -90,10 +94,55 @@ def verdict_query(params) -> VerdictQuery:
     return VerdictQuery(epsilon=values["epsilon"], alpha=values["alpha"], delta=values["delta"])
 
 
+# --- the schema: the report's shape comes from its type (analysis/report/shape.py), which the table declarations make
+# (analysis/report/tables/), so that the schema and the code cannot drift apart; its files are declared as binary.
+
+REPORT_FORMAT = OpenApiParameter("format", str, enum=["json", "csv", "html", "latex"], description="default json")
+TABLE = OpenApiParameter("table", str, description="one table only (CSV: otherwise a zip of every table)")
+SEED = OpenApiParameter("seed", int, description="seed of the example items drawn for the report")
+HUMAN = OpenApiParameter(
+    "human",
+    str,
+    enum=["majority", "dawid_skene", "mace", "first"],
+    description="the human label compared with the heuristic: an aggregate of the ratings or the first annotation "
+    "(default: the adjudicated label, else the majority); an aggregate needs items rated twice (400 otherwise)",
+)
+EPSILON = OpenApiParameter(
+    "epsilon",
+    float,
+    description="the judge's verdict: the Alternative Annotator Test's epsilon, in [0, 1) (default 0.15); out of "
+    "range: 400",
+)
+ALPHA = OpenApiParameter(
+    "alpha",
+    float,
+    description="selective judging: the disagreement allowed among kept items, in (0, 1) (default 0.1); out of "
+    "range: 400",
+)
+DELTA = OpenApiParameter(
+    "delta",
+    float,
+    description="selective judging: the chance the guarantee fails, in (0, 1) (default 0.1); out of range: 400",
+)
+REPORT_SCHEMA = {**resolve_type_hint(Report), "description": "the report's tables (docs/guide-researcher.md)"}
+QUALITY_SCHEMA = {**resolve_type_hint(QualityDashboard), "description": "the pool's quality dashboard"}
+
+
 class ReportApi(APIView):
     permission_classes = [IsAuthenticated, IsResearcher]  # a list keeps the role's message
     renderer_classes = [JSONRenderer, CsvRenderer, LatexRenderer, HtmlRenderer]
 
+    @extend_schema(
+        parameters=[REPORT_FORMAT, TABLE, SEED, HUMAN, EPSILON, ALPHA, DELTA],
+        responses={
+            (200, "application/json"): OpenApiResponse(REPORT_SCHEMA, description="the whole report"),
+            (200, "text/csv"): FILE,
+            (200, "text/html"): FILE,
+            (200, "application/x-tex"): FILE,
+            (400, "application/json"): FieldErrors,
+            (404, "application/json"): Detail,
+        },
+    )
     def get(self, request, pool: str):
         pool_row = get_object_or_404(Pool, name=pool)
         fmt = request.accepted_renderer.format
@@ -118,6 +167,7 @@ class PoolQualityApi(APIView):
 
     permission_classes = [IsAuthenticated, IsResearcher]  # a list keeps the role's message
 
+    @extend_schema(responses={200: OpenApiResponse(QUALITY_SCHEMA), 404: Detail})
     def get(self, request, name: str):
         pool_row = get_object_or_404(Pool, name=name)
         return Response(quality_dashboard(pool=pool_row))

@@ -1,8 +1,6 @@
 from django.urls import path
 
-# analysis.openapi: the schema of these views, registered when the URLs load (a schema is built from them), not at
-# start-up, so that workers and commands do not import what the schema reads.
-from analysis import apis, openapi, views  # noqa: F401
+from analysis import apis, views  # noqa: F401
 
 urlpatterns = [
     path("reports/", views.report_index, name="report-index"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import JSONRenderer
 from rest_framework.views import APIView
@@ -11,6 +12,7 @@ from rest_framework.views import APIView
 from accounts.roles import IsResearcher
 from annotation.models import Pool
 from annotation.services.export import annotations_export
+from common.openapi import FILE_FORMAT, FILE_RESPONSES
 from common.renderers import CONTENT_TYPES, CsvRenderer, JsonLinesRenderer
 
 
@@ -28,6 +30,7 @@ class PoolAnnotationsExportApi(APIView):
         self.request.accepted_media_type = JSONRenderer.media_type
         return response
 
+    @extend_schema(parameters=[FILE_FORMAT], responses=FILE_RESPONSES)
     def get(self, request, name: str):
         pool = get_object_or_404(Pool, name=name)
         fmt = request.accepted_renderer.format

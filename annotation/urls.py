@@ -1,8 +1,6 @@
 from django.urls import path
 
-# annotation.openapi: the schema of these views, registered when the URLs load (a schema is built from them), not at
-# start-up, so that workers and commands do not import what the schema reads.
-from annotation import apis, export_apis, openapi, pool_apis, views  # noqa: F401
+from annotation import apis, export_apis, pool_apis, views  # noqa: F401
 
 app_name = "annotation"
 

@@ -1,21 +1,12 @@
-"""How a view declares the OpenAPI shapes of the responses it builds by hand (drf-spectacular), and the shapes every
-API shares: an error's `{"detail": ...}`, a refusal's field errors and a file.
-
-`declared(SomeApi, get=lambda view: {...})` returns an extension that drf-spectacular applies to the view (a class, or
-its dotted path), leaving the view's own code alone. The extension is registered when the module that calls `declared`
-is imported: each app's openapi.py, beside its views, which the app's urls.py imports (a schema is built from the
-URLs, and workers and commands that load none never import it), so every declaration is in place before any schema is
-built.
+"""The OpenAPI shapes every API shares (drf-spectacular): an error's `{"detail": ...}`, a refusal's field errors and
+a file. Each view declares its own answers beside it, with drf-spectacular's `@extend_schema` on the method; every
+status the method can answer is declared (tests/test_api_schema.py compares them with the statuses the tests see).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, cast
-
-from drf_spectacular.extensions import OpenApiViewExtension
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, inline_serializer
 from rest_framework import serializers
 
 Detail = inline_serializer(name="Detail", fields={"detail": serializers.CharField()})
@@ -33,23 +24,22 @@ def named(serializer: type, name: str) -> type:
     return type(f"{name}Serializer", (serializer,), {"__module__": serializer.__module__})
 
 
-def declared(target: type | str, **methods: Callable[[Any], dict]) -> type[OpenApiViewExtension]:
-    """An extension that gives each named method of the view at `target` the `@extend_schema` arguments its callable
-    returns (called with the view class when the schema is built, so that a view's inner serializers can be named)."""
-
-    class Declared(OpenApiViewExtension):
-        target_class = target
-
-        def view_replacement(self):
-            def declared(arguments: dict):
-                @extend_schema(**arguments)
-                def handler(self, request, *args, **kwargs):
-                    pass  # pragma: no cover (schema only)
-
-                return handler
-
-            view = cast(type, self.target_class)  # drf-spectacular has loaded the class named by `target` by now
-            handlers = {method: declared(arguments(view)) for method, arguments in methods.items()}
-            return type(view.__name__, (view,), handlers)
-
-    return Declared
+def refusals_declared(result: dict, generator, request, public) -> dict:
+    """drf-spectacular's post-processing hook: every operation that needs a signed-in caller also answers 401 (no or
+    a bad token or session) and 403 (a role that may not, or a session's request without its CSRF token), with the
+    `{"detail": ...}` of DRF's refusals. Declared here once, rather than on each view."""
+    refused = {
+        "401": "not signed in: no valid token or session",
+        "403": "signed in without the role this needs (or a session's request without its CSRF token)",
+    }
+    detail = {"$ref": "#/components/schemas/Detail"}
+    for path in result.get("paths", {}).values():
+        for operation in path.values():
+            if not isinstance(operation, dict) or not operation.get("security") or operation["security"] == [{}]:
+                continue
+            responses = operation.setdefault("responses", {})
+            for status, description in refused.items():
+                responses.setdefault(
+                    status, {"content": {"application/json": {"schema": detail}}, "description": description}
+                )
+    return result

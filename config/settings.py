@@ -219,6 +219,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # Every signed-in operation also answers 401 and 403 (common/openapi.py).
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "common.openapi.refusals_declared"],
 }
 
 # Celery: with no broker, tasks run in-process (the embedded default).

@@ -3,12 +3,14 @@ queue, cancel and resume. The parameters are those of generation/parameters.py, 
 
 from __future__ import annotations
 
+from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.roles import IsAdmin, IsResearcher
+from common.openapi import Detail, FieldErrors, named
 from generation.jobs.kinds import job_kind_get
 from generation.jobs.services import (
     JobDispatchError,
@@ -164,6 +166,20 @@ def _broker_down(exc: JobDispatchError) -> Response:
     )
 
 
+BrokerDown = OpenApiResponse(
+    inline_serializer(
+        name="BrokerDown",
+        fields={
+            "detail": serializers.CharField(),
+            "job": serializers.IntegerField(),
+            "resumable": serializers.BooleanField(),
+        },
+    ),
+    description="the broker could not take the job: it is kept, failed and resumable",
+)
+NotInState = OpenApiResponse(Detail, description="the job is not in a state to")
+
+
 class JobListCreateApi(APIView):
     """GET: every job, newest first (researcher). POST: queue a job (admin); 503 when the broker cannot take it."""
 
@@ -173,9 +189,15 @@ class JobListCreateApi(APIView):
         role = IsAdmin if self.request.method == "POST" else IsResearcher
         return [IsAuthenticated(), role()]
 
+    @extend_schema(operation_id="generation_jobs_list", responses={200: JobOutputSerializer(many=True)})
     def get(self, request):
         return Response(JobOutputSerializer(job_list()[:200], many=True).data)
 
+    @extend_schema(
+        description="Queue a job (admins).",
+        request=named(JobParametersSerializer, "JobParameters"),
+        responses={201: JobOutputSerializer, 400: FieldErrors, 503: BrokerDown},
+    )
     def post(self, request):
         serializer = self.InputSerializer(data=request.data)
         if not serializer.is_valid():
@@ -192,6 +214,7 @@ class JobListCreateApi(APIView):
 class JobDetailApi(APIView):
     permission_classes = [IsAuthenticated, IsResearcher]  # a list keeps the role's message
 
+    @extend_schema(responses={200: JobOutputSerializer, 404: Detail})
     def get(self, request, job_id: int):
         job = job_get(job_id=job_id)
         if job is None:
@@ -202,6 +225,11 @@ class JobDetailApi(APIView):
 class JobCancelApi(APIView):
     permission_classes = [IsAuthenticated, IsAdmin]  # a list keeps the role's message
 
+    @extend_schema(
+        description="Cancel a queued or running job (admins).",
+        request=None,
+        responses={200: JobOutputSerializer, 404: Detail, 409: NotInState},
+    )
     def post(self, request, job_id: int):
         job = job_get(job_id=job_id)
         if job is None:
@@ -218,6 +246,13 @@ class JobResumeApi(APIView):
 
     permission_classes = [IsAuthenticated, IsAdmin]  # a list keeps the role's message
 
+    # What `job_resume` (generation/jobs/services.py) takes: a job that did not finish, never a cancelled or done one.
+    @extend_schema(
+        description="Resume a failed job, or one left queued or running by a runner that is gone (admins); a cancelled "
+        "or done job is refused (409).",
+        request=None,
+        responses={200: JobOutputSerializer, 404: Detail, 409: NotInState, 503: BrokerDown},
+    )
     def post(self, request, job_id: int):
         job = job_get(job_id=job_id)
         if job is None:

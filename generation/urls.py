@@ -1,8 +1,6 @@
 from django.urls import path
 
-# generation.openapi: the schema of these views, registered when the URLs load (a schema is built from them), not at
-# start-up, so that workers and commands do not import what the schema reads.
-from generation import apis, openapi, views  # noqa: F401
+from generation import apis, views  # noqa: F401
 
 urlpatterns = [
     path("generation/jobs/", views.job_list_page, name="generation-jobs"),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import JSONRenderer
@@ -15,6 +16,7 @@ from rest_framework.views import APIView
 
 from accounts.roles import IsResearcher
 from annotation.models import Pool
+from common.openapi import FILE_FORMAT, FILE_RESPONSES, Detail
 from common.renderers import CONTENT_TYPES, CsvRenderer, JsonLinesRenderer
 from generation.models import GenerationJob
 from judging.exports import generation_labels_export, labels_export
@@ -51,6 +53,7 @@ class PoolJudgeRunsApi(APIView):
 
     permission_classes = [IsAuthenticated, IsResearcher]  # a list keeps the role's message
 
+    @extend_schema(responses={200: RunSerializer(many=True), 404: Detail})
     def get(self, request, name: str):
         pool = get_object_or_404(Pool, name=name)
         runs = pool_runs(pool=pool).select_related("judge__model")
@@ -62,6 +65,7 @@ class JobJudgeRunsApi(APIView):
 
     permission_classes = [IsAuthenticated, IsResearcher]
 
+    @extend_schema(responses={200: RunSerializer(many=True), 404: Detail})
     def get(self, request, job_id: int):
         job = get_object_or_404(GenerationJob, pk=job_id)
         runs = job_runs(job=job).select_related("judge__model", "pool")
@@ -85,6 +89,12 @@ class _LabelFileApi(APIView):
 class JudgeRunLabelsApi(_LabelFileApi):
     """One row per labelled item of a run: item, origin, label, confidence, prompt, options, score_<label>."""
 
+    @extend_schema(
+        description="One row per item: item, origin, label, confidence, prompt (the exact text scored), options "
+        "(JSON: label -> option text) and score_<label> per option.",
+        parameters=[FILE_FORMAT],
+        responses=FILE_RESPONSES,
+    )
     def get(self, request, name: str, run: int):
         pool = get_object_or_404(Pool, name=name)
         run_row = get_object_or_404(JudgeRun.objects.select_related("judge"), pk=run, pool=pool)
@@ -99,6 +109,13 @@ class RunLabelsApi(_LabelFileApi):
     context, sample_index, item, label, confidence, prob_<label>, score_<label>. `?pool=NAME` fills `item` from that
     pool only."""
 
+    @extend_schema(
+        description="One row per judged generation (a pool run: per item): generation, model, dataset, setting, "
+        "pronoun, context, sample_index, item (the study item showing it in `pool`, or in any pool, joined by ';'), "
+        "label, confidence, prob_<label> (softmax share or vote share) and score_<label> per option.",
+        parameters=[FILE_FORMAT, OpenApiParameter("pool", str, description="fill `item` from this pool only")],
+        responses=FILE_RESPONSES,
+    )
     def get(self, request, run: int):
         run_row = get_object_or_404(JudgeRun.objects.select_related("judge"), pk=run)
         pool = None

@@ -1,8 +1,6 @@
 from django.urls import path
 
-# judging.openapi: the schema of these views, registered when the URLs load (a schema is built from them), not at
-# start-up, so that workers and commands do not import what the schema reads.
-from judging import apis, openapi, views  # noqa: F401
+from judging import apis, views  # noqa: F401
 
 app_name = "judging"
 

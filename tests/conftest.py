@@ -96,6 +96,32 @@ def pytest_collection_finish(session):
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _api_statuses_recorded():
+    """Each API view's answers are recorded, to be checked against the schema at the end (tests/api_statuses.py)."""
+    from tests import api_statuses
+
+    api_statuses.record()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Every status an API view answered in this run must be declared in the schema (tests/api_statuses.py): a worker
+    hands what it saw to the process that started it, which checks it all and fails the run on an undeclared one."""
+    from tests import api_statuses
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:
+        api_statuses.worker_write(worker)
+        return
+    undeclared = api_statuses.check(api_statuses.gathered())
+    if undeclared:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        message = "API statuses answered in the tests but not declared in the schema (declare them with extend_schema):"
+        if reporter is not None:
+            reporter.write_line(message + "\n  " + "\n  ".join(undeclared), red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _fast_password_hasher():
     """Tests hash passwords with MD5: PBKDF2's deliberate slowness is worth nothing here and costs minutes."""
     from django.conf import settings

@@ -55,7 +55,7 @@ def test_hand_built_responses_have_their_shapes(schema):
     }
     spans = components["AnnotationRequest"]["properties"]["extraneous_spans"]
     assert spans["items"] == {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2}
-    assert set(submit["responses"]) == {"200", "201", "400", "403", "404"}
+    assert set(submit["responses"]) == {"200", "201", "400", "401", "403", "404", "409", "422"}
     token = schema["paths"]["/api/auth/token/"]["post"]["responses"]["200"]["content"]["application/json"]
     assert set(components[token["schema"]["$ref"].rsplit("/", 1)[1]]["properties"]) == {"token", "expires"}
 
@@ -166,3 +166,30 @@ def test_swagger_ui_follows_the_systems_dark_mode_and_its_bar_leads_home(live_se
     page.click("text=Back to Concord")
     page.wait_for_url(lambda url: "/api/docs/" not in url)
     assert page.locator(".topbar .brand").inner_text() == "Concord"
+
+
+def test_a_status_answered_in_the_tests_and_not_declared_is_named(schema):
+    """The end-of-run check (tests/api_statuses.py): a status outside the operation's declared answers is named;
+    a method the path does not list (a 405) is not an operation."""
+    from tests.api_statuses import undeclared
+
+    seen = {
+        ("api/annotations/", "post", 201),
+        ("api/annotations/", "post", 422),
+        ("api/annotations/", "post", 418),
+        ("api/annotations/", "put", 405),
+        ("api/generation-jobs/<int:job_id>/", "get", 500),
+    }
+    assert undeclared(seen, schema) == ["POST /api/annotations/: 418", "GET /api/generation-jobs/{job_id}/: 500"]
+
+
+@pytest.mark.django_db
+def test_the_answers_of_api_views_are_recorded_for_that_check(annotator):
+    from rest_framework.test import APIClient
+
+    from tests.api_statuses import OBSERVED
+
+    client = APIClient()
+    client.force_authenticate(annotator)
+    assert client.post("/api/annotations/", {"item": "nope", "label": "correct"}, format="json").status_code == 404
+    assert ("api/annotations/", "post", 404) in OBSERVED
