@@ -14,19 +14,18 @@ from django.views.decorators.http import require_POST, require_safe
 
 from accounts.roles import RESEARCHER, role_required
 from analysis.cells import CELL
+from analysis.plots import FIGURES, VERDICT_SECTION, plot_figures, plot_for_pool, report_remember
 from analysis.plots import FORMATS as PLOT_FORMATS
-from analysis.plots import PLOTS, plot_figures, plot_for_pool, report_remember
-from analysis.plots.verdict import TITLES as VERDICT_PLOTS
 from analysis.report.build import pool_list_for_reports
 from analysis.report.exports.html import report_tables_for_display
 from analysis.responses import report_download
 from analysis.selectors.examples import EXAMPLES_SEED, seed_parse
 from analysis.selectors.explorer import cell_instance_page, pool_cells
 from analysis.selectors.human import HUMAN_VERDICTS
-from analysis.selectors.judges import judge_verdicts
+from analysis.selectors.judges import judge_label_counts
 from analysis.selectors.quality import quality_dashboard
 from analysis.selectors.verdict import NOTE as VERDICT_NOTE
-from analysis.selectors.verdict import VerdictQuery, verdict_display, verdict_parameters
+from analysis.selectors.verdict import VerdictQuery, verdict_page_rows, verdict_parameters
 from analysis.services import EscalationError, pool_escalate, report_build, report_is_cached
 from analysis.study.export import study_export
 from annotation.models import Pool
@@ -59,14 +58,14 @@ def report_detail(request: HttpRequest, pool: str) -> HttpResponse:
         "report": report,
         "tables": report_tables_for_display(report=report),
         # The judge's verdict's figures are shown in its own section.
-        "plots": [figure for figure in figures if figure["name"] not in VERDICT_PLOTS],
-        "verdict_plots": [figure for figure in figures if figure["name"] in VERDICT_PLOTS],
-        "verdicts": verdict_display(report=report),
+        "plots": [figure for figure in figures if figure["section"] != VERDICT_SECTION],
+        "verdict_plots": [figure for figure in figures if figure["section"] == VERDICT_SECTION],
+        "verdicts": verdict_page_rows(report=report),
         "verdict_note": VERDICT_NOTE,
         "plot_version": report_remember(report=report),
         "conflict_all": next((row for row in report["conflict_rate"] if row["scope"] == "all"), None),
         "cell_links": [{**row, "query": urlencode({c: row[c] for c in CELL})} for row in report["accuracy"]],
-        "judge_verdicts": judge_verdicts(pool=pool_row)
+        "judge_label_counts": judge_label_counts(pool=pool_row)
         if report["judge_calibration"] or report["judge_vs_heuristic"]
         else [],
         # An imported pool has no generation job: its probability- and generation-based columns are left out.
@@ -104,7 +103,7 @@ def report_export(request: HttpRequest, pool: str, fmt: str) -> HttpResponse:
 @require_safe
 @role_required(RESEARCHER)
 def report_plot(request: HttpRequest, pool: str, name: str, fmt: str) -> HttpResponse:
-    if name not in PLOTS or fmt not in PLOT_FORMATS:
+    if name not in FIGURES or fmt not in PLOT_FORMATS:
         raise Http404("No such plot.")
     pool_row = get_object_or_404(Pool, name=pool)
     version = request.GET.get("v")

@@ -85,4 +85,3 @@ def undeclared(seen: set[tuple[str, str, int]], schema: dict) -> list[str]:
 
 def check(seen: set[tuple[str, str, int]]) -> list[str]:
     return undeclared(seen, built_schema()) if seen else []
-

@@ -496,7 +496,7 @@ class TestHostileTextInReports:
 
         client = Client()
         client.force_login(researcher)
-        for name in plots.PLOTS:
+        for name in plots.FIGURES:
             response = client.get(f"/reports/{dollar_study.name}/plots/{name}.svg")
             assert response.status_code in (200, 404), (name, response.status_code)
         svg = client.get(f"/reports/{dollar_study.name}/plots/accuracy.svg")

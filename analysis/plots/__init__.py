@@ -1,11 +1,13 @@
 """Report figures with matplotlib (Agg), rendered server-side to SVG or PNG bytes (docs/domain.md, 'Reports and
 figures'): the registry of figures with their headings and captions, rendering, and the cache of drawings.
 
-Every figure (`figures.py`, drawn with the pieces of `layout.py`) takes the parts of the report it declares (INPUTS).
+Every figure is one declaration (`declaration.FigureDeclaration`: what draws it, its table, what else it reads, its
+heading and caption) in the module that draws it (`figures.py`, the paper's, drawn with the pieces of `layout.py`;
+`tango.py`, `judges.py`, `verdict.py`, `distractors.py`), and takes only the parts of the report it declares.
 Panels are dataset (rows) x setting (columns: pre and post side by side, as the paper's figures 4, 9, 15 and 17 set
 them), one legend per figure below the panels, outside the data. Colours are the Okabe-Ito palette, which stays
 distinguishable under the common colour-vision deficiencies; sizes and fonts are set for a two-column page (7 in wide,
-8-9 pt text). Rendered bytes are cached under a hash of the parts of the report the figure draws (INPUTS), so a page
+8-9 pt text). Rendered bytes are cached under a hash of the parts of the report the figure draws, so a page
 with every plot costs one rendering per figure until that figure's data change: a new annotation redraws the figures of
 human labels, not those of the generations.
 """
@@ -17,34 +19,23 @@ import hashlib
 import io
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeGuard
+from typing import TypeGuard
 
 from analysis.plots import distractors as plots_distractors
+from analysis.plots import figures as plots_paper
 from analysis.plots import judges as plots_judges
 from analysis.plots import tango as plots_tango
 from analysis.plots import verdict as plots_verdict
-from analysis.plots.figures import (
-    accuracy,
-    beta_landscape,
-    extraneous_rate,
-    human_vs_heuristic,
-    instance_variation,
-    label_distribution,
-    prob_vs_gen,
-)
+from analysis.plots.declaration import VERDICT_SECTION, FigureDeclaration
 from analysis.plots.layout import FORMATS, PALETTE, STYLE, _model_pronoun_bars, _pyplot
-from analysis.report.tables import TABLES
-
-if TYPE_CHECKING:
-    from matplotlib.figure import Figure
 
 __all__ = [
-    "CAPTIONS",
+    "FIGURES",
     "FORMATS",
     "PALETTE",
-    "PLOTS",
     "STYLE",
-    "TITLES",
+    "VERDICT_SECTION",
+    "FigureDeclaration",
     "_model_pronoun_bars",
     "_pyplot",
     "plot_figures",
@@ -56,98 +47,30 @@ __all__ = [
     "report_version",
 ]
 
-PLOTS: dict[str, Callable[[dict], Figure]] = {
-    "human_vs_heuristic": human_vs_heuristic,
-    "label_distribution": label_distribution,
-    "extraneous_rate": extraneous_rate,
-    "prob_vs_gen": prob_vs_gen,
-    "instance_variation": instance_variation,
-    "accuracy": accuracy,
-    "beta_landscape": beta_landscape,
-    "tango_failure_rate": plots_tango.tango_failure_rate,
-    "tango_variation": plots_tango.tango_variation,
-    "judge_reliability": plots_judges.judge_reliability,
-    "judge_omega": plots_verdict.judge_omega,
-    "judge_risk_coverage": plots_verdict.judge_risk_coverage,
-    "judge_rates": plots_verdict.judge_rates,
-    "distractor_accuracy": plots_distractors.distractor_accuracy,
+# Every figure of the report, by name, in the order the report shows them: each module declares its own.
+FIGURES: dict[str, FigureDeclaration] = {
+    figure.name: figure
+    for figure in (
+        *plots_paper.FIGURES,
+        *plots_tango.FIGURES,
+        *plots_judges.FIGURES,
+        *plots_verdict.FIGURES,
+        *plots_distractors.FIGURES,
+    )
 }
-
-TITLES = {
-    "human_vs_heuristic": "Human vs heuristic",
-    "label_distribution": "Human labels",
-    "extraneous_rate": "Extraneous gendered language",
-    "prob_vs_gen": "Probability vs generation",
-    "instance_variation": "Variation among samples",
-    "accuracy": "Accuracy per format",
-    "beta_landscape": "Disagreement landscape",
-    **plots_tango.TITLES,
-    **plots_judges.TITLES,
-    **plots_verdict.TITLES,
-    **plots_distractors.TITLES,
-}
-
-CAPTIONS = {
-    "human_vs_heuristic": (
-        "Raw agreement of the human verdict (misgendering or not) with the automatic first-pronoun heuristic, per "
-        "model and pronoun, with standard-error bars; the dashed line is the agreement of two annotators on the "
-        "overlap items (the paper's figures 6 and 17)."
-    ),
-    "label_distribution": (
-        "Share of each human label among the annotated generations, per model and pronoun (the paper's figure 7)."
-    ),
-    "extraneous_rate": (
-        "Share of generations the annotators flagged for extraneous gendered language, per model and pronoun, with "
-        "standard-error bars (the paper's figure 8)."
-    ),
-    "prob_vs_gen": (
-        "Raw agreement p_o between the probability-based verdict and the first sample's generation-based verdict, "
-        "per model and pronoun, with standard-error bars; the dashed line at 1.0 is perfect agreement (the paper's "
-        "figures 4b, 9b and 15)."
-    ),
-    "instance_variation": (
-        "Share of instances at each σ_gen, the population standard deviation of the verdicts of an instance's "
-        "samples: 0 when every sample agrees, larger when they split (the paper's figures 4a, 9a and 14)."
-    ),
-    "accuracy": (
-        "Accuracy per model and pronoun: the mean probability-based verdict, the mean generation-based verdict over "
-        "all samples and over the first sample, and the mean human verdict, with standard-error bars."
-    ),
-    "beta_landscape": (
-        "Beta distributions fitted to the per-instance chance d_k that a generation disagrees with the "
-        "probability-based verdict, β on the x axis and α on the y axis; dashed: α = β, α = 1 and β = 1 (the "
-        "paper's figures 10 and 16)."
-    ),
-    **plots_tango.CAPTIONS,
-    **plots_judges.CAPTIONS,
-    **plots_verdict.CAPTIONS,
-    **plots_distractors.CAPTIONS,
-}
-
-
-# The report table each figure draws, as the tables' declarations say (analysis/report/tables/).
-SOURCES = {plot: table.key for table in TABLES for plot in table.plots}
-# What else of the report a figure reads. A figure is handed its table and these only (`FigureInputs`), so its drawing
-# is kept under a digest of them: a new annotation redraws the figures of the human side, not the automatic ones.
-ALSO_READS = {
-    "human_vs_heuristic": ("inter_annotator",),  # the two annotators' agreement, the dashed line
-    "label_distribution": ("labels",),  # the pool's label set, in its order
-    "judge_reliability": ("judge_calibration",),
-}
-INPUTS = {name: (SOURCES[name], *ALSO_READS.get(name, ())) for name in PLOTS}
 
 
 class FigureInputs(dict):
-    """The part of a report one figure draws (INPUTS). Reading any other key is an error, so a drawing kept under the
-    digest of its inputs can never be out of date."""
+    """The part of a report one figure draws (its declaration's inputs). Reading any other key is an error, so a
+    drawing kept under the digest of its inputs can never be out of date."""
 
     def __init__(self, name: str, values: dict) -> None:
         super().__init__(values)
         self.name = name
 
     def _declared(self, key: object) -> None:
-        if key not in INPUTS[self.name]:
-            raise KeyError(f"figure {self.name!r} reads {key!r} of the report: add it to ALSO_READS")
+        if key not in FIGURES[self.name].inputs:
+            raise KeyError(f"figure {self.name!r} reads {key!r} of the report: add it to its declaration's also_reads")
 
     def __getitem__(self, key):
         self._declared(key)
@@ -163,7 +86,7 @@ class FigureInputs(dict):
 
 
 def _inputs(report: dict, name: str) -> dict:
-    return {key: report[key] for key in INPUTS[name] if key in report}
+    return {key: report[key] for key in FIGURES[name].inputs if key in report}
 
 
 def figure_digest(*, report: dict, name: str) -> str:
@@ -173,12 +96,12 @@ def figure_digest(*, report: dict, name: str) -> str:
 
 
 def plot_figures(*, report: dict | None = None) -> list[dict]:
-    """Name, heading and caption of every plot, in the order the report shows them; given a report, only the figures
-    whose table has rows (a pool without TANGO jobs shows no TANGO figure)."""
+    """Name, heading, caption and page section of every figure, in the order the report shows them; given a report,
+    only the figures whose table has rows (a pool without TANGO jobs shows no TANGO figure)."""
     return [
-        {"name": name, "title": TITLES[name], "caption": CAPTIONS[name]}
-        for name in PLOTS
-        if report is None or report.get(SOURCES[name])
+        {"name": figure.name, "title": figure.title, "caption": figure.caption, "section": figure.section}
+        for figure in FIGURES.values()
+        if report is None or report.get(figure.table)
     ]
 
 
@@ -201,7 +124,7 @@ def plot_render(*, report: dict, name: str, fmt: str) -> bytes:
     """The named plot as SVG or PNG bytes."""
     plt = _pyplot()
     with plt.rc_context(STYLE):
-        figure = PLOTS[name](FigureInputs(name, plain_text(_inputs(report, name))))
+        figure = FIGURES[name].draw(FigureInputs(name, plain_text(_inputs(report, name))))
         buffer = io.BytesIO()
         try:
             figure.savefig(buffer, format=fmt, dpi=200 if fmt == "png" else None, metadata=_metadata(fmt))

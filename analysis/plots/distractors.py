@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
+from analysis.plots.declaration import FigureDeclaration
+
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
@@ -61,11 +63,16 @@ def distractor_accuracy(report: dict) -> Figure:
     return figure
 
 
-TITLES = {"distractor_accuracy": "Accuracy against distractors"}
-CAPTIONS = {
-    "distractor_accuracy": (
-        "Accuracy against the number of distractor sentences about a second person (RUFF's figure, with human "
-        "labels): the human verdict, the probability format, and the first-pronoun heuristic, dashed because it is "
-        "not valid with distractors (the first pronoun may be the other person's); standard-error bars."
-    )
-}
+FIGURES = (
+    FigureDeclaration(
+        name="distractor_accuracy",
+        draw=distractor_accuracy,
+        table="distractors",
+        title="Accuracy against distractors",
+        caption=(
+            "Accuracy against the number of distractor sentences about a second person (RUFF's figure, with human "
+            "labels): the human verdict, the probability format, and the first-pronoun heuristic, dashed because it is "
+            "not valid with distractors (the first pronoun may be the other person's); standard-error bars."
+        ),
+    ),
+)

@@ -5,10 +5,11 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING
 
+from analysis.plots.declaration import FigureDeclaration
 from analysis.plots.layout import (
+    ACCURACY_SERIES,
     LABEL_COLOURS,
     MARKERS,
-    MEASURES,
     PALETTE,
     _by_group,
     _cell,
@@ -63,8 +64,8 @@ def accuracy(report: dict) -> Figure:
     the first sample, and the human verdict; one group per model and pronoun."""
     rows = report.get("accuracy") or []
     figure, panels = _grid(rows)
-    measures = [m for m in MEASURES if any(row.get(m) is not None for row in rows)] or list(MEASURES)
-    colours = dict(zip(MEASURES, PALETTE, strict=False))
+    measures = [m for m in ACCURACY_SERIES if any(row.get(m) is not None for row in rows)] or list(ACCURACY_SERIES)
+    colours = dict(zip(ACCURACY_SERIES, PALETTE, strict=False))
     multi_model = len(_models(rows)) > 1
     for (dataset, setting), ax in panels.items():
         cell = _model_pronoun_order(_cell(rows, dataset, setting))
@@ -78,7 +79,7 @@ def accuracy(report: dict) -> Figure:
             lookup=partial(_by_group, index),
             value=lambda measure: measure,
             sem=lambda measure: f"{measure}_sem",
-            labels=MEASURES,
+            labels=ACCURACY_SERIES,
             positions=_model_pronoun_axis(ax, cell, name_models=multi_model),
         )
         ax.set_ylim(0, 1.05)
@@ -178,3 +179,82 @@ def beta_landscape(report: dict) -> Figure:
     ]
     figure.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 8), frameon=False)
     return figure
+
+
+# The paper's figures, in the order the report shows them.
+FIGURES = (
+    FigureDeclaration(
+        name="human_vs_heuristic",
+        draw=human_vs_heuristic,
+        table="human_vs_heuristic",
+        title="Human vs heuristic",
+        caption=(
+            "Raw agreement of the human verdict (misgendering or not) with the automatic first-pronoun heuristic, per "
+            "model and pronoun, with standard-error bars; the dashed line is the agreement of two annotators on the "
+            "overlap items (the paper's figures 6 and 17)."
+        ),
+        also_reads=("inter_annotator",),  # the two annotators' agreement, the dashed line
+    ),
+    FigureDeclaration(
+        name="label_distribution",
+        draw=label_distribution,
+        table="label_distribution",
+        title="Human labels",
+        caption=(
+            "Share of each human label among the annotated generations, per model and pronoun (the paper's figure 7)."
+        ),
+        also_reads=("labels",),  # the pool's label set, in its order
+    ),
+    FigureDeclaration(
+        name="extraneous_rate",
+        draw=extraneous_rate,
+        table="extraneous_rate",
+        title="Extraneous gendered language",
+        caption=(
+            "Share of generations the annotators flagged for extraneous gendered language, per model and pronoun, with "
+            "standard-error bars (the paper's figure 8)."
+        ),
+    ),
+    FigureDeclaration(
+        name="prob_vs_gen",
+        draw=prob_vs_gen,
+        table="prob_vs_gen",
+        title="Probability vs generation",
+        caption=(
+            "Raw agreement p_o between the probability-based verdict and the first sample's generation-based verdict, "
+            "per model and pronoun, with standard-error bars; the dashed line at 1.0 is perfect agreement (the paper's "
+            "figures 4b, 9b and 15)."
+        ),
+    ),
+    FigureDeclaration(
+        name="instance_variation",
+        draw=instance_variation,
+        table="instance_variation",
+        title="Variation among samples",
+        caption=(
+            "Share of instances at each σ_gen, the population standard deviation of the verdicts of an instance's "
+            "samples: 0 when every sample agrees, larger when they split (the paper's figures 4a, 9a and 14)."
+        ),
+    ),
+    FigureDeclaration(
+        name="accuracy",
+        draw=accuracy,
+        table="accuracy",
+        title="Accuracy per format",
+        caption=(
+            "Accuracy per model and pronoun: the mean probability-based verdict, the mean generation-based verdict over "
+            "all samples and over the first sample, and the mean human verdict, with standard-error bars."
+        ),
+    ),
+    FigureDeclaration(
+        name="beta_landscape",
+        draw=beta_landscape,
+        table="beta_disagreement",
+        title="Disagreement landscape",
+        caption=(
+            "Beta distributions fitted to the per-instance chance d_k that a generation disagrees with the "
+            "probability-based verdict, β on the x axis and α on the y axis; dashed: α = β, α = 1 and β = 1 (the "
+            "paper's figures 10 and 16)."
+        ),
+    ),
+)

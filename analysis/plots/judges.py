@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from analysis.plots.declaration import FigureDeclaration
+
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
@@ -45,11 +47,17 @@ def judge_reliability(report: dict) -> Figure:
     return figure
 
 
-TITLES = {"judge_reliability": "LLM judges: reliability"}
-CAPTIONS = {
-    "judge_reliability": (
-        "One panel per LLM judge: for each tenth of the judge's confidence, the share of its labels that equal the "
-        "human label, at the bin's mean confidence; points on the dashed diagonal are perfectly calibrated. A judge "
-        "is a model; its agreement with humans is itself a result."
-    )
-}
+FIGURES = (
+    FigureDeclaration(
+        name="judge_reliability",
+        draw=judge_reliability,
+        table="judge_reliability",
+        title="LLM judges: reliability",
+        caption=(
+            "One panel per LLM judge: for each tenth of the judge's confidence, the share of its labels that equal the "
+            "human label, at the bin's mean confidence; points on the dashed diagonal are perfectly calibrated. A judge "
+            "is a model; its agreement with humans is itself a result."
+        ),
+        also_reads=("judge_calibration",),
+    ),
+)

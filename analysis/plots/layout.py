@@ -28,8 +28,8 @@ MARKERS = {"he": "o", "she": "s", "they": "^", "xe": "D"}
 # Okabe & Ito (2008), reordered so that the first colours are the most distinct on white.
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
 LABEL_COLOURS = {"correct": "#009E73", "misgendering": "#D55E00", "no_pronoun": "#56B4E9", "plural_they": "#CC79A7"}
-MEASURES = {"prob": "probability-based", "gen": "generation (all samples)", "gen_first": "generation (sample 1)"}
-MEASURES |= {"human": "human"}
+ACCURACY_SERIES = {"prob": "probability-based", "gen": "generation (all samples)", "gen_first": "generation (sample 1)"}
+ACCURACY_SERIES |= {"human": "human"}
 WIDTH = 7.0  # inches: the text width of a two-column paper
 PANEL_HEIGHT = 2.3
 STYLE = {

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from analysis.plots.declaration import FigureDeclaration
+
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-MEASURES = {"sigma_gen": "generation-based σ_gen", "sigma_prob": "probability-based σ_prob"}
+SIGMA_SERIES = {"sigma_gen": "generation-based σ_gen", "sigma_prob": "probability-based σ_prob"}
 
 
 def tango_failure_rate(report: dict) -> Figure:
@@ -29,19 +31,30 @@ def tango_variation(report: dict) -> Figure:
     rows = [
         {**row, "setting": title, "mean": row[f"{measure}_mean"], "sem": row[f"{measure}_std"]}
         for row in report.get("tango_variation") or []
-        for measure, title in MEASURES.items()
+        for measure, title in SIGMA_SERIES.items()
     ]
     return _model_pronoun_bars({"tango_variation": rows}, "tango_variation", "mean", ylabel="σ (mean ± std)")
 
 
-TITLES = {"tango_failure_rate": "TANGO template failures", "tango_variation": "TANGO variation"}
-CAPTIONS = {
-    "tango_failure_rate": (
-        "Mean share of an instance's Prob-TANGO templates that failed (the generation had no pronoun to make a slot "
-        "of), per model and pronoun, with standard-error bars over instances (the paper's figure 11)."
+FIGURES = (
+    FigureDeclaration(
+        name="tango_failure_rate",
+        draw=tango_failure_rate,
+        table="tango_failure_rate",
+        title="TANGO template failures",
+        caption=(
+            "Mean share of an instance's Prob-TANGO templates that failed (the generation had no pronoun to make a slot "
+            "of), per model and pronoun, with standard-error bars over instances (the paper's figure 11)."
+        ),
     ),
-    "tango_variation": (
-        "Instance-level variation on TANGO: σ_gen over an instance's generations and σ_prob over its successful "
-        "templates, mean with the standard deviation over instances as bars (the paper's figure 5)."
+    FigureDeclaration(
+        name="tango_variation",
+        draw=tango_variation,
+        table="tango_variation",
+        title="TANGO variation",
+        caption=(
+            "Instance-level variation on TANGO: σ_gen over an instance's generations and σ_prob over its successful "
+            "templates, mean with the standard deviation over instances as bars (the paper's figure 5)."
+        ),
     ),
-}
+)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from analysis.plots.declaration import VERDICT_SECTION, FigureDeclaration
+
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
@@ -129,25 +131,41 @@ def judge_rates(report: dict) -> Figure:
     return figure
 
 
-TITLES = {
-    "judge_omega": "The judge's verdict: winning rate against epsilon",
-    "judge_risk_coverage": "The judge's verdict: risk against coverage",
-    "judge_rates": "Misgendering rates: people, prediction-powered, judge",
-}
-CAPTIONS = {
-    "judge_omega": (
-        "The Alternative Annotator Test's winning rate omega (the share of annotators the judge is shown to be at "
-        "least as good as, less epsilon) at each epsilon; the judge passes at 0.5 or more (dashed). A judge is a "
-        "model: its verdict holds for this pool, these annotators and this epsilon."
+FIGURES = (
+    FigureDeclaration(
+        name="judge_omega",
+        draw=judge_omega,
+        table="judge_verdict",
+        title="The judge's verdict: winning rate against epsilon",
+        caption=(
+            "The Alternative Annotator Test's winning rate omega (the share of annotators the judge is shown to be at "
+            "least as good as, less epsilon) at each epsilon; the judge passes at 0.5 or more (dashed). A judge is a "
+            "model: its verdict holds for this pool, these annotators and this epsilon."
+        ),
+        section=VERDICT_SECTION,
     ),
-    "judge_risk_coverage": (
-        "Selective judging: the judge's disagreement with the human label among the items it keeps (confidence at or "
-        "above a threshold) against the share it keeps, from the highest threshold down; the dot is the threshold "
-        "that keeps the disagreement at most alpha (dashed) with probability 1 - delta."
+    FigureDeclaration(
+        name="judge_risk_coverage",
+        draw=judge_risk_coverage,
+        table="judge_verdict",
+        title="The judge's verdict: risk against coverage",
+        caption=(
+            "Selective judging: the judge's disagreement with the human label among the items it keeps (confidence at or "
+            "above a threshold) against the share it keeps, from the highest threshold down; the dot is the threshold "
+            "that keeps the disagreement at most alpha (dashed) with probability 1 - delta."
+        ),
+        section=VERDICT_SECTION,
     ),
-    "judge_rates": (
-        "Misgendering rate per model, dataset and pronoun, a context being the unit: people only on the pool's "
-        "contexts, prediction-powered (the pool's people and the judge on all of the job's contexts), each with its "
-        "95% interval, and the judge alone (biased: it trusts the judge)."
+    FigureDeclaration(
+        name="judge_rates",
+        draw=judge_rates,
+        table="prediction_powered",
+        title="Misgendering rates: people, prediction-powered, judge",
+        caption=(
+            "Misgendering rate per model, dataset and pronoun, a context being the unit: people only on the pool's "
+            "contexts, prediction-powered (the pool's people and the judge on all of the job's contexts), each with its "
+            "95% interval, and the judge alone (biased: it trusts the judge)."
+        ),
+        section=VERDICT_SECTION,
     ),
-}
+)

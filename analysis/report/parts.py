@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 # The views of the inter-annotator table, in the order every table of it gives them.
-MEASURES = {
+INTER_ANNOTATOR_VIEWS = {
     "pronoun_label": "pronoun label",
     "pronoun_binary": "misgendering or not",
     "extraneous": "extraneous flag",
@@ -49,22 +49,24 @@ def flatten(row: Any) -> dict:
 
 def inter_annotator_views(report: dict) -> list:
     """The three views' agreement blocks (3-way label, binary label, extraneous flag)."""
-    return [report["inter_annotator"][m] for m in MEASURES]
+    return [report["inter_annotator"][m] for m in INTER_ANNOTATOR_VIEWS]
 
 
 def inter_annotator_rows(report: dict) -> list[dict]:
     inter = report["inter_annotator"]
-    return [{"measure": m, **flatten({k: v for k, v in inter[m].items() if k != "pairwise"})} for m in MEASURES]
+    return [
+        {"measure": m, **flatten({k: v for k, v in inter[m].items() if k != "pairwise"})} for m in INTER_ANNOTATOR_VIEWS
+    ]
 
 
 def pairwise(report: dict) -> list:
-    return [row for m in MEASURES for row in report["inter_annotator"][m].get("pairwise", [])]
+    return [row for m in INTER_ANNOTATOR_VIEWS for row in report["inter_annotator"][m].get("pairwise", [])]
 
 
 def pairwise_rows(report: dict) -> list[dict]:
     """Cohen's kappa per annotator pair, for every view."""
     inter = report["inter_annotator"]
-    return [{"measure": m, **flatten(row)} for m in MEASURES for row in inter[m].get("pairwise", [])]
+    return [{"measure": m, **flatten(row)} for m in INTER_ANNOTATOR_VIEWS for row in inter[m].get("pairwise", [])]
 
 
 def confusion(report: dict) -> list:

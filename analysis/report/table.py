@@ -98,8 +98,10 @@ class Table(Generic[RowT]):
     flat: its CSV rows, where they are not each row flattened (analysis/report/parts.py).
     per_label: a count column per label of the pool beside the row's keys.
     columns: column titles beyond the shared COLUMN_TITLES.
-    latex, plots: its LaTeX table and the figures (analysis/plots) drawn from it.
+    latex: its LaTeX table. (A figure drawn from it names it in its own declaration, analysis/plots.)
     parts: the tables the page splits it into, once a column of a part with its own columns is there.
+    part_keys: the columns every part repeats after the first (a cell's dataset, setting and pronoun), so that each
+        part's rows say what they are about.
     shown: a plain table on the page (False: a section of its own, or a CSV link).
     optional: a report saved before the table was added lacks it (NotRequired in `Report`).
     """
@@ -117,8 +119,8 @@ class Table(Generic[RowT]):
     per_label: bool = False
     columns: Mapping[str, str] = field(default_factory=dict)
     latex: LatexTable | None = None
-    plots: tuple[str, ...] = ()
     parts: tuple[TablePart, ...] = ()
+    part_keys: tuple[str, ...] = ()
     shown: bool = True
     optional: bool = False
 

@@ -202,7 +202,7 @@ TOY_PARAMETERS_BELOW = 1_000_000_000
 TOY_MODELS = {"smollm2-135m": 135_000_000}
 
 
-def judge_verdicts(*, pool: Pool) -> list[dict]:
+def judge_label_counts(*, pool: Pool) -> list[dict]:
     """What each judge of the pool (its runs over the pool and over the pool's jobs) said over the pool's study items: `origin`, `model`,
     `n`, `verdicts` ({label: count}, every label of the pool listed), `one_label` (the label it gave every item, else
     None) and `toy` (its model is a small one, TOY_MODELS, whose labels are not evidence). For the report page."""

@@ -395,7 +395,7 @@ def selective_sentence(row: dict) -> str:
     return sentence + "."
 
 
-def verdict_display(*, report: dict) -> list[dict]:
+def verdict_page_rows(*, report: dict) -> list[dict]:
     """Per judge run of the report's `judge_verdict`: the sentences, the agreement rows (the human ceiling last) and
     whether the run is over a job (it can escalate)."""
     job_runs = set(

@@ -8,7 +8,7 @@ import re
 from django import template
 
 from analysis.report.exports.tex import KAPPA_BEYOND_MARK, KAPPA_BEYOND_NOTE, kappa_ci_beyond_bounds
-from analysis.report.parts import MEASURES
+from analysis.report.parts import INTER_ANNOTATOR_VIEWS
 from analysis.report.tables import TABLES_BY_KEY
 from annotation.schema import label_display
 
@@ -97,7 +97,7 @@ def presented(table: dict) -> dict:
             else:
                 text = row[indices[0]]
                 if merged[len(cells)][0] == "measure":
-                    text = MEASURES.get(text, text)
+                    text = INTER_ANNOTATOR_VIEWS.get(text, text)
                 cells.append({"text": text, "num": bool(NUMBER.match(text)) or text == "—"})
         rows.append(cells)
     return {

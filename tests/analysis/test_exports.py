@@ -11,7 +11,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from analysis.plots import PLOTS
+from analysis.plots import FIGURES
 from analysis.report.exports.latex import LATEX_TABLES
 from tests.analysis.factories import study_build
 
@@ -81,7 +81,7 @@ class TestCommand:
         # One per figure with data: the study has no TANGO job, no judge run and no distractor dataset.
         absent = {"tango_failure_rate", "tango_variation", "judge_reliability", "distractor_accuracy"}
         absent |= {"judge_omega", "judge_risk_coverage", "judge_rates"}
-        assert html.count("<svg") == len(set(PLOTS) - absent)
+        assert html.count("<svg") == len(set(FIGURES) - absent)
         assert "<link" not in html and "src=" not in html
         assert "prob_vs_gen" in html
 

@@ -3,6 +3,7 @@ the hand-built study (tests/analysis/factories.py); the report page and the HTML
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import re
 import xml.etree.ElementTree as ET
@@ -23,7 +24,7 @@ from tests.factories import AnnotationFactory
 PANEL = "MISGENDERED, pre-[MASK]"
 # the study has no TANGO job, and no judge run over a generation job (the verdict's figures: tests/judging)
 VERDICT_FIGURES = ("judge_omega", "judge_risk_coverage", "judge_rates")
-STUDY_FIGURES = [name for name in plots.PLOTS if not name.startswith("tango_") and name not in VERDICT_FIGURES]
+STUDY_FIGURES = [name for name in plots.FIGURES if not name.startswith("tango_") and name not in VERDICT_FIGURES]
 
 
 @pytest.fixture
@@ -55,7 +56,7 @@ def _fresh_cache():
 def _draw(report: dict, name: str):
     plt = plots._pyplot()
     with plt.rc_context(plots.STYLE):
-        figure = plots.PLOTS[name](report)
+        figure = plots.FIGURES[name].draw(report)
     return figure, plt
 
 
@@ -77,7 +78,7 @@ def _first_agreement(instances) -> list[float]:
 
 
 class TestRendering:
-    @pytest.mark.parametrize("name", list(plots.PLOTS))
+    @pytest.mark.parametrize("name", list(plots.FIGURES))
     def test_every_figure_is_valid_svg_and_png(self, report, name):
         svg = plots.plot_render(report=report, name=name, fmt="svg")
         root = ET.fromstring(svg)
@@ -86,7 +87,7 @@ class TestRendering:
         png.verify()
         assert png.format == "PNG" and png.size[0] >= 1000  # 7 in at 200 dpi: sharp at column width
 
-    @pytest.mark.parametrize("name", list(plots.PLOTS))
+    @pytest.mark.parametrize("name", list(plots.FIGURES))
     def test_every_figure_renders_for_a_pool_without_data(self, once, admin_user, name):
         from tests.factories import PoolFactory
 
@@ -246,7 +247,8 @@ class TestCache:
             assert kept[name] == real(report=changed, name=name, fmt="svg"), name
 
     def test_a_figure_that_reads_an_undeclared_part_of_the_report_fails(self, report, monkeypatch):
-        monkeypatch.setitem(plots.PLOTS, "prob_vs_gen", lambda part: part["labels"])
+        reads_labels = dataclasses.replace(plots.FIGURES["prob_vs_gen"], draw=lambda part: part["labels"])
+        monkeypatch.setitem(plots.FIGURES, "prob_vs_gen", reads_labels)
         with pytest.raises(KeyError, match="'prob_vs_gen' reads 'labels'"):
             plots.plot_render(report=report, name="prob_vs_gen", fmt="svg")
         part = plots.FigureInputs("prob_vs_gen", {"prob_vs_gen": []})
@@ -278,7 +280,7 @@ class TestPresentation:
         page = client.get(reverse("report-detail", args=["study"])).content.decode()
         figures = plots.plot_figures(report=report_build(pool=study))
         assert [f["name"] for f in figures] == [
-            n for n in plots.PLOTS if not n.startswith(("tango_", "distractor_", "judge_"))
+            n for n in plots.FIGURES if not n.startswith(("tango_", "distractor_", "judge_"))
         ]
         assert reverse("report-plot", args=["study", "tango_failure_rate", "svg"]) not in page  # no TANGO job
         for figure in figures:

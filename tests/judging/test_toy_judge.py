@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from analysis.selectors.judges import judge_verdicts
+from analysis.selectors.judges import judge_label_counts
 from tests.factories import AnnotationFactory
 from tests.judging.conftest import finished_run
 
@@ -21,7 +21,7 @@ def test_a_judge_that_says_misgendering_to_everything_is_shown_as_the_toy_it_is(
         AnnotationFactory(item=item, annotator=annotator, label="correct")
     finished_run(judge=judge, pool=pool, labels={item: ("misgendering", 0.4, SCORES) for item in items})
 
-    [row] = judge_verdicts(pool=pool)
+    [row] = judge_label_counts(pool=pool)
     assert row["verdicts"] == {"correct": 0, "misgendering": 5, "no_pronoun": 0}
     assert (row["one_label"], row["toy"], row["n"]) == ("misgendering", True, 5)
 

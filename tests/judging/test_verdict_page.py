@@ -142,7 +142,7 @@ def test_the_verdict_figures_draw_the_reports_figures_with_one_legend_below(stud
     plt = plots._pyplot()
     for name in ("judge_omega", "judge_risk_coverage", "judge_rates"):
         with plt.rc_context(plots.STYLE):
-            figure = plots.PLOTS[name](report)
+            figure = plots.FIGURES[name].draw(report)
         try:
             assert all(ax.get_legend() is None for ax in figure.axes) and len(figure.legends) == 1
             figure.canvas.draw()

@@ -12,7 +12,7 @@ from analysis.report.exports.csv import report_table_rows
 from analysis.report.parts import clean, label_text
 from analysis.report.tables import TABLES
 from analysis.selectors.verdict import NOTE as VERDICT_NOTE
-from analysis.selectors.verdict import verdict_display
+from analysis.selectors.verdict import verdict_page_rows
 
 # Columns whose values are labels: shown with one spelling everywhere ("no pronoun", never "no_pronoun").
 LABEL_COLUMNS = {"human_label", "majority", "dawid_skene", "mace", "first_annotator", "label", "gold_label"}
@@ -26,7 +26,7 @@ def report_html(*, report: dict) -> str:
             "report": clean(report),
             "plots": report_figures_inline(report=report),
             "tables": report_tables_for_display(report=report),
-            "verdicts": verdict_display(report=report),
+            "verdicts": verdict_page_rows(report=report),
             "verdict_note": VERDICT_NOTE,
         },
     )

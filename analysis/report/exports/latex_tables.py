@@ -21,7 +21,7 @@ from analysis.report.exports.tex import (
     latex_label,
     latex_table,
 )
-from analysis.report.parts import MEASURES, label_text
+from analysis.report.parts import INTER_ANNOTATOR_VIEWS, label_text
 from annotation.schema import CORRECT, MISGENDERING
 
 
@@ -42,7 +42,7 @@ def latex_inter_annotator(report: dict) -> str:
         ],
         [
             [
-                MEASURES.get(m, m),
+                INTER_ANNOTATOR_VIEWS.get(m, m),
                 str(inter[m]["n_items"]),
                 _interval(inter[m]["raw_agreement"], inter[m].get("raw_agreement_boot_ci")),
                 _interval(inter[m]["cohen_kappa"], inter[m]["kappa_ci"]),
@@ -50,7 +50,7 @@ def latex_inter_annotator(report: dict) -> str:
                 _interval(inter[m].get("gwet_ac1"), inter[m].get("gwet_ac1_ci")),
                 _fmt(inter[m].get("fleiss_kappa")),
             ]
-            for m in MEASURES
+            for m in INTER_ANNOTATOR_VIEWS
             if inter[m]["n_items"]
         ],
         label=latex_label("inter_annotator"),

@@ -4,7 +4,7 @@ JSON keys, its CSV files, its page and its LaTeX tables.
 Everything else reads `TABLES`: `report_data` (analysis/report/build.py) calls each builder, the CSV, LaTeX and HTML
 exports (analysis/report/exports/) and the page (analysis/templatetags/report_format.py) take their titles, columns,
 empty headers and sentences from here, the figures (analysis/plots) which tables they draw, and the API schema
-(analysis/openapi.py) each table's row type. The declarations live by subject: people.py (what people said),
+(analysis/apis.py) each table's row type. The declarations live by subject: people.py (what people said),
 automatic.py (the models' results), machine.py (LLM judges and the judge's verdict).
 """
 

@@ -43,7 +43,6 @@ MODELS = (
             "agreement_sem": "SEM",
         },
         latex=LatexTable("prob_vs_gen", latex.latex_prob_vs_gen),
-        plots=("prob_vs_gen",),
     ),
     Table(
         key="instance_variation",
@@ -53,7 +52,6 @@ MODELS = (
         header=(*CELL, "n", "samples", "shares_0.00", "shares_0.40", "shares_0.49"),
         build=lambda r: automatic.instance_variation(frame=r.instances),
         columns={"samples": "samples"},
-        plots=("instance_variation",),
     ),
     Table(
         key="beta_disagreement",
@@ -63,7 +61,6 @@ MODELS = (
         header=(*CELL, "n", "mean", "var", "alpha", "beta"),
         build=lambda r: automatic.beta_disagreement(frame=r.instances) + tango.tango_beta_disagreement(frame=r.tango),
         columns={"var": "var", "alpha": "α", "beta": "β"},
-        plots=("beta_landscape",),
     ),
     Table(
         key="tango_failure_rate",
@@ -73,7 +70,6 @@ MODELS = (
         header=(*CELL, "mean", "sem", "n"),
         build=lambda r: tango.tango_failure_rate(frame=r.tango),
         latex=LatexTable("tango", latex.latex_tango),  # with the sigmas of tango_variation
-        plots=("tango_failure_rate",),
     ),
     Table(
         key="tango_variation",
@@ -90,7 +86,6 @@ MODELS = (
             "sigma_prob_mean": "sigma prob mean",
             "sigma_prob_std": "sigma prob std",
         },
-        plots=("tango_variation",),
     ),
     Table(
         key="repetition",
@@ -115,7 +110,6 @@ MODELS = (
         }
         | {"prob_score": "prob score"},
         latex=LatexTable("accuracy", latex.latex_accuracy),
-        plots=("accuracy",),
     ),
     Table(
         key="conflict_rate",
@@ -155,7 +149,6 @@ DISTRACTORS = (
                 "first_pronoun_n",
             )
         },  # fmt: skip
-        plots=("distractor_accuracy",),
         optional=True,
     ),
 )

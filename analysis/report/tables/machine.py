@@ -63,7 +63,6 @@ JUDGES = (
         header=("judge", "low", "high", "n", "confidence", "accuracy"),
         build=lambda r: judge_selectors.judge_reliability(frame=r.judges),
         columns={"low": "low", "high": "high", "confidence": "confidence"},
-        plots=("judge_reliability",),
         optional=True,
     ),
     Table(
@@ -103,7 +102,6 @@ JUDGES = (
             + ("selective_agreement_above", "selective_n")
         },
         latex=LatexTable("judge_verdict", latex.latex_judge_verdict),
-        plots=("judge_omega", "judge_risk_coverage"),
         optional=True,
     ),
     Table(
@@ -174,7 +172,6 @@ JUDGES = (
             for name in ("N", "ppi_rate", "ppi_ci", "human_rate", "human_ci", "judge_rate", "n_eff")
         },
         latex=LatexTable("prediction_powered", latex.latex_prediction_powered),
-        plots=("judge_rates",),
         optional=True,
     ),
 )

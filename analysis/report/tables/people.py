@@ -116,7 +116,6 @@ AGAINST_HEURISTIC = (
             "agreement_split_n": "split items",
         },
         latex=LatexTable("human_vs_heuristic", latex.latex_human_vs_heuristic),
-        plots=("human_vs_heuristic",),
     ),
     Table(
         key="label_distribution",
@@ -126,7 +125,6 @@ AGAINST_HEURISTIC = (
         header=(*CELL, "n", "correct", "misgendering", "no_pronoun"),
         build=lambda r: human.label_distribution(frame=r.frame, labels=r.labels),
         per_label=True,
-        plots=("label_distribution",),
     ),
     Table(
         key="extraneous_rate",
@@ -136,7 +134,6 @@ AGAINST_HEURISTIC = (
         header=(*CELL, "rate", "sem", "n"),
         build=lambda r: human.extraneous_rate(frame=r.frame),
         columns={"rate_boot_ci": "rate boot ci"},
-        plots=("extraneous_rate",),
     ),
 )
 
