@@ -52,7 +52,9 @@ class JobOutputSerializer(serializers.ModelSerializer):
     eta_high_seconds = serializers.SerializerMethodField()
     resumable = serializers.SerializerMethodField()
 
-    # The API's keys predate the neutral field names (any kind's units and items): each key reads its field.
+    # The generation kind's keys (instances, generations) predate the neutral names every kind has (`total_units` and
+    # `done_units`: the kind's units of work, such as a generation job's instances or a judge run's items;
+    # `total_items`, `done_items`: what they make): each old key reads its field, and both are kept.
     KEYS_OF_FIELDS = {
         "total_instances": "total_units",
         "done_instances": "done_units",
@@ -88,6 +90,10 @@ class JobOutputSerializer(serializers.ModelSerializer):
             "done_instances",
             "total_generations",
             "done_generations",
+            "total_units",
+            "done_units",
+            "total_items",
+            "done_items",
             "progress",
             "elapsed_seconds",
             "eta_seconds",

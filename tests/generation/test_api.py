@@ -23,6 +23,7 @@ class TestJobApi:
         body = response.json()
         assert body["status"] == "queued" and body["model"] == "smollm2-135m"
         assert (body["total_instances"], body["total_generations"]) == (8, 8 * 5)
+        assert (body["total_units"], body["done_units"], body["total_items"], body["done_items"]) == (8, 0, 40, 0)
         job = GenerationJob.objects.get()
         assert job.pk == body["id"] and job.settings == ["post"] and job.created_by == admin_user
 
