@@ -152,7 +152,7 @@ def pool_escalate(
     pairs = [
         (row.confidence, row.label == side.label[row.item_id])
         for row in run_pool_labels(run=run, pool=pool)
-        if row.label and side.label.get(row.item_id) is not None
+        if row.label and row.confidence is not None and side.label.get(row.item_id) is not None
     ]
     selective = selective_threshold(
         confidences=[c for c, _ in pairs], agree=[a for _, a in pairs], alpha=parameters.alpha, delta=parameters.delta

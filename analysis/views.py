@@ -19,11 +19,13 @@ from analysis.plots import FORMATS as PLOT_FORMATS
 from analysis.report.build import pool_list_for_reports
 from analysis.report.exports.html import report_tables_for_display
 from analysis.responses import report_download
+from analysis.selectors.active import budget_sentences
 from analysis.selectors.examples import EXAMPLES_SEED, seed_parse
 from analysis.selectors.explorer import cell_instance_page, pool_cells
 from analysis.selectors.human import HUMAN_VERDICTS
 from analysis.selectors.judges import judge_label_counts
 from analysis.selectors.quality import quality_dashboard
+from analysis.selectors.verdict import MIN_ITEMS as CEILING_MIN_ITEMS
 from analysis.selectors.verdict import NOTE as VERDICT_NOTE
 from analysis.selectors.verdict import VerdictQuery, verdict_page_rows, verdict_parameters
 from analysis.services import EscalationError, pool_escalate, report_build, report_is_cached
@@ -61,6 +63,7 @@ def report_detail(request: HttpRequest, pool: str) -> HttpResponse:
         "plots": [figure for figure in figures if figure["section"] != VERDICT_SECTION],
         "verdict_plots": [figure for figure in figures if figure["section"] == VERDICT_SECTION],
         "verdicts": verdict_page_rows(report=report),
+        "budget_sentences": budget_sentences(report=report),
         "verdict_note": VERDICT_NOTE,
         "plot_version": report_remember(report=report),
         "conflict_all": next((row for row in report["conflict_rate"] if row["scope"] == "all"), None),
@@ -71,6 +74,11 @@ def report_detail(request: HttpRequest, pool: str) -> HttpResponse:
         # An imported pool has no generation job: its probability- and generation-based columns are left out.
         "automatic_accuracy": any(row["n"] and row["prob_n"] + row["gen_n"] for row in report["accuracy"])
         or bool(report["prob_vs_gen"]),
+        # And any column without a figure in any row (a job without probability scoring, a pool not annotated yet).
+        "accuracy_columns": {
+            measure: any(row[measure] is not None for row in report["accuracy"])
+            for measure in ("prob", "gen", "gen_first", "human")
+        },
     }
     return render(request, "analysis/report_detail.html", context)
 
@@ -223,4 +231,5 @@ def pool_quality(request: HttpRequest, name: str) -> HttpResponse:
     """The quality dashboard of a pool: annotator_quality, the kappa heat map, drift, time per decision and
     warnings. The page draws the first state itself and then polls `api-pool-quality` from static/js/quality.js."""
     pool_row = get_object_or_404(Pool, name=name)
-    return render(request, "analysis/pool_quality.html", {"pool": pool_row, "data": quality_dashboard(pool=pool_row)})
+    context = {"pool": pool_row, "data": quality_dashboard(pool=pool_row), "ceiling_min_items": CEILING_MIN_ITEMS}
+    return render(request, "analysis/pool_quality.html", context)

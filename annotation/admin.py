@@ -4,7 +4,16 @@ assignment order); the admin is for looking things up."""
 
 from django.contrib import admin
 
-from annotation.models import Adjudication, Annotation, Assignment, ExtraneousSpan, Pool, PoolItem
+from annotation.models import (
+    Adjudication,
+    Annotation,
+    Assignment,
+    ExtraneousSpan,
+    Participant,
+    Pool,
+    PoolItem,
+    Recruitment,
+)
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -73,3 +82,21 @@ class AdjudicationAdmin(ReadOnlyAdmin):
     list_display = ("item", "label", "extraneous", "adjudicator", "updated_at")
     list_select_related = ("item", "adjudicator")
     search_fields = ("item__public_id",)
+
+
+@admin.register(Recruitment)
+class RecruitmentAdmin(ReadOnlyAdmin):
+    # The link's token is left out: the pool page shows the link to researchers.
+    list_display = ("pool", "platform", "is_open", "items_per_person", "max_people", "timeout_minutes", "created_at")
+    list_select_related = ("pool",)
+    exclude = ("token",)
+
+
+@admin.register(Participant)
+class ParticipantAdmin(ReadOnlyAdmin):
+    """With the participants' download, the only place the platform's ids are shown."""
+
+    list_display = ("user", "recruitment", "participant_id", "started_at", "finished_at", "outcome", "code_shown")
+    list_filter = ("recruitment__pool", "outcome")
+    list_select_related = ("user", "recruitment__pool")
+    search_fields = ("participant_id", "user__username")

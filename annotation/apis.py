@@ -135,7 +135,12 @@ SubmittedAnnotation = inline_serializer(
         "notes": serializers.CharField(allow_blank=True),
         "tags": serializers.ListField(child=serializers.CharField()),
         "feedback": serializers.DictField(
-            allow_null=True, help_text="training items only: the expected answer and whether the label matched it"
+            allow_null=True,
+            help_text=(
+                "training items only: the expected answer (expected_label, expected_extraneous, explanation), "
+                "whether the label matched it (correct) and whether the extraneous flag did (extraneous_correct, "
+                "null where the item expects none)"
+            ),
         ),
     },
 )

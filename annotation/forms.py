@@ -40,6 +40,15 @@ class PoolSampleForm(forms.Form):
     )
     seed = forms.IntegerField(initial=POOL_SEED)
     allow_short = forms.BooleanField(required=False, help_text="keep cells with too few generations")
+    active = forms.BooleanField(
+        required=False,
+        help_text="an active draw from one job: contexts the judge is unsure about are drawn more often, each item "
+        "keeping its inclusion probability (the draw, instances and per-cell above do not apply)",
+    )
+    judge_run = forms.IntegerField(min_value=1, required=False, help_text="active: a finished judge run over the job")
+    budget = forms.FloatField(
+        min_value=0, required=False, help_text="active: the expected number of contexts people label"
+    )
 
     def __init__(self, *args, jobs, **kwargs):
         super().__init__(*args, **kwargs)
@@ -119,6 +128,16 @@ class ImportGenerationsForm(forms.Form):
         ],
         initial=STUDY,
         widget=forms.RadioSelect,
+    )
+    # Free-text generations (docs/domain.md, "Bring your own study"): what `import_generations` takes besides.
+    labels = forms.CharField(
+        required=False, label="Label set", help_text="comma separated, e.g. misgendering,correct; empty: the pool's"
+    )
+    positive = forms.CharField(
+        required=False, label="Positive label", help_text="the label rates count, when the set has no misgendering"
+    )
+    codebook = forms.FileField(
+        required=False, label="Codebook", help_text="a free-text dataset's pronoun families (default MISGENDERED's)"
     )
 
 

@@ -31,6 +31,11 @@ def new_public_id() -> str:
 class Pool(models.Model):
     name = models.SlugField(max_length=64, unique=True)
     labels = models.JSONField(default=_default_labels, help_text="the pronoun label set annotators choose from")
+    # The label rates count (docs/domain.md, "Bring your own study"): empty means `misgendering`, which a pool whose
+    # set lacks it must replace by one of its own labels (annotation.labelset.positive_label).
+    positive_label = models.CharField(
+        max_length=32, blank=True, help_text="the label rates count; empty: misgendering (the set must have it)"
+    )
     per_cell = models.PositiveIntegerField(null=True, blank=True, help_text="generations per cell when sampled")
     seed = models.BigIntegerField(null=True, blank=True)
     jobs = models.ManyToManyField(GenerationJob, blank=True, related_name="pools")
@@ -45,6 +50,10 @@ class Pool(models.Model):
     # The current guidelines' version (docs/domain.md, 'A study others can check'), kept here beside the versions
     # themselves so that the annotator's save reads it with the pool's row it already locks (no extra statement).
     guideline_version = models.PositiveIntegerField(null=True, blank=True, editable=False)
+    # An active pool (docs/domain.md, "Spending people's labels where they count"): the judge run whose probabilities
+    # drew it (a plain id: annotation never imports judging) and the budget, the expected number of contexts drawn.
+    active_run_id = models.PositiveIntegerField(null=True, blank=True, editable=False)
+    active_budget = models.FloatField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["-created_at"]
@@ -83,6 +92,12 @@ ITEM_KINDS = [
 ]
 
 
+FREE_SETTING = "free"
+# A job's settings, and the free-text import's own: `free` or whatever setting a researcher's file names.
+ITEM_SETTING_CHOICES = [*SETTING_CHOICES, (FREE_SETTING, "free text (imported)")]
+SETTING_PATTERN = r"^[a-z][a-z0-9_-]{0,15}$"
+
+
 class PoolItem(models.Model):
     """One generation to annotate. Cell fields and automatic verdicts are copied here so that imported generations
     (which have no job) and sampled ones look the same to the analysis. None of these reach annotators except
@@ -99,24 +114,31 @@ class PoolItem(models.Model):
     dataset = models.CharField(
         max_length=64, help_text="dataset kind: misgendered, ruff or tango; a templates dataset's own name"
     )
-    setting = models.CharField(max_length=4, choices=SETTING_CHOICES)
-    pronoun = models.CharField(max_length=8, choices=BASE_CHOICES)
+    # Free-text generations (docs/domain.md, "Bring your own study") name their own setting (default `free`) and may
+    # leave the pronoun unstated (empty); the heuristic has no verdict on such an item (null), never "correct".
+    setting = models.CharField(max_length=16, choices=ITEM_SETTING_CHOICES)
+    pronoun = models.CharField(max_length=8, choices=BASE_CHOICES, blank=True)
     sample_index = models.PositiveSmallIntegerField(null=True, blank=True)
-    template = models.TextField(help_text="instance text with its mask marker")
+    template = models.TextField(help_text="instance text with its mask marker; empty for free-text generations")
     context = models.TextField()
     continuation = models.TextField()
-    heuristic_correct = models.BooleanField()
+    heuristic_correct = models.BooleanField(null=True, blank=True)
     first_pronoun = models.CharField(max_length=32, blank=True)
     # Imports only: where the row came from and what the file said the heuristic gave.
     source_file = models.CharField(max_length=300, blank=True)
     source_line = models.PositiveIntegerField(null=True, blank=True)
     source_key = models.CharField(max_length=64, blank=True, help_text="sha256 identifying an imported row")
     source_correct = models.BooleanField(null=True, blank=True)
+    # The item's own id in a free-text generations file (docs/domain.md, "Bring your own study": `item`): people's
+    # and judges' label files name items by it (or by `public_id`).
+    external_id = models.CharField(max_length=200, blank=True, help_text="the item's id in its imported file")
     # Quality control: gold and training items carry their expected answer; neither ever enters a study metric.
     kind = models.CharField(max_length=8, choices=ITEM_KINDS, default=STUDY)
     gold_label = models.CharField(max_length=32, blank=True)
     gold_extraneous = models.BooleanField(null=True, blank=True)
     explanation = models.TextField(blank=True)
+    # An active pool's items: the probability pi that the draw included the item's context (all its samples share it).
+    inclusion_probability = models.FloatField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -127,7 +149,10 @@ class PoolItem(models.Model):
             models.UniqueConstraint(
                 fields=["pool", "source_key"], condition=~Q(source_key=""), name="pool_item_unique_source_key"
             ),
-            models.CheckConstraint(condition=Q(setting__in=["pre", "post", "open"]), name="pool_item_setting_valid"),
+            models.UniqueConstraint(
+                fields=["pool", "external_id"], condition=~Q(external_id=""), name="pool_item_unique_external_id"
+            ),
+            models.CheckConstraint(condition=Q(setting__regex=SETTING_PATTERN), name="pool_item_setting_valid"),
             models.CheckConstraint(condition=Q(kind=STUDY) | ~Q(gold_label=""), name="pool_item_gold_has_label"),
         ]
         indexes = [
@@ -178,6 +203,11 @@ class Assignment(models.Model):
         return f"item {self.item_id} for annotator {self.annotator_id}, place {self.position}"
 
 
+ORIGIN_CONCORD = "concord"
+ORIGIN_IMPORTED = "imported"
+ANNOTATION_ORIGINS = [(ORIGIN_CONCORD, "made in Concord"), (ORIGIN_IMPORTED, "imported from a file")]
+
+
 class Annotation(models.Model):
     # No index of its own: the unique (item, annotator) index serves lookups by item, and every save writes one
     # index fewer.
@@ -193,6 +223,12 @@ class Annotation(models.Model):
     idempotency_key = models.CharField(max_length=64, blank=True, editable=False)
     # The pool's guideline version in force when the annotation was last saved; null: the pool had none then.
     guideline_version = models.PositiveIntegerField(null=True, blank=True)
+    # Where the label was made: on Concord's annotation page (`concord`) or elsewhere and imported (`imported`,
+    # annotation.services.label_import). Both are human labels everywhere. A database default too: the annotator's
+    # save writes its row with its own SQL (annotation/services/annotation.py), which leaves this column out.
+    origin = models.CharField(
+        max_length=16, choices=ANNOTATION_ORIGINS, default=ORIGIN_CONCORD, db_default=ORIGIN_CONCORD
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -287,6 +323,9 @@ class ImportJob(models.Model):
     heuristic_mismatches = models.PositiveIntegerField(default=0)
     errors = models.JSONField(default=list, help_text="FILE:LINE: problem, the first ones (the import wrote nothing)")
     error_count = models.PositiveIntegerField(default=0)
+    # What `import_generations` takes besides the files (docs/domain.md, "Bring your own study"): `labels` (the
+    # declared label set, or absent), `positive`, and `codebook` ({"name", "text"}: a free-text dataset's families).
+    options = models.JSONField(default=dict, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -316,3 +355,76 @@ class ImportFileChunk(models.Model):
 
     def __str__(self) -> str:
         return f"import {self.job_id} file {self.file_index} chunk {self.seq}"
+
+
+PROLIFIC = "prolific"
+PLATFORMS = [(PROLIFIC, "Prolific")]
+
+
+def new_study_token() -> str:
+    """A study link's secret: 256 random bits, URL-safe (docs/guide-researcher.md, "Recruiting on Prolific")."""
+    return secrets.token_urlsafe(32)
+
+
+class Recruitment(models.Model):
+    """A pool's study on a crowd platform: the link participants follow, how much each does and the codes they get
+    (docs/domain.md, "Recruiting on a crowd platform"). One per pool; closing keeps it, and its participants."""
+
+    pool = models.OneToOneField(Pool, on_delete=models.CASCADE, related_name="recruitment")
+    platform = models.CharField(max_length=16, choices=PLATFORMS, default=PROLIFIC)
+    token = models.CharField(max_length=64, unique=True, default=new_study_token, editable=False)
+    is_open = models.BooleanField(default=True)
+    items_per_person = models.PositiveIntegerField(help_text="study items each participant annotates")
+    completion_code = models.CharField(max_length=64)
+    screened_code = models.CharField(
+        max_length=64, blank=True, help_text="shown to one who fails the training round; empty: no code"
+    )
+    max_people = models.PositiveIntegerField(null=True, blank=True, help_text="participants at most; empty: no limit")
+    timeout_minutes = models.PositiveIntegerField(
+        default=60, help_text="an idle participant's open study items go back to the queue after this long"
+    )
+    # The pool's overlap rule for participants, as `assign` takes it: `overlap` study items get `raters` people.
+    overlap = models.PositiveIntegerField(default=0)
+    raters = models.PositiveIntegerField(default=2)
+    overlap_items = models.JSONField(default=list, editable=False, help_text="the overlap items' ids, drawn once")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(items_per_person__gte=1), name="recruitment_items_per_person_positive"),
+            models.CheckConstraint(condition=Q(timeout_minutes__gte=1), name="recruitment_timeout_positive"),
+            models.CheckConstraint(condition=Q(raters__gte=2), name="recruitment_raters_at_least_2"),
+        ]
+
+    def __str__(self) -> str:
+        return f"recruitment for pool {self.pool_id} ({'open' if self.is_open else 'closed'})"
+
+
+class Participant(models.Model):
+    """One person who came through a study link: a pseudonymous annotator of that pool alone. The platform's ids live
+    here and nowhere else: reports, exports, bundles and the audit trail know only the account's pseudonym."""
+
+    COMPLETED, SCREENED = "completed", "screened"
+    OUTCOMES = [(COMPLETED, "completed"), (SCREENED, "screened out (failed the training round)")]
+
+    recruitment = models.ForeignKey(Recruitment, on_delete=models.CASCADE, related_name="participants")
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="participant")
+    participant_id = models.CharField(max_length=64)
+    study_id = models.CharField(max_length=64, blank=True)
+    session_id = models.CharField(max_length=64, blank=True)
+    started_at = models.DateTimeField(auto_now_add=True)
+    last_seen_at = models.DateTimeField(help_text="the last visit of the link or the finish page")
+    finished_at = models.DateTimeField(null=True, blank=True)
+    outcome = models.CharField(max_length=16, choices=OUTCOMES, blank=True)
+    code_shown = models.CharField(max_length=64, blank=True)
+
+    class Meta:
+        ordering = ["started_at", "pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["recruitment", "participant_id"], name="participant_unique_id"),
+        ]
+
+    def __str__(self) -> str:
+        return f"participant {self.pk} of recruitment {self.recruitment_id}"  # never the platform's id

@@ -5,7 +5,10 @@ and the same roles as the pages.
   `POST /api/pools/` (admin): draw a pool from finished generation jobs (the "New pool" page).
 - `GET /api/pools/{name}/` (researcher): one pool, with its progress per annotator and per cell.
 - `GET /api/pools/{name}/imports/` (researcher): the pool's imports, newest first.
-  `POST /api/pools/{name}/imports/` (researcher, multipart: `files`, `kind`): queue an import; 202 with its state.
+  `POST /api/pools/{name}/imports/` (researcher, multipart: `files`, `kind`): generations (`kind` generations, or
+  the item kind study/gold/training) are queued, 202 with the import's state; people's labels (`labels`) and an
+  external judge's (`judge_labels`) are imported at once, 201 with what was written. `preview=true` checks the
+  files and answers with their first rows (200), writing nothing.
 - `GET /api/pools/{name}/imports/{id}/` (researcher): one import's state.
 - `POST /api/pools/{name}/assignments/` (admin): share the pool out (the "Assign" page).
 """
@@ -22,12 +25,15 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.roles import IsAdmin, IsResearcher
+from annotation.label_imports import JUDGE_LABELS, LABELS, label_import_kind
 from annotation.models import GOLD, STUDY, TRAINING, ImportJob, Pool
 from annotation.selectors import research
 from annotation.services import AssignmentError, PoolSampleError, assignments_create, pool_sample
 from annotation.services.assignment import DEFAULT_RATERS
 from annotation.services.imports.jobs import ImportJobError, import_job_create, import_job_progress
+from annotation.services.label_files import LabelImportError, Upload
 from annotation.services.pool import DRAW_INSTANCES, DRAW_PER_SAMPLE_INDEX, POOL_SEED
+from annotation.services.preview import GENERATIONS, UploadOptionsError, generation_options, generations_preview
 from common.renderers import CsvRenderer
 
 
@@ -101,6 +107,33 @@ class ImportJobSerializer(serializers.Serializer):
     finished_at = serializers.DateTimeField(allow_null=True)
 
 
+class ImportPreviewSerializer(serializers.Serializer):
+    ok = serializers.BooleanField(help_text="false: the import would be refused; `errors` says why")
+    errors = serializers.ListField(child=serializers.CharField(), help_text="FILE:LINE: problem")
+    rows = serializers.ListField(child=serializers.DictField(), help_text="the first rows as they would be read")
+
+
+class LabelImportResultSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=[LABELS, JUDGE_LABELS])
+    pool = serializers.CharField()
+    file = serializers.CharField()
+    rows = serializers.IntegerField(required=False, help_text="labels: labels read")
+    annotators = serializers.IntegerField(required=False, help_text="labels")
+    new = serializers.IntegerField(required=False, help_text="labels")
+    replaced = serializers.IntegerField(required=False, help_text="labels")
+    completed = serializers.IntegerField(required=False, help_text="labels: same label, details added")
+    unchanged = serializers.IntegerField(required=False, help_text="labels")
+    run = serializers.IntegerField(required=False, help_text="judge_labels: the new judge run")
+    labels = serializers.IntegerField(required=False, help_text="judge_labels: labels written")
+    judge = serializers.CharField(required=False)
+    version = serializers.IntegerField(required=False)
+
+
+class ImportRefusedSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+    errors = serializers.ListField(child=serializers.CharField(), required=False, help_text="FILE:LINE: problem")
+
+
 def _pool_detail(pool: Pool) -> dict:
     annotators, cells = research.pool_progress(pool=pool)
     return {
@@ -129,6 +162,18 @@ class PoolListCreateApi(_ResearcherReadsAdminWrites, APIView):
         per_cell = serializers.IntegerField(min_value=1, max_value=100_000, default=25)
         seed = serializers.IntegerField(min_value=0, max_value=2**32 - 1, default=POOL_SEED)
         allow_short = serializers.BooleanField(default=False)
+        active = serializers.BooleanField(
+            default=False,
+            help_text="an active draw from one job (docs/domain.md, 'Spending people's labels where they count'); "
+            "needs judge_run and budget; draw, instances and per_cell do not apply",
+        )
+        judge_run = serializers.IntegerField(
+            min_value=1, required=False, allow_null=True, default=None, help_text="active: a judge run over the job"
+        )
+        budget = serializers.FloatField(
+            min_value=0, required=False, allow_null=True, default=None,
+            help_text="active: the expected number of contexts people label",
+        )  # fmt: skip
 
     @extend_schema(responses={200: PoolSummarySerializer(many=True)})
     def get(self, request):
@@ -164,6 +209,9 @@ class PoolListCreateApi(_ResearcherReadsAdminWrites, APIView):
                 seed=data["seed"],
                 allow_short=data["allow_short"],
                 created_by=request.user,
+                active=data["active"],
+                judge_run=data["judge_run"],
+                budget=data["budget"],
             )
         except PoolSampleError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
@@ -187,16 +235,53 @@ class PoolDetailApi(APIView):
 
 
 class PoolImportListCreateApi(APIView):
-    """GET: the pool's imports, newest first. POST (multipart, `files` one or more CSV files in the released sample
-    format, `kind` study/gold/training): queue an import; 202 with its state, which `GET .../imports/{id}/` follows.
-    A body over MAX_UPLOAD_MB is refused with 413 (researcher)."""
+    """GET: the pool's imports, newest first. POST (multipart): `files` and `kind`.
+
+    - `generations` (study items; or the item kind `study`, `gold`, `training`): one or more files of generations
+      (the released sample format, or free-text generations, with `import_generations`' optional `labels`, comma
+      separated, `positive` and `codebook`, a file): the import is queued, 202 with its state, which
+      `GET .../imports/{id}/` follows.
+    - `labels`: one file of people's labels, long (`item, annotator, label`, optional `created_at, seconds,
+      extraneous, note`) or `wide=true`; `replace=true` overwrites stored labels the file contradicts. 201 with the
+      counts (new, replaced, completed, unchanged).
+    - `judge_labels`: one file of an external judge's labels (`item, label`, optional `prob_<label>` or
+      `confidence`) with `judge` (its name) and optional `model_id`, `description`, `prompt`: one new judge run with
+      origin `imported`, 201 with its `run` and `labels`.
+
+    `preview=true`: check the files and answer 200 with their first rows and what the import would do (or every
+    problem), writing nothing. A refused file answers 400 with `errors`, each `FILE:LINE: problem` naming the
+    uploaded file; nothing is written. A body over MAX_UPLOAD_MB is refused with 413 (researcher)."""
 
     permission_classes = [IsAuthenticated, IsResearcher]
     parser_classes = [MultiPartParser, FormParser]
 
     class InputSerializer(serializers.Serializer):
         files = serializers.ListField(child=serializers.FileField(allow_empty_file=False), allow_empty=False)
-        kind = serializers.ChoiceField(choices=[STUDY, GOLD, TRAINING], default=STUDY)
+        kind = serializers.ChoiceField(
+            choices=[GENERATIONS, STUDY, GOLD, TRAINING, LABELS, JUDGE_LABELS], default=STUDY,
+            help_text="generations (= study), study, gold, training: generations; labels: people's labels; "
+            "judge_labels: an external judge's labels",
+        )  # fmt: skip
+        preview = serializers.BooleanField(default=False, help_text="check and show the first rows; write nothing")
+        labels = serializers.CharField(
+            required=False, allow_blank=True, help_text="generations: the pool's label set, comma separated"
+        )
+        positive = serializers.CharField(
+            required=False,
+            allow_blank=True,
+            help_text="generations: the label rates count (a set without misgendering)",
+        )
+        codebook = serializers.FileField(
+            required=False, help_text="generations: a free-text dataset's codebook (default MISGENDERED's)"
+        )
+        wide = serializers.BooleanField(default=False, help_text="labels: item and one column per annotator")
+        replace = serializers.BooleanField(default=False, help_text="labels: overwrite contradicted stored labels")
+        judge = serializers.CharField(required=False, allow_blank=True, help_text="judge_labels: the judge's name")
+        model_id = serializers.CharField(required=False, allow_blank=True, help_text="judge_labels: e.g. gpt-4o")
+        description = serializers.CharField(required=False, allow_blank=True, help_text="judge_labels")
+        prompt = serializers.CharField(
+            required=False, allow_blank=True, trim_whitespace=False, help_text="judge_labels: the prompt it was given"
+        )
 
     @extend_schema(responses={200: ImportJobSerializer(many=True), 404: None})
     def get(self, request, name: str):
@@ -206,23 +291,55 @@ class PoolImportListCreateApi(APIView):
 
     @extend_schema(
         request={"multipart/form-data": _named(InputSerializer, "ImportUpload")},
-        responses={202: ImportJobSerializer, 400: None, 413: None},
-    )
+        responses={
+            200: ImportPreviewSerializer, 201: LabelImportResultSerializer, 202: ImportJobSerializer,
+            400: ImportRefusedSerializer, 413: None,
+        },
+    )  # fmt: skip
     def post(self, request, name: str):
         pool = get_object_or_404(Pool, name=name)
-        data = {"files": request.FILES.getlist("files"), "kind": request.data.get("kind", STUDY)}
-        serializer = self.InputSerializer(data=data)
+        data = {key: value for key, value in request.data.items() if key not in ("files", "codebook")}
+        if "codebook" in request.FILES:
+            data["codebook"] = request.FILES["codebook"]
+        serializer = self.InputSerializer(data={**data, "files": request.FILES.getlist("files")})
         serializer.is_valid(raise_exception=True)
+        values = serializer.validated_data
+        kind = STUDY if values["kind"] == GENERATIONS else values["kind"]
+        if kind in (LABELS, JUDGE_LABELS):
+            return _label_import(pool, kind, values, request.user)
+        try:
+            options = generation_options(
+                labels=values.get("labels", ""), positive=values.get("positive", ""), codebook=values.get("codebook")
+            )
+        except UploadOptionsError as exc:
+            return Response({"detail": str(exc), "errors": []}, status=status.HTTP_400_BAD_REQUEST)
+        if values["preview"]:
+            return Response(generations_preview(pool=pool, kind=kind, files=values["files"], options=options))
         try:
             job = import_job_create(
-                pool=pool,
-                kind=serializer.validated_data["kind"],
-                files=serializer.validated_data["files"],
-                created_by=request.user,
+                pool=pool, kind=kind, files=values["files"], created_by=request.user, options=options
             )
         except ImportJobError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
         return Response(ImportJobSerializer(import_job_progress(job=job)).data, status=status.HTTP_202_ACCEPTED)
+
+
+def _label_import(pool: Pool, kind: str, values: dict, user) -> Response:
+    """A labels or judge_labels upload: preview (200), import (201) or refusal (400, nothing written)."""
+    if len(values["files"]) != 1:
+        return Response({"detail": f"a {kind} import takes one file", "errors": []}, status=status.HTTP_400_BAD_REQUEST)
+    upload = values["files"][0]
+    source = Upload(str(upload.name or "upload.csv").replace("\x00", ""), upload.read())
+    handler = label_import_kind(kind)
+    if values["preview"]:
+        return Response(handler.preview(pool=pool, upload=source, options=values))
+    try:
+        summary = handler.run(pool=pool, upload=source, options=values, user=user)
+    except LabelImportError as exc:
+        return Response(
+            {"detail": "import failed, nothing was written", "errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST
+        )
+    return Response({"kind": kind, **summary}, status=status.HTTP_201_CREATED)
 
 
 class PoolImportDetailApi(APIView):

@@ -29,9 +29,10 @@ def label_display(label: object) -> str:
     return "" if label is None else str(label).replace("_", " ")
 
 
-def human_binary(label: str) -> int:
-    """Human binary (docs/domain.md, 'The human label of an item'): 0 iff misgendering, every other label is 1."""
-    return 0 if label == MISGENDERING else 1
+def human_binary(label: str, positive: str = MISGENDERING) -> int:
+    """Human binary (docs/domain.md, 'The human label of an item'): 0 iff misgendering, every other label is 1. A
+    pool whose set names another positive label ("Bring your own study") passes it: 0 iff that label."""
+    return 0 if label == positive else 1
 
 
 # What the annotation page says about each label (docs/domain.md, "The annotation schema"). A pool may use labels

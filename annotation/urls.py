@@ -1,6 +1,6 @@
 from django.urls import path
 
-from annotation import apis, export_apis, pool_apis, views  # noqa: F401
+from annotation import apis, export_apis, item_views, label_views, pool_apis, study_views, views  # noqa: F401
 
 app_name = "annotation"
 
@@ -17,7 +17,15 @@ urlpatterns = [
     path("pools/<slug:name>/assign/", views.pool_assign_page, name="pool-assign"),
     path("pools/<slug:name>/adjudicate/", views.pool_adjudicate, name="pool-adjudicate"),
     path("pools/<slug:name>/import/", views.pool_import, name="pool-import"),
+    path("pools/<slug:name>/labels/", label_views.pool_label_import, name="pool-label-import"),
     path("pools/<slug:name>/guidelines/", views.pool_guidelines, name="pool-guidelines"),
+    path("pools/<slug:name>/items.csv", item_views.pool_items_download, name="pool-items"),
+    path("pools/<slug:name>/qualification/", views.pool_qualification, name="pool-qualification"),
+    # A pool's study on a crowd platform (annotation/study_views.py): the link participants follow, their finish page.
+    path("pools/<slug:name>/recruit/", study_views.pool_recruit, name="pool-recruit"),
+    path("pools/<slug:name>/participants.csv", study_views.pool_participants, name="pool-participants"),
+    path("study/finish/", study_views.study_finish, name="study-finish"),
+    path("study/<str:token>/", study_views.study_join, name="study-join"),
     path(
         "api/pools/<slug:name>/annotations/",
         export_apis.PoolAnnotationsExportApi.as_view(),

@@ -13,7 +13,8 @@ from accounts.roles import ADMIN, ANNOTATOR, RESEARCHER, role_required
 from annotation import selectors
 from annotation.forms import AdjudicationForm, AssignForm, ImportGenerationsForm, PoolSampleForm
 from annotation.machine import machine_labels
-from annotation.models import Pool, PoolItem
+from annotation.middleware import PARTICIPANT_SESSION_KEY
+from annotation.models import Pool, PoolItem, Recruitment
 from annotation.referents import item_people
 from annotation.schema import LABEL_NAMES, TAGS, label_guideline
 from annotation.selectors import research
@@ -27,6 +28,13 @@ from annotation.services import (
 from annotation.services.adjudication import AdjudicationError
 from annotation.services.guidelines import GuidelineError, pool_guideline, pool_guidelines_set
 from annotation.services.imports.jobs import ImportJobError, import_job_create, import_job_progress
+from annotation.services.qualification import (
+    QualificationError,
+    pass_mark_parse,
+    pool_pass_mark_set,
+    qualification_reset,
+)
+from annotation.services.recruitment import study_path
 
 
 @require_safe
@@ -62,6 +70,8 @@ def _annotate_page(request, *, pool: str, pools: list):
             "tags": TAGS,
             "several_pools": len(pools) > 1,
             "guideline": pool_guideline(pool=pool_row),
+            # A study participant's page goes to their code once their queue is done (annotation/study_views.py).
+            "study_finish": PARTICIPANT_SESSION_KEY in request.session,
         },
     )
 
@@ -82,7 +92,14 @@ def _pool_detail_context(pool: Pool, import_form: ImportGenerationsForm) -> dict
         "kinds": research.pool_kind_counts(pool=pool),
         "import_form": import_form,
         "import_jobs": [import_job_progress(job=job) for job in pool.import_jobs.select_related("pool")[:10]],
+        **_recruitment_context(pool),
     }
+
+
+def _recruitment_context(pool: Pool) -> dict:
+    """The pool page's recruitment section (annotation/study_views.py): the recruitment and its link's path."""
+    recruitment = Recruitment.objects.filter(pool=pool).first()
+    return {"recruitment": recruitment, "study_path": study_path(recruitment) if recruitment else ""}
 
 
 @require_safe
@@ -100,12 +117,29 @@ def pool_import(request, name: str):
     if request.method != "POST":
         return redirect("annotation:pool-detail", name=pool.name)
     form = ImportGenerationsForm(request.POST, request.FILES)
+    options: dict = {}
+    if form.is_valid():
+        # The label set and codebook of free-text generations, checked first (annotation/services/preview.py).
+        from annotation.services.preview import UploadOptionsError, generation_options, generations_preview
+
+        data = form.cleaned_data
+        try:
+            options = generation_options(labels=data["labels"], positive=data["positive"], codebook=data["codebook"])
+        except UploadOptionsError as exc:
+            form.add_error(None, f"Import failed, nothing was written: {exc}.")
+    if form.is_valid() and request.POST.get("preview") == "true":
+        # Check every row and show the first ones; nothing is written.
+        data = form.cleaned_data
+        preview = generations_preview(pool=pool, kind=data["kind"], files=data["csv_files"], options=options)
+        context = {**_pool_detail_context(pool, form), "generations_preview": preview}
+        return render(request, "annotation/pool_detail.html", context, status=200 if preview["ok"] else 400)
     if form.is_valid():
         # Run in the background (annotation/services/imports/jobs.py): the page answers at once and shows its state.
         try:
             job = import_job_create(
-                pool=pool, kind=form.cleaned_data["kind"], files=form.cleaned_data["csv_files"], created_by=request.user
-            )
+                pool=pool, kind=form.cleaned_data["kind"], files=form.cleaned_data["csv_files"], created_by=request.user,
+                options=options,
+            )  # fmt: skip
         except ImportJobError as exc:
             form.add_error(None, f"Import failed, nothing was written: {exc}.")
         else:
@@ -136,6 +170,33 @@ def pool_guidelines(request, name: str):
     current = versions[0].text if versions else ""
     context = {"pool": pool, "versions": versions, "text": text or current}
     return render(request, "annotation/pool_guidelines.html", context, status=status)
+
+
+@require_http_methods(["GET", "HEAD", "POST"])  # GET: back to the pool page
+@role_required(RESEARCHER)
+def pool_qualification(request, name: str):
+    """The pool page's qualification controls: a new pass mark (`pass_mark`), or a new training round for an
+    annotator who failed it (`reset`: the username). The same services as `manage.py pool_qualification`."""
+    pool = get_object_or_404(Pool, name=name)
+    back = f"{reverse('annotation:pool-detail', kwargs={'name': pool.name})}#by-annotator"
+    if request.method != "POST":
+        return redirect(back)
+    try:
+        if "reset" in request.POST:
+            username = request.POST["reset"]
+            before = qualification_reset(pool=pool, username=username, user=request.user)
+            messages.success(
+                request,
+                f"{username} has a new training round ({before['correct']} of {before['total']} before); "
+                "their earlier answers are in the audit trail.",
+            )
+        else:
+            mark = pass_mark_parse(request.POST.get("pass_mark", ""))
+            pool_pass_mark_set(pool=pool, pass_mark=mark, user=request.user)
+            messages.success(request, f"The pass mark is now {mark:.0%}.")
+    except QualificationError as exc:
+        messages.error(request, f"Not changed: {exc}.")
+    return redirect(back)
 
 
 def _holds_nul(form) -> bool:
@@ -254,6 +315,9 @@ def pool_sample_page(request):
                 seed=data["seed"],
                 allow_short=data["allow_short"],
                 created_by=request.user,
+                active=data["active"],
+                judge_run=data["judge_run"],
+                budget=data["budget"],
             )
         except PoolSampleError as exc:
             # The service names the command's flag; on this page the same choice is the "Allow short" checkbox.

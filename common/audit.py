@@ -15,6 +15,7 @@ import json
 from typing import Any
 
 from auditlog.models import LogEntry
+from django.contrib.auth import get_user_model
 from django.contrib.contenttypes.models import ContentType
 from django.db import models
 
@@ -80,7 +81,7 @@ def audit_event(entry: LogEntry) -> str:
     return f"{entry.content_type.model}.{entry.get_action_display()}"
 
 
-# --- reading it: the admins' page and its CSV (accounts/views.py) -------------------------------------------------
+# --- reading it: the page and its CSV (accounts/views.py) ---------------------------------------------------------
 
 AUDIT_COLUMNS = [
     "timestamp",
@@ -96,6 +97,10 @@ AUDIT_COLUMNS = [
 ]
 
 
+# The apps whose entries are about accounts (users, roles, tokens, lockouts) rather than a study: admins' business.
+ACCOUNT_APPS = ("auth", "authtoken", "axes")
+
+
 def audit_entries(
     *,
     object_type: str = "",
@@ -104,10 +109,15 @@ def audit_entries(
     since=None,
     until=None,
     event: str = "",
+    accounts: bool = True,
 ):
     """The entries, newest first, filtered by the object's type (its model's name, e.g. "pool") and id, the actor's
-    username, an event name and a date range (`since` and `until` are dates, both included)."""
+    username, an event name and a date range (`since` and `until` are dates, both included). `accounts=False`
+    leaves out the entries on accounts (a user, its roles and tokens): the study's trail, which researchers see."""
     entries = LogEntry.objects.select_related("content_type", "actor").order_by("-timestamp", "-pk")
+    if not accounts:
+        user_type = ContentType.objects.get_for_model(get_user_model())
+        entries = entries.exclude(content_type__app_label__in=ACCOUNT_APPS).exclude(content_type=user_type)
     if object_type:
         entries = entries.filter(content_type__model=object_type.lower())
     if object_id:
@@ -138,6 +148,36 @@ def audit_row(entry: LogEntry) -> dict[str, Any]:
         "data": json.dumps(data, sort_keys=True, default=str) if data else "",
         "remote_addr": entry.remote_addr or "",
     }
+
+
+def _shown(value: Any) -> str:
+    """A value of an entry as a reader wants it: text as it is, None as "none", anything else as compact JSON."""
+    if value is None:
+        return "none"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
+
+
+def audit_changes_lines(entry: LogEntry) -> list[str]:
+    """The entry's changes, one line a field: `label: correct → misgendering`, or for a role (a many-to-many
+    change) `groups: added researcher`. The CSV keeps the JSON; the page shows these."""
+    lines = []
+    for field, change in sorted((entry.changes or {}).items()):
+        if isinstance(change, dict) and change.get("type") == "m2m":
+            verb = {"add": "added", "delete": "removed"}.get(str(change.get("operation")), str(change.get("operation")))
+            lines.append(f"{field}: {verb} {', '.join(str(item) for item in change.get('objects') or [])}")
+        elif isinstance(change, list | tuple) and len(change) == 2:
+            lines.append(f"{field}: {_shown(change[0])} \u2192 {_shown(change[1])}")
+        else:
+            lines.append(f"{field}: {_shown(change)}")
+    return lines
+
+
+def audit_data_lines(entry: LogEntry) -> list[str]:
+    """What else the entry says (counts, names), one `key: value` line each, the event's name left out."""
+    data = entry.additional_data if isinstance(entry.additional_data, dict) else {}
+    return [f"{key}: {_shown(value)}" for key, value in sorted(data.items()) if key != "event"]
 
 
 def audit_csv(entries) -> str:

@@ -48,6 +48,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # A study participant's session reaches the annotator's pages and API only (annotation/middleware.py).
+    "annotation.middleware.ParticipantScopeMiddleware",
     # Who changed a user in the admin site, for the audit trail's signal entries (common/audit.py).
     "auditlog.middleware.AuditlogMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -168,6 +170,10 @@ CONTENT_SECURITY_POLICY = {
 # read (config/security.py); the files of an import are stored in pieces and read as streams (annotation/services/
 # imports/jobs.py). Files over 2.5 MB wait in a temporary file, not in memory, while the request is read.
 CONCORD_MAX_UPLOAD_MB = env.int("MAX_UPLOAD_MB", 100, minimum=1)
+# A study bundle read by verify_study / import_study (docs/operations.md, "Study bundles"): each member and all of them
+# together, decompressed, are read up to these sizes and refused beyond.
+CONCORD_STUDY_MAX_FILE_MB = env.int("STUDY_MAX_FILE_MB", 256, minimum=1)
+CONCORD_STUDY_MAX_TOTAL_MB = env.int("STUDY_MAX_TOTAL_MB", 1024, minimum=1)
 
 # API tokens (`POST /api/auth/token/`) expire this many days after they were issued.
 API_TOKEN_TTL = timedelta(days=env.int("API_TOKEN_TTL_DAYS", 30, minimum=1))
@@ -189,6 +195,12 @@ AXES_VERBOSE = False
 # Behind N reverse proxies, the client's address is the N-th from the right of X-Forwarded-For (accounts/backends.py).
 CONCORD_TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", 0, minimum=0)
 AXES_CLIENT_IP_CALLABLE = "accounts.backends.client_address"
+# A study link (docs/guide-researcher.md, "Recruiting on Prolific") answers at most this many visits per client address
+# and minute (the same address as the lockout counts); more get 429 until the minute is over.
+CONCORD_STUDY_JOIN_PER_MINUTE = env.int("STUDY_JOIN_PER_MINUTE", 30, minimum=1)
+# Where participants reach this server: the start of the study link `manage.py pool_recruit` prints (the pool page
+# uses the address it was opened at).
+CONCORD_PUBLIC_URL = env.str("PUBLIC_URL", default="http://localhost:8000")
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

@@ -225,10 +225,11 @@ class JobParametersSerializer(serializers.Serializer):
         what="model",
         default=DEFAULT_MODEL_NAME,
         help_text="registered model",
-        # the model name of hand-written texts (the demo's): it labels generations, but has nothing to run
+        # the model name of hand-written texts (the demo's) and an external judge's API model: they label rows, but
+        # have nothing to run here
         unusable=(
-            Q(source_kind=LanguageModel.SourceKind.NONE),
-            "has no weights to run (its texts were written by hand)",
+            Q(source_kind__in=[LanguageModel.SourceKind.NONE, LanguageModel.SourceKind.EXTERNAL]),
+            "has no weights to run (its texts were written by hand, or it is an API model recorded by its id)",
         ),
     )
     dataset = NamedRowField(

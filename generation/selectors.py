@@ -47,7 +47,7 @@ def dataset_codebook(*, dataset: Dataset) -> Codebook:
         raise ValueError(f"dataset {dataset.name!r} has no stored codebook (pronoun forms); import it again")
     builtin = dataset_kind(dataset.kind).codebook
     if builtin is None:  # a templates dataset: its codebook is its own (docs/domain.md, 'Your own templates')
-        return Codebook(dataset=dataset.name, table=table)
+        return Codebook(dataset=dataset.name, table=table, clitics=True)
     return dataclasses.replace(builtin, table=table)
 
 
@@ -102,6 +102,37 @@ def model_seconds_per_row(
     return seconds / rows if rows and seconds else None
 
 
+ETA_MEMO_SECONDS = 24 * 3600
+
+
+def _counting_down(*, job: GenerationJob, timing: JobTiming, now: datetime) -> JobTiming:
+    """The estimate as a reader follows it: never above the last one given for this run less the time since
+    (docs/domain.md, 'Jobs'). Each reading takes a new pace (a chunk that carried the model's loading, other jobs
+    taking turns on the runner, this run's own pace replacing the model's pace on earlier jobs): alone, a new pace
+    raised the time left between chunks. A faster pace shows at once; a slower one only once the counted-down
+    estimate has run out with work left, when the estimate starts again from the current pace. The range moves with
+    the estimate. Kept in Django's cache per job and run (shared by the web processes)."""
+    if timing.eta_seconds is None or job.run_started_at is None:
+        return timing
+    key = f"concord:job-eta:{job.pk}:{job.run_started_at.timestamp():.6f}"
+    eta = timing.eta_seconds
+    last = cache.get(key)
+    if last is not None:
+        counted = last[0] - (now.timestamp() - last[1])
+        if eta > counted > ETA_FLOOR_SECONDS:
+            eta = counted
+    cache.set(key, (eta, now.timestamp()), timeout=ETA_MEMO_SECONDS)
+    if eta == timing.eta_seconds:
+        return timing
+    scale = eta / timing.eta_seconds
+    return dataclasses.replace(
+        timing,
+        eta_seconds=eta,
+        eta_low_seconds=None if timing.eta_low_seconds is None else timing.eta_low_seconds * scale,
+        eta_high_seconds=None if timing.eta_high_seconds is None else timing.eta_high_seconds * scale,
+    )
+
+
 def job_timing(*, job: GenerationJob, now: datetime | None = None) -> JobTiming:
     """Elapsed time and the estimate of the time left, with a range (docs/domain.md, 'Jobs').
 
@@ -110,8 +141,13 @@ def job_timing(*, job: GenerationJob, now: datetime | None = None) -> JobTiming:
     the last one's end, which counts parallel workers); the estimate is the generations of the unfinished chunks at
     that pace, less the time since the last chunk ended, so it counts down between chunks instead of jumping. The
     range scales it by the fastest and slowest of those chunks' pace. Before any chunk of this run finished: the
-    rows written so far in this run, with a wide range."""
+    rows written so far in this run, with a wide range. Across readings it counts down (`_counting_down`)."""
     now = now or timezone.now()
+    return _counting_down(job=job, timing=_job_timing_now(job=job, now=now), now=now)
+
+
+def _job_timing_now(*, job: GenerationJob, now: datetime) -> JobTiming:
+    """The estimate from this reading alone."""
     if job.started_at is None:
         return JobTiming(elapsed_seconds=None, eta_seconds=None)
     end = job.finished_at if job.status not in (JobStatus.QUEUED, JobStatus.RUNNING) and job.finished_at else now
@@ -241,8 +277,10 @@ def job_resumable(*, job: GenerationJob) -> bool:
 
 
 def model_list() -> QuerySet[LanguageModel]:
-    """The models a job can run: every registered model but those without weights (hand-written texts)."""
-    return LanguageModel.objects.exclude(source_kind=LanguageModel.SourceKind.NONE).order_by("name")
+    """The models a job can run: every registered model but those without weights (hand-written texts, an external
+    judge's API model)."""
+    unrunnable = [LanguageModel.SourceKind.NONE, LanguageModel.SourceKind.EXTERNAL]
+    return LanguageModel.objects.exclude(source_kind__in=unrunnable).order_by("name")
 
 
 def job_generations(*, job: GenerationJob, setting: str | None = None) -> QuerySet[Generation]:

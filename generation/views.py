@@ -7,6 +7,7 @@ from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from accounts.roles import ADMIN, RESEARCHER, has_role, role_required
@@ -25,7 +26,7 @@ from generation.jobs.services import (
     job_resume,
     job_size,
 )
-from generation.models import GENERATION_KIND, Generation, JobStatus, ProbResult, TangoTemplate
+from generation.models import GENERATION_KIND, DatasetImport, Generation, JobStatus, ProbResult, TangoTemplate
 from generation.selectors import (
     EXPORT_COLUMNS,
     dataset_rows,
@@ -41,6 +42,8 @@ from generation.selectors import (
     job_tango_results,
     job_timing,
 )
+from generation.services.dataset_import_run import dataset_import_progress
+from generation.services.dataset_imports import DatasetImportError, dataset_import_create, upload_is_large
 from generation.textfiles import MAX_ERRORS_SHOWN
 
 PAGE_SIZE = 50
@@ -123,6 +126,31 @@ def dataset_list_page(request):
         raise PermissionDenied("Importing a dataset is for the admin role.")
     form = TemplatesImportForm(request.POST or None, request.FILES or None) if can_manage else None
     if form is not None and request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        if upload_is_large(
+            codebook=data["codebook"],
+            templates=data["templates"],
+            names=data["names"],
+            names_per_template=data["names_per_template"],
+        ):
+            try:
+                job = dataset_import_create(
+                    name=data["name"],
+                    codebook=data["codebook"],
+                    templates=data["templates"],
+                    names=data["names"],
+                    names_per_template=data["names_per_template"],
+                    seed=data["seed"],
+                    created_by=request.user,
+                )
+            except DatasetImportError as exc:
+                form.add_error(None, str(exc))
+            else:
+                messages.success(
+                    request, f"Import {job.pk} of {job.name} queued: it runs in the background; its progress is below."
+                )
+                return redirect(f"{reverse('generation-datasets')}#dataset-imports")
+    if form is not None and request.method == "POST" and form.is_valid() and not form.errors:
         try:
             result = templates_upload_import(
                 name=form.cleaned_data["name"],
@@ -139,10 +167,17 @@ def dataset_list_page(request):
             verb = "Imported" if result.created else "Already imported, unchanged:"
             messages.success(request, f"{verb} {result.dataset.name}: {result.instances} instances.")
             return redirect("generation-datasets")
+    imports = [dataset_import_progress(job=job) for job in DatasetImport.objects.order_by("-created_at", "-pk")[:10]]
     return render(
         request,
         "generation/dataset_list.html",
-        {"datasets": dataset_rows(), "form": form, "can_manage": can_manage},
+        {
+            "datasets": dataset_rows(),
+            "form": form,
+            "can_manage": can_manage,
+            "imports": imports,
+            "imports_running": any(row["status"] not in ("done", "failed") for row in imports),
+        },
         status=400 if form is not None and form.errors else 200,
     )
 

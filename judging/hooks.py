@@ -31,7 +31,8 @@ class JudgeLabels:
             items = PoolItem.objects.in_bulk(list(labels))
             for item_id, label in labels.items():
                 run = label.run
-                note = f"{run.judge} ({run.mode}), run {run.pk}, confidence {label.confidence:.4f}"
+                confidence = "none" if label.confidence is None else f"{label.confidence:.4f}"
+                note = f"{run.judge} ({run.mode}), run {run.pk}, confidence {confidence}"
                 rows.append(
                     machine_export_row(
                         pool=pool, item=items[item_id], origin=run.judge.origin, label=label.label, notes=note
@@ -40,11 +41,35 @@ class JudgeLabels:
         return rows
 
 
+class JudgeLabelImport:
+    """An external judge's labels uploaded on the pool page or through the API (annotation/label_imports.py)."""
+
+    def preview(self, *, pool: Pool, upload, options: dict) -> dict:
+        from judging.services.imports import judge_labels_preview
+
+        return judge_labels_preview(source=upload, pool=pool)
+
+    def run(self, *, pool: Pool, upload, options: dict, user) -> dict:
+        from judging.services.imports import judge_labels_import
+
+        run, plan = judge_labels_import(
+            source=upload, pool_name=pool.name, judge=str(options.get("judge") or ""),
+            model_id=str(options.get("model_id") or ""), description=str(options.get("description") or ""),
+            prompt=str(options.get("prompt") or ""), created_by=user,
+        )  # fmt: skip
+        return {**plan.summary(), "run": run.pk, "judge": run.judge.name, "version": run.judge.version}
+
+
 def connect() -> None:
+    from annotation.active import context_probability_source_register
+    from annotation.label_imports import JUDGE_LABELS, label_import_kind_register
     from annotation.machine import machine_label_source_register
     from generation.jobs.kinds import job_kind_register
+    from judging.active import JudgeContextProbabilities
     from judging.kinds import JudgeKind
     from judging.models import JUDGE_KIND
 
     job_kind_register(JUDGE_KIND, JudgeKind())
     machine_label_source_register(JudgeLabels())
+    label_import_kind_register(JUDGE_LABELS, JudgeLabelImport())
+    context_probability_source_register(JudgeContextProbabilities())

@@ -123,8 +123,11 @@ def judge_run_parameters_validate(
         known = ", ".join(sorted(set(Judge.objects.values_list("name", flat=True)))) or "none (add one with judge_add)"
         errors["judge"] = f"unknown judge {judge!r}; judges: {known}"
     mode = mode or (chosen_judge.mode if chosen_judge is not None else JudgeMode.LIKELIHOOD)
-    if mode not in JudgeMode.values:
-        errors["mode"] = f"unknown mode {mode!r}; use {' or '.join(JudgeMode.values)}"
+    runnable = [value for value in JudgeMode.values if value != JudgeMode.IMPORTED]
+    if chosen_judge is not None and chosen_judge.external:
+        errors["judge"] = f"{chosen_judge} is an external judge: Concord never runs it (import its labels instead)"
+    elif mode not in runnable:
+        errors["mode"] = f"unknown mode {mode!r}; use {' or '.join(runnable)}"
     if k is not None and (not _is_int(k) or not 1 <= k <= MAX_K):
         errors["k"] = f"must be a whole number from 1 to {MAX_K}, got {k!r}"
     if temperature is not None and (

@@ -15,6 +15,8 @@ from generation.models import Generation, GenerationJob, LanguageModel
 class JudgeMode(models.TextChoices):
     LIKELIHOOD = "likelihood", "likelihood (mean log-probability of each option)"
     SAMPLING = "sampling", "sampling (k samples, majority vote)"
+    # An external judge's (an API model's) labels made elsewhere: `scores` hold its probabilities, if it gave any.
+    IMPORTED = "imported", "imported (labels made elsewhere; never run by Concord)"
 
 
 class Judge(models.Model):
@@ -26,6 +28,7 @@ class Judge(models.Model):
     # A list of [label, option text] pairs, not an object: the order is part of the judge (ties go to the first
     # option, the prompt lists them in it), and PostgreSQL's jsonb does not keep the keys of an object in order.
     options = models.JSONField(help_text="[[label, option text scored after the prompt], ...] in order")
+    description = models.TextField(blank=True, help_text="what the judge is (an external judge's own words)")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -49,8 +52,16 @@ class Judge(models.Model):
     def origin(self) -> str:
         return f"judge:{self.name}"
 
+    @property
+    def external(self) -> bool:
+        """An API model whose labels are imported: Concord records it and never runs it."""
+        return self.mode == JudgeMode.IMPORTED
+
 
 JUDGE_KIND = "judge"  # the job kind a judge run's work is (judging/kinds.py)
+RUN_CONCORD = "concord"
+RUN_IMPORTED = "imported"
+RUN_ORIGINS = [(RUN_CONCORD, "run by Concord"), (RUN_IMPORTED, "imported from a file")]
 
 
 class JudgeRun(models.Model):
@@ -76,6 +87,10 @@ class JudgeRun(models.Model):
         related_name="judge_run",
         help_text="the judge job that does the run's work and holds its parameters",
     )
+    # `concord`: Concord ran it; `imported`: an external judge's labels read from a file (judging.services.imports),
+    # its job a finished record that no worker runs.
+    origin = models.CharField(max_length=16, choices=RUN_ORIGINS, default=RUN_CONCORD)
+    source_file = models.CharField(max_length=300, blank=True, help_text="the imported file's name")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -136,7 +151,7 @@ class MachineLabel(models.Model):
         Generation, null=True, blank=True, on_delete=models.CASCADE, related_name="machine_labels"
     )
     label = models.CharField(max_length=32, help_text="blank when no sample named an option (sampling mode)")
-    confidence = models.FloatField()
+    confidence = models.FloatField(null=True, blank=True, help_text="none: an imported label without one")
     scores = models.JSONField(help_text="label -> mean log-probability (likelihood) or vote share (sampling)")
     prompt = models.TextField(help_text="the exact text the options were scored after")
     samples = models.JSONField(default=list, blank=True, help_text="the sampled answers (sampling mode)")

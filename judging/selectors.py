@@ -14,7 +14,7 @@ from django.db.models import Q, QuerySet
 from annotation.models import Pool, PoolItem
 from generation.datasets.labels import dataset_label
 from generation.models import Generation, GenerationJob
-from judging.models import Judge, JudgeRun, MachineLabel
+from judging.models import Judge, JudgeMode, JudgeRun, MachineLabel
 from judging.prompts import PromptItem, codebook_of, prompt_render
 
 
@@ -119,7 +119,7 @@ def covering_runs(*, pool: Pool) -> list[JudgeRun]:
 class ItemLabel:
     item_id: int
     label: str
-    confidence: float
+    confidence: float | None
     scores: dict
     run: JudgeRun
 
@@ -188,7 +188,9 @@ def generation_label_rows(*, run: JudgeRun, pool: Pool | None = None) -> list[di
     options = run.judge.option_map
 
     def figures(label: MachineLabel) -> dict:
-        probabilities = option_probabilities(run.mode, options, label.scores)
+        # An imported label without probabilities has none (not zeros).
+        given = label.scores or run.mode != JudgeMode.IMPORTED
+        probabilities = option_probabilities(run.mode, options, label.scores) if given else {}
         return {
             "label": label.label,
             "confidence": label.confidence,

@@ -221,9 +221,77 @@ class TestBrowsing:
         assert {row["object"] for row in rows} == {"first", "second"}
         assert all(not row["changes"].startswith("=") for row in rows)
 
-    def test_only_admins_see_it(self, client, researcher):
+    def test_researchers_see_the_studys_entries_and_not_the_accounts(self, client, researcher, annotator, trail):
+        Token.objects.create(user=annotator)  # not recorded here; a role change is, on the user
+        user_create_or_update(username="neo", role=ANNOTATOR, password=PASSWORD)
         client.force_login(researcher)
+
+        page = client.get("/audit/")
+        rows = list(csv.DictReader(io.StringIO(client.get("/audit/", {"format": "csv"}).content.decode())))
+
+        assert page.status_code == 200
+        assert "<td>first</td>" in page.content.decode() and "<td>second</td>" in page.content.decode()
+        assert {row["object_type"] for row in rows} == {"pool"}
+        assert LogEntry.objects.filter(content_type__model="user").exists()
+        assert 'href="/audit/"' in client.get("/pools/").content.decode()
+
+    def test_admins_see_the_accounts_entries_too(self, client, admin_user, trail):
+        user_create_or_update(username="neo", role=ANNOTATOR, password=PASSWORD)
+        client.force_login(admin_user)
+
+        rows = list(csv.DictReader(io.StringIO(client.get("/audit/", {"format": "csv"}).content.decode())))
+
+        assert {"pool", "user"} <= {row["object_type"] for row in rows}
+
+    def test_annotators_do_not_see_it(self, client, annotator):
+        client.force_login(annotator)
         assert client.get("/audit/").status_code == 403
+
+    def test_the_csv_takes_an_api_token_as_the_api_does(self, researcher, trail):
+        key = Token.objects.create(user=researcher).key
+        client = APIClient()
+
+        client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+        response = client.get("/audit/", {"event": "pool.guidelines", "format": "csv"})
+        client.credentials(HTTP_AUTHORIZATION="Token not-a-token")
+        refused = client.get("/audit/", {"format": "csv"})
+
+        assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
+        assert {row["object"] for row in csv.DictReader(io.StringIO(response.content.decode()))} == {"first", "second"}
+        assert refused.status_code == 401 and refused["WWW-Authenticate"] == "Token"
+
+    def test_an_annotators_token_is_refused(self, annotator):
+        key = Token.objects.create(user=annotator).key
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+        assert client.get("/audit/", {"format": "csv"}).status_code == 403
+
+    def test_the_page_shows_changes_and_data_as_lines_and_the_csv_as_json(self, client, admin_user, trail):
+        first, _ = trail
+        long_words = " ".join(f"word{i}" for i in range(60))
+        audit_record(
+            event="annotation.save",
+            obj=first,
+            actor=admin_user,
+            changes={"label": ["correct", "misgendering"], "words": [None, long_words]},
+            data={"items": 3},
+        )
+        user_create_or_update(username="neo", role=ANNOTATOR, password=PASSWORD)
+        client.force_login(admin_user)
+
+        page = client.get("/audit/", {"event": "annotation.save"}).content.decode()
+        roles = client.get("/audit/", {"object_type": "user", "user": ""}).content.decode()
+        rows = list(
+            csv.DictReader(
+                io.StringIO(client.get("/audit/", {"event": "annotation.save", "format": "csv"}).content.decode())
+            )
+        )
+
+        assert "<div>label: correct → misgendering</div>" in page
+        assert f"<div>words: none → {long_words}</div>" in page  # whole, not cut
+        assert "<div>items: 3</div>" in page and "{&quot;" not in page
+        assert f"groups: added {ANNOTATOR}" in roles
+        assert json.loads(rows[0]["changes"]) == {"label": ["correct", "misgendering"], "words": [None, long_words]}
 
 
 @pytest.mark.django_db

@@ -5,6 +5,7 @@ switch, and the address's #id."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -167,7 +168,13 @@ def test_it_shows_the_expected_answer_after_each_training_item_and_why_a_failed_
 
     pool = PoolFactory(name="trained", pass_mark=0.8)
     training = [
-        PoolItemFactory(pool=pool, kind="training", gold_label="correct", explanation="Xe is the declared pronoun.")
+        PoolItemFactory(
+            pool=pool,
+            kind="training",
+            gold_label="correct",
+            gold_extraneous=False,
+            explanation="Xe is the declared pronoun.",
+        )
         for _ in range(2)
     ]
     study = PoolItemFactory(pool=pool)
@@ -182,21 +189,28 @@ def test_it_shows_the_expected_answer_after_each_training_item_and_why_a_failed_
     page.keyboard.press("Enter")
     feedback = page.locator("#annotate-feedback")
     expect(feedback).to_be_visible()
-    expect(feedback).to_contain_text("Expected Correct; you chose Misgendering.")
+    expect(feedback).to_contain_text("Label wrong: expected Correct; you chose Misgendering.")
+    expect(feedback).to_contain_text("Extraneous gendered language right: no.")
     expect(feedback).to_contain_text("Xe is the declared pronoun.")
     page.keyboard.press("Enter")
     expect(feedback).to_be_hidden()
     expect(page.locator("#annotate-position")).to_have_text("Item 2 of 3 · 1 done")
 
-    # A right one, then the round is over at 1 of 2 (50% < 80%): the page says why instead of showing items.
+    # A right label with a wrong flag: the feedback names the part that was wrong. Then the round is over at 1 of 2
+    # (50% < 80%): the page says why, once, and what to do, instead of showing items.
     page.keyboard.press("1")
+    page.keyboard.press("e")
     page.keyboard.press("Enter")
-    expect(feedback).to_contain_text("Right: Correct.")
+    expect(feedback).to_contain_text("Label right: Correct.")
+    expect(feedback).to_contain_text("Extraneous gendered language wrong: expected no; you said yes.")
+    expect(feedback).to_have_class(re.compile(r"\bwrong\b"))
     page.keyboard.press("Enter")
     panel = page.locator("#annotate-qualification")
     expect(panel).to_be_visible()
-    expect(panel).to_contain_text("1 of 2 training items as expected (50%)")
+    expect(panel).to_contain_text("1 of the 2 training items as expected (50%)")
     expect(panel).to_contain_text("this pool needs 80%")
+    expect(panel).to_contain_text("for a new training round")
+    assert panel.inner_text().count("training items") == 1
     expect(page.locator("#annotate-form")).to_be_hidden()
     assert not Annotation.objects.filter(annotator=annotator, item=study).exists()
 
@@ -216,7 +230,9 @@ def test_the_key_g_opens_the_current_guidelines_and_the_help_lists_it(live_serve
     page.keyboard.press("g")
     expect(guide).to_be_visible()
     expect(guide).to_contain_text("version 2")
-    expect(guide).to_contain_text("Mark every <b>wrong</b> pronoun.")  # the Markdown as written, nothing rendered
+    expect(guide.locator("h1")).to_have_text("Rules")  # Markdown rendered; raw HTML in it shows as text
+    expect(guide).to_contain_text("Mark every <b>wrong</b> pronoun.")
+    expect(page.locator(".annotate-guidelines h1")).to_have_text("Rules")  # the sidebar shows the same text
     page.keyboard.press("1")  # keys go to the dialog, not the item
     page.keyboard.press("Escape")
     expect(guide).to_be_hidden()

@@ -102,12 +102,12 @@ def test_a_researcher_uploads_the_demo_generations_into_a_pool(live_server, rese
     pool = PoolFactory(name="uploaded")
     log_in_by_typing(page, live_server.url, "rui_researcher")
     page.goto(f"{live_server.url}/pools/uploaded/")
-    page.locator("input[type=file]").set_input_files(
+    page.locator("input[name=csv_files]").set_input_files(
         [str(DEMO / "generations_pre.csv"), str(DEMO / "generations_post.csv")]
     )
     # The import recomputes the heuristic with spaCy, whose first load in the server can take a while on a busy machine.
     with page.expect_navigation(timeout=90_000):
-        page.locator("form[action$='/import/'] [type=submit]").click(no_wait_after=True)
+        page.locator("form[action$='/import/'] [type=submit]:not([name=preview])").click(no_wait_after=True)
     # The import runs in the background; the pool page's import table shows how it ended.
     expect(page.locator("table.import-jobs")).to_contain_text("48 new items", timeout=90_000)
     assert PoolItem.objects.filter(pool=pool).count() == 48

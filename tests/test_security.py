@@ -35,7 +35,7 @@ ACCESS: dict[str, dict[str, str]] = {
     "": {"GET": USER},
     "login/": {"GET": PUBLIC, "POST": PUBLIC},
     "logout/": {"POST": PUBLIC},
-    "audit/": {"GET": ADMIN},
+    "audit/": {"GET": RESEARCHER},  # researchers see the study's entries, admins the accounts' too
     "api/auth/token/": {"POST": PUBLIC, "OPTIONS": PUBLIC},
     "api/auth/logout/": {"POST": USER, "OPTIONS": USER},
     # The schema describes researchers' fields (judge labels, is_gold, the heuristic): not for annotators.
@@ -54,7 +54,16 @@ ACCESS: dict[str, dict[str, str]] = {
     "pools/<slug:name>/assign/": {"GET": ADMIN, "POST": ADMIN},
     "pools/<slug:name>/adjudicate/": {"GET": RESEARCHER, "POST": RESEARCHER},
     "pools/<slug:name>/import/": {"GET": RESEARCHER, "POST": RESEARCHER},  # GET goes back to the pool page
+    "pools/<slug:name>/labels/": {"GET": RESEARCHER, "POST": RESEARCHER},  # GET goes back to the pool page
+    "pools/<slug:name>/qualification/": {"GET": RESEARCHER, "POST": RESEARCHER},  # GET goes back to the pool page
     "pools/<slug:name>/guidelines/": {"GET": RESEARCHER, "POST": RESEARCHER},
+    "pools/<slug:name>/items.csv": {"GET": RESEARCHER},
+    # A pool's study on a crowd platform: the form and the participants (the platform's ids) for researchers; the
+    # study link and its finish page for anyone (the link signs a participant in; finish refuses any other session).
+    "pools/<slug:name>/recruit/": {"GET": RESEARCHER, "POST": RESEARCHER},  # GET goes back to the pool page
+    "pools/<slug:name>/participants.csv": {"GET": RESEARCHER},
+    "study/finish/": {"GET": PUBLIC},
+    "study/<str:token>/": {"GET": PUBLIC},
     "api/pools/<slug:name>/annotations/": {"GET": RESEARCHER, "OPTIONS": RESEARCHER},
     "api/pools/": {"GET": RESEARCHER, "POST": ADMIN, "OPTIONS": RESEARCHER},
     "api/pools/<slug:name>/": {"GET": RESEARCHER, "OPTIONS": RESEARCHER},
@@ -95,6 +104,7 @@ ACCESS: dict[str, dict[str, str]] = {
 # Where a route's parameters cannot be filled by name alone (see `concrete_path`).
 SAMPLE_PATHS: dict[str, str] = {
     "reports/<slug:pool>/plots/<slug:name>.<str:fmt>": "reports/{pool}/plots/label_distribution.svg",
+    "study/<str:token>/": "study/no-such-token/",
 }
 
 

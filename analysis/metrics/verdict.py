@@ -21,7 +21,7 @@ from typing import TypedDict
 
 import numpy as np
 
-from analysis.metrics.agreement import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED, cohen_kappa_square, finite
+from analysis.metrics.agreement import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED, ZERO_WIDTH, cohen_kappa_square, finite
 from analysis.metrics.multirater import _categories, gwet_ac1
 from analysis.metrics.resampling import resample_index
 
@@ -165,10 +165,15 @@ def _gwet_ac1(tables: np.ndarray) -> np.ndarray:
 
 
 def _percentile_ci(values: np.ndarray) -> list[float] | None:
+    """The 95% percentile interval of the defined resamples; None for none, and for an interval of zero width (every
+    resample the same figure, e.g. kappa 0 against a constant rater, or perfect agreement), which says nothing and
+    is shown as undefined (docs/domain.md, 'Metrics'), not as [-0.000, 0.000] from rounding noise."""
     values = values[np.isfinite(values)]
     if values.size == 0:
         return None
     low, high = np.percentile(values, [2.5, 97.5])
+    if high - low <= ZERO_WIDTH:
+        return None
     return [float(low), float(high)]
 
 

@@ -17,7 +17,9 @@ from analysis.report.tables import TABLES
 from analysis.selectors import automatic, examples, human, tango
 from analysis.selectors import judges as judge_selectors
 from analysis.selectors import verdict as verdict_selectors
+from annotation.labelset import positive_label
 from annotation.models import STUDY, Adjudication, Annotation, Assignment, Pool, PoolItem
+from annotation.schema import MISGENDERING
 from annotation.selectors.aggregate import AggregationError, pool_aggregates
 from common.frames import pd
 from generation.models import GenerationJob
@@ -57,7 +59,9 @@ def report_data(
     labels = list(pool.labels)
     frame = human.pool_item_frame(pool=pool)
     aggregates = _aggregates(pool=pool, frame=frame)
-    frame = human.frame_with_human_verdict(frame=frame, human=human_verdict, aggregates=aggregates)
+    frame = human.frame_with_human_verdict(
+        frame=frame, human=human_verdict, aggregates=aggregates, positive=positive_label(pool) or MISGENDERING
+    )
     job_ids = automatic.pool_job_ids(pool=pool)
     judge_runs = covering_runs(pool=pool)  # read once: the judges' frame, verdict and rates all start from them
     inputs = ReportInputs(

@@ -88,6 +88,7 @@ class SelectiveResult(TypedDict):
     agreement_above: float | None
     n: int
     curve: list[list[float]]  # [coverage, disagreement], from the highest threshold down
+    needs_confidences: bool  # the judge's labels came without confidences (an imported judge): nothing computed
 
 
 class JudgeVerdictRow(TypedDict):
@@ -115,3 +116,76 @@ class PredictionPoweredRow(TypedDict):
     human_ci: Interval | None
     judge_rate: float | None  # biased: the judge alone over all contexts
     n_eff: float | None
+
+
+# --- spending people's labels where they count (analysis/selectors/active.py) ----------------------------------------
+
+
+class ActiveRateRow(TypedDict):
+    """An active pool's estimate of the positive rate over a stratum's N contexts (docs/domain.md, "Spending people's
+    labels where they count"); None while drawn contexts wait for labels (`n_incomplete`)."""
+
+    judge: str
+    run: int
+    model: str
+    dataset: str
+    pronoun: str  # a base pronoun, or "all"
+    rate: float | None
+    ci: Interval | None
+    human_rate: float | None  # people only, weighted by 1 / pi (Horvitz-Thompson)
+    human_ci: Interval | None
+    n_labelled: int
+    n_incomplete: int  # drawn contexts without a human label yet
+    N: int  # every context of the stratum
+
+
+class PpiStratum(TypedDict):
+    pronoun: str
+    n: int  # labelled contexts
+    N: int  # every context of the stratum
+    weight: float  # N_k / N
+    rate: float | None  # PPI++ within the stratum
+    ci: Interval | None
+
+
+class StratifiedPpiRow(TypedDict):
+    """Stratified PPI over pronoun families per model x dataset, beside the unstratified PPI++ estimate."""
+
+    judge: str
+    run: int
+    model: str
+    dataset: str
+    rate: float | None
+    ci: Interval | None
+    ppi_rate: float | None
+    ppi_ci: Interval | None
+    n: int  # labelled contexts
+    N: int  # every context of the job
+    strata: list[PpiStratum]
+
+
+class LabelBudgetRow(TypedDict):
+    """The budget planner: contexts people must label for a 95% interval of half-width `half_width`, from the pool
+    as a pilot; "unreachable" where no number of labels gets there."""
+
+    judge: str
+    run: int
+    model: str
+    dataset: str
+    pronoun: str  # "all"
+    half_width: float
+    n_people: int | None
+    n_ppi: int | str | None
+    n_active: int | str | None
+    pilot_n: int  # the pilot's labelled contexts
+    N: int  # every context of the job
+
+
+class ActiveInclusionRow(TypedDict):
+    """A drawn context of an active pool: the judge's Yhat and its inclusion probability."""
+
+    model: str
+    dataset: str
+    pronoun: str
+    yhat: float
+    inclusion_probability: float

@@ -71,7 +71,8 @@ def _table_order(table: tuple[str, str]) -> tuple[int, str, int, str]:
 
 # Which of a table's items qualify for each kind of example.
 QUALIFIES = {
-    "disagreement": lambda item: int(item["human_binary"]) != int(item["heuristic"]),
+    # An item without a heuristic verdict (free text with no stated pronoun) disagrees with nobody.
+    "disagreement": lambda item: pd.notna(item["heuristic"]) and int(item["human_binary"]) != int(item["heuristic"]),
     "extraneous": lambda item: bool(item["human_extraneous"]),
 }
 
@@ -122,6 +123,7 @@ def examples(*, frame: pd.DataFrame, seed: int = EXAMPLES_SEED) -> list[Example]
                     continue
                 drawn = rng.choice(picks)
                 example = {field: drawn[field] for field in EXAMPLE_FIELDS}
-                example["heuristic_correct"] = bool(example["heuristic_correct"])
+                verdict = example["heuristic_correct"]
+                example["heuristic_correct"] = None if pd.isna(verdict) else bool(verdict)
                 rows.append({**example, **row, "pronoun": drawn["pronoun"]})
     return cast(list[Example], rows)

@@ -35,8 +35,9 @@ from analysis.report.types import (
     LabelDistributionRow,
     RateRow,
 )
+from annotation.labelset import positive_label
 from annotation.models import STUDY, Adjudication, Annotation, Pool, PoolItem
-from annotation.schema import human_binary
+from annotation.schema import MISGENDERING, human_binary
 from annotation.selectors.aggregate import AGGREGATES, AggregationError
 from common.frames import pd
 
@@ -86,8 +87,11 @@ def pool_item_frame(*, pool: Pool) -> pd.DataFrame:
         .where(frame["adjudicated_extraneous"].notna(), frame["extraneous_flags"].map(majority))
         .astype(bool)
     )
-    frame["human_binary"] = frame["human_label"].map(human_binary).astype(int)
-    frame["heuristic"] = frame["heuristic_correct"].astype(int)
+    positive = positive_label(pool) or MISGENDERING
+    frame["human_binary"] = frame["human_label"].map(lambda label: human_binary(label, positive)).astype(int)
+    # Null where the heuristic has no verdict (free text with no stated pronoun: docs/domain.md, "Bring your own
+    # study"); such items leave every comparison with the heuristic.
+    frame["heuristic"] = frame["heuristic_correct"].map({True: 1, False: 0})
     return frame.reset_index()
 
 
@@ -120,7 +124,9 @@ def _by_item(annotations: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.
 HUMAN_VERDICTS = (*AGGREGATES, "first")
 
 
-def frame_with_human_verdict(*, frame: pd.DataFrame, human: str | None, aggregates: list[dict]) -> pd.DataFrame:
+def frame_with_human_verdict(
+    *, frame: pd.DataFrame, human: str | None, aggregates: list[dict], positive: str = MISGENDERING
+) -> pd.DataFrame:
     """The frame with `human_label` and `human_binary` taken from another verdict: "first" (the first annotation),
     or one of the aggregates (docs/domain.md, 'Multi-rater statistics') from `aggregates`, the rows of
     `annotation.selectors.aggregate.pool_aggregates`. None leaves the frame as it is. Raises ValueError for an
@@ -138,7 +144,7 @@ def frame_with_human_verdict(*, frame: pd.DataFrame, human: str | None, aggregat
         by_item = {row["item"]: row[human] for row in aggregates}
         frame["human_label"] = frame["public_id"].map(by_item)
     if not frame.empty:
-        frame["human_binary"] = frame["human_label"].map(human_binary).astype(int)
+        frame["human_binary"] = frame["human_label"].map(lambda label: human_binary(label, positive)).astype(int)
     return frame
 
 
@@ -150,8 +156,8 @@ def _empty_frame() -> pd.DataFrame:
     return pd.DataFrame(columns=columns)
 
 
-def _binary(labels: pd.Series) -> np.ndarray:
-    return labels.map(human_binary).astype(int).to_numpy()
+def _binary(labels: pd.Series, positive: str = MISGENDERING) -> np.ndarray:
+    return labels.map(lambda label: human_binary(label, positive)).astype(int).to_numpy()
 
 
 def _agreement_block(a: np.ndarray, b: np.ndarray, *, categories: list) -> dict:
@@ -210,7 +216,7 @@ def _pairs(pairs: list[tuple[str, str]], agree: list[bool]) -> list[AnnotatorPai
     ]
 
 
-def inter_annotator(*, frame: pd.DataFrame, labels: list[str]) -> InterAnnotator:
+def inter_annotator(*, frame: pd.DataFrame, labels: list[str], positive: str = MISGENDERING) -> InterAnnotator:
     """Agreement of the first two annotations on the overlap items, for the 3-way label, the binary label and the
     extraneous flag, plus the label confusion table (rows: first annotator, columns: second) and the annotator pairs."""
     overlap = frame[frame["label_2"].notna()] if not frame.empty else frame
@@ -221,7 +227,7 @@ def inter_annotator(*, frame: pd.DataFrame, labels: list[str]) -> InterAnnotator
     agree = (first == second).tolist()
     annotators = overlap["annotators"].tolist()
     labels_all = [[str(label) for label in row] for row in overlap["labels"]]
-    binary_all = [[human_binary(label) for label in row] for row in labels_all]
+    binary_all = [[human_binary(label, positive) for label in row] for row in labels_all]
     flags_all = [[int(flag) for flag in row] for row in overlap["extraneous_flags"]]
     result = {
         "pronoun_label": {
@@ -229,7 +235,7 @@ def inter_annotator(*, frame: pd.DataFrame, labels: list[str]) -> InterAnnotator
             **_multirater_block(annotators, labels_all, categories=categories),
         },
         "pronoun_binary": {
-            **_agreement_block(_binary(first), _binary(second), categories=[0, 1]),
+            **_agreement_block(_binary(first, positive), _binary(second, positive), categories=[0, 1]),
             **_multirater_block(annotators, binary_all, categories=[0, 1]),
         },
         "extraneous": {
@@ -277,6 +283,7 @@ def human_vs_heuristic(*, frame: pd.DataFrame) -> list[HumanVsHeuristicRow]:
     """Raw agreement of the human binary verdict with the heuristic per cell, and the same on the unanimous and on
     the split items (`agreement_unanimous`, `agreement_unanimous_n`, `agreement_split`, `agreement_split_n`): the
     heuristic's errors gather where people disagree."""
+    frame = frame[frame["heuristic"].notna()] if not frame.empty else frame
     if frame.empty:
         return []
     agree = frame.assign(
@@ -317,7 +324,7 @@ def disagreements(*, frame: pd.DataFrame) -> list[Disagreement]:
     """Items where the human binary verdict and the heuristic differ, for researchers to read."""
     if frame.empty:
         return []
-    rows = frame[frame["human_binary"] != frame["heuristic"]].sort_values([*CELL, "id"])
+    rows = frame[frame["heuristic"].notna() & (frame["human_binary"] != frame["heuristic"])].sort_values([*CELL, "id"])
     result: list[Disagreement] = [
         {
             "public_id": row.public_id,
@@ -344,16 +351,23 @@ def by_guideline_version(*, pool: Pool) -> list[GuidelineVersionRow]:
     saved under that version whose binary label (0 iff misgendering) equals the heuristic's verdict, with its SEM; `n`
     counts them. Empty unless the annotations span two or more versions (null, saved before any guidelines, is one)."""
     rows = list(
-        Annotation.objects.filter(item__pool=pool, item__kind=STUDY).values_list(
+        Annotation.objects.filter(item__pool=pool, item__kind=STUDY, item__heuristic_correct__isnull=False).values_list(
             "guideline_version", "label", "item__heuristic_correct"
         )
     )
     versions = {version for version, _, _ in rows}
     if len(versions) < 2:
         return []
+    positive = positive_label(pool) or MISGENDERING
     out: list[GuidelineVersionRow] = []
     for version in sorted(versions, key=lambda v: -1 if v is None else v):
-        agree = np.array([float(human_binary(label) == int(heuristic)) for v, label, heuristic in rows if v == version])
+        agree = np.array(
+            [
+                float(human_binary(label, positive) == int(bool(heuristic)))
+                for v, label, heuristic in rows
+                if v == version
+            ]
+        )
         figures = mean_sem(agree)
         out.append(
             {"guideline_version": version, "n": int(agree.size), "agreement": figures["mean"], "sem": figures["sem"]}

@@ -17,10 +17,11 @@ from analysis.cells import CELL
 from analysis.metrics import mean_sem
 from analysis.metrics.agreement import finite
 from analysis.report.machine_types import JudgeAgreementRow, JudgeCalibrationRow, JudgeReliabilityRow
+from annotation.labelset import positive_label
 from annotation.models import STUDY, Pool, PoolItem
-from annotation.schema import human_binary
+from annotation.schema import MISGENDERING, human_binary
 from common.frames import pd
-from judging.models import JudgeRun
+from judging.models import JudgeMode, JudgeRun
 from judging.scoring import option_probabilities
 from judging.selectors import covering_runs, pool_judge_labels
 
@@ -50,10 +51,12 @@ def judge_frame(*, pool: Pool, human: pd.DataFrame, runs: list[JudgeRun] | None 
             run, cell = row.run, items[item_id]
             rows.append(
                 (*cell[:4], item_id, run.judge.name, run.judge.origin, row.label, row.confidence,
-                 option_probabilities(run.mode, run.judge.option_map, row.scores), int(cell[4]))
+                 _probabilities(run, row.scores), None if cell[4] is None else int(cell[4]))
             )  # fmt: skip
     frame = pd.DataFrame.from_records(rows, columns=columns)
-    frame["judge_binary"] = frame["judge_label"].map(human_binary).astype(int) if not frame.empty else []
+    positive = positive_label(pool) or MISGENDERING
+    binary = frame["judge_label"].map(lambda label: human_binary(label, positive))
+    frame["judge_binary"] = binary.astype(int) if not frame.empty else []
     keep = ["id", "human_label", "human_binary", "labels"]
     joined = frame.merge(human[keep] if not human.empty else pd.DataFrame(columns=keep), on="id", how="left")
     joined["human_agreement"] = joined["labels"].map(_agreement)
@@ -61,6 +64,13 @@ def judge_frame(*, pool: Pool, human: pd.DataFrame, runs: list[JudgeRun] | None 
 
 
 _ITEM_CELL = ["model_name", "dataset", "setting", "pronoun"]
+
+
+def _probabilities(run: JudgeRun, scores: dict) -> dict[str, float] | None:
+    """Each option's probability; None for an imported label that came without probabilities."""
+    if run.mode == JudgeMode.IMPORTED and not scores:
+        return None
+    return option_probabilities(run.mode, run.judge.option_map, scores)
 
 
 def _agreement(labels) -> str | None:
@@ -103,7 +113,8 @@ def human_vs_judge(*, frame: pd.DataFrame) -> list[JudgeAgreementRow]:
 
 def judge_vs_heuristic(*, frame: pd.DataFrame) -> list[JudgeAgreementRow]:
     """Raw agreement of the judge's binary with the heuristic, per judge x cell x human agreement (`all`: every
-    judged study item, annotated or not)."""
+    judged study item, annotated or not; an item without a heuristic verdict leaves it)."""
+    frame = frame[frame["heuristic"].notna()] if not frame.empty else frame
     if frame.empty:
         return []
     return cast(list[JudgeAgreementRow], _agreement_rows(frame, "judge_binary", "heuristic"))
@@ -150,14 +161,21 @@ def _calibration_row(part: pd.DataFrame) -> dict:
     multiclass = [
         sum((p - (1.0 if label == human else 0.0)) ** 2 for label, p in probabilities.items())
         for probabilities, human in zip(part["option_probabilities"], part["human_label"], strict=True)
+        if probabilities is not None
     ]
     return {
         "n": figures["n"],
         "accuracy": finite(float(correct.mean())),
         "ece": figures["ece"],
         "brier": figures["brier"],
-        "brier_multiclass": finite(float(np.mean(multiclass))),
+        # Only where every label has its probabilities (an imported judge may give a confidence alone).
+        "brier_multiclass": finite(float(np.mean(multiclass))) if len(multiclass) == len(part) else None,
     }
+
+
+def _confident(frame: pd.DataFrame) -> pd.DataFrame:
+    """The annotated rows with a confidence (an imported judge may have given none: it gets no calibration)."""
+    return frame[frame["human_label"].notna() & frame["confidence"].notna()]
 
 
 def judge_calibration(*, frame: pd.DataFrame) -> list[JudgeCalibrationRow]:
@@ -167,7 +185,7 @@ def judge_calibration(*, frame: pd.DataFrame) -> list[JudgeCalibrationRow]:
     None), then one per model x dataset with at least CALIBRATION_MIN_ITEMS items."""
     if frame.empty:
         return []
-    annotated = frame[frame["human_label"].notna()]
+    annotated = _confident(frame)
     rows = []
     for judge, part in annotated.groupby("judge", sort=True):
         origin = part["origin"].iloc[0]
@@ -185,7 +203,7 @@ def judge_reliability(*, frame: pd.DataFrame) -> list[JudgeReliabilityRow]:
     against the human label; empty bins are listed with n = 0."""
     if frame.empty:
         return []
-    annotated = frame[frame["human_label"].notna()]
+    annotated = _confident(frame)
     rows = []
     for judge, part in annotated.groupby("judge", sort=True):
         correct = (part["judge_label"] == part["human_label"]).to_numpy(dtype=float)

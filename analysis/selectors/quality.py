@@ -242,8 +242,9 @@ def confusion_matrices(*, frame: pd.DataFrame, annotators: list[str], labels: li
         result["confusion_aggregate"][annotator] = _confusion(
             aggregated["item_id"].map(aggregate), aggregated["label"], rows=categories, columns=categories
         )
+        judged = own[own["heuristic"].notna()]  # an item without a heuristic verdict has no reference here
         result["confusion_heuristic"][annotator] = _confusion(
-            heuristic[own.index], own["label"], rows=HEURISTIC_LABELS, columns=categories
+            heuristic[judged.index], judged["label"], rows=HEURISTIC_LABELS, columns=categories
         )
     return result
 

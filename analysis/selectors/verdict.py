@@ -31,11 +31,12 @@ from analysis.metrics.verdict import (
     selective_threshold,
 )
 from analysis.report.machine_types import JudgeVerdictRow, PredictionPoweredRow
+from annotation.labelset import positive_label
 from annotation.models import STUDY, Pool, PoolItem
 from annotation.schema import MISGENDERING
 from common.frames import pd
 from generation.datasets.labels import dataset_label
-from judging.models import JudgeRun, MachineLabel
+from judging.models import JudgeMode, JudgeRun, MachineLabel
 from judging.scoring import option_probabilities
 from judging.selectors import covering_runs, run_pool_labels
 
@@ -169,8 +170,9 @@ def _mean(values: list) -> float | None:
 # --- one run -------------------------------------------------------------------------------------------------------
 
 
-def _run_labels(run: JudgeRun, pool: Pool, study: set[int]) -> dict[int, tuple[str, float]]:
-    """item id -> (label, confidence) of the run's labelled study items (a blank sampled label left out)."""
+def _run_labels(run: JudgeRun, pool: Pool, study: set[int]) -> dict[int, tuple[str, float | None]]:
+    """item id -> (label, confidence) of the run's labelled study items (a blank sampled label left out; None: an
+    imported label without a confidence)."""
     return {
         row.item_id: (row.label, row.confidence)
         for row in run_pool_labels(run=run, pool=pool)
@@ -207,16 +209,22 @@ def run_verdict(
         )
     agreement.append(ceiling)
 
+    given = [judged[i][1] for i in labelled]
+    confidences = [confidence for confidence in given if confidence is not None]
+    # An imported judge may have given no confidences: selective judging then says it needs them.
+    needs_confidences = len(confidences) < len(given)
     selective = selective_threshold(
-        confidences=[judged[i][1] for i in labelled],
-        agree=[judged[i][0] == side.label[i] for i in labelled],
+        confidences=[] if needs_confidences else confidences,
+        agree=[] if needs_confidences else [judged[i][0] == side.label[i] for i in labelled],
         alpha=parameters.alpha,
         delta=parameters.delta,
     )
     coverage_job = None
-    if run.source_job_id is not None:
-        confidences = MachineLabel.objects.filter(run=run).values_list("confidence", flat=True)
-        coverage_job = coverage_at(selective["threshold"], list(confidences))
+    if run.source_job_id is not None and not needs_confidences:
+        job_confidences = MachineLabel.objects.filter(run=run, confidence__isnull=False)
+        coverage_job = coverage_at(
+            selective["threshold"], [c for c in job_confidences.values_list("confidence", flat=True) if c is not None]
+        )
     return {
         "judge": run.judge.name,
         "version": run.judge.version,
@@ -241,8 +249,9 @@ def run_verdict(
             "coverage": selective["coverage"],
             "coverage_job": coverage_job,
             "agreement_above": selective["agreement_above"],
-            "n": selective["n"],
+            "n": len(labelled) if needs_confidences else selective["n"],
             "curve": selective["curve"],
+            "needs_confidences": needs_confidences,
         },
     }
 
@@ -275,7 +284,7 @@ def judge_verdict(
 
 
 def _stratum_rows(*, run: JudgeRun, model: str, dataset: str, pronoun: str, units: dict, labelled: dict) -> dict:
-    """units: context -> the judge's P(misgendering) of each of its samples; labelled: context -> [(Y sample,
+    """units: context -> the judge's P(positive label) of each of its samples; labelled: context -> [(Y sample,
     Yhat sample)] of its pool samples with a human label."""
     y = [float(np.mean([h for h, _ in pairs])) for _, pairs in sorted(labelled.items())]
     yhat = [float(np.mean([p for _, p in pairs])) for _, pairs in sorted(labelled.items())]
@@ -284,12 +293,61 @@ def _stratum_rows(*, run: JudgeRun, model: str, dataset: str, pronoun: str, unit
     return {"judge": run.judge.name, "run": run.pk, "model": model, "dataset": dataset, "pronoun": pronoun, **figures}
 
 
-def run_prediction_powered(*, run: JudgeRun, pool: Pool, side: HumanSide) -> list[dict]:
+def _yhat(run: JudgeRun, options: dict[str, str], label: str, scores: dict, positive: str) -> float:
+    """Yhat of one judged sample (docs/domain.md, "Bring your own study"): the positive label's probability, else
+    (an imported label without probabilities) 1[label = positive]."""
+    if run.mode == JudgeMode.IMPORTED and not scores:
+        return float(label == positive)
+    return option_probabilities(run.mode, options, scores)[positive]
+
+
+def run_prediction_powered_pool(*, run: JudgeRun, pool: Pool, side: HumanSide, positive: str) -> list[dict]:
+    """The rows of one run over a pool without a job (docs/domain.md, "Bring your own study"): the units are the
+    pool's contexts (model, dataset, setting, pronoun and context text); labelled ones have people's labels, the
+    others only the judge's. Per model x dataset x stated pronoun, then pronoun "all" per model x dataset."""
+    options = run.judge.option_map
+    if positive not in options:
+        return []
+    judged = {row.item_id: _yhat(run, options, row.label, row.scores, positive)
+              for row in run_pool_labels(run=run, pool=pool) if row.label}  # fmt: skip
+    fields = ("id", "model_name", "dataset", "setting", "pronoun", "context")
+    units: dict[tuple, list[float]] = defaultdict(list)
+    labelled: dict[tuple, list[tuple[float, float]]] = defaultdict(list)
+    for item_id, model, dataset, setting, pronoun, context in (
+        PoolItem.objects.filter(pool=pool, kind=STUDY).order_by("id").values_list(*fields)
+    ):
+        if item_id not in judged:
+            continue
+        key = (model, dataset, pronoun or "", setting, context)
+        units[key].append(judged[item_id])
+        label = side.label.get(item_id)
+        if label is not None:
+            labelled[key].append((float(label == positive), judged[item_id]))
+    out = []
+    for model, dataset in sorted({(key[0], key[1]) for key in units}):
+        stratum = {key for key in units if key[:2] == (model, dataset)}
+        pronouns = sorted({key[2] for key in stratum if key[2]})
+        for pronoun in [*pronouns, "all"]:
+            keep = stratum if pronoun == "all" else {key for key in stratum if key[2] == pronoun}
+            out.append(
+                _stratum_rows(
+                    run=run,
+                    model=model,
+                    dataset=dataset,
+                    pronoun=pronoun,
+                    units={key: units[key] for key in keep},
+                    labelled={key: labelled[key] for key in keep if key in labelled},
+                )  # fmt: skip
+            )
+    return out
+
+
+def run_prediction_powered(*, run: JudgeRun, pool: Pool, side: HumanSide, positive: str = MISGENDERING) -> list[dict]:
     """The rows of one run over a generation job: per pronoun of the job, then pronoun "all"."""
     job = run.source_job
     assert job is not None
     options = run.judge.option_map
-    if MISGENDERING not in options:
+    if positive not in options:
         return []
     model, dataset = job.model.name, dataset_label(job.dataset)
     # context (instance, setting) -> pronoun, and each judged generation's P(misgendering)
@@ -303,7 +361,7 @@ def run_prediction_powered(*, run: JudgeRun, pool: Pool, side: HumanSide) -> lis
                      "generation__instance__pronoun")
     )  # fmt: skip
     for generation_id, scores, instance_id, setting, pronoun in rows:
-        probability[generation_id] = option_probabilities(run.mode, options, scores)[MISGENDERING]
+        probability[generation_id] = option_probabilities(run.mode, options, scores)[positive]
         context_of[generation_id] = (instance_id, setting)
         pronoun_of[(instance_id, setting)] = pronoun
     units: dict[tuple[int, str], list[float]] = defaultdict(list)
@@ -315,7 +373,7 @@ def run_prediction_powered(*, run: JudgeRun, pool: Pool, side: HumanSide) -> lis
         label = side.label.get(item_id)
         if label is None or generation_id not in probability:
             continue
-        labelled[context_of[generation_id]].append((float(label == MISGENDERING), probability[generation_id]))
+        labelled[context_of[generation_id]].append((float(label == positive), probability[generation_id]))
     out = []
     for pronoun in [p for p in job.pronouns if p in set(pronoun_of.values())]:
         keep = {context for context, base in pronoun_of.items() if base == pronoun}
@@ -338,15 +396,22 @@ def prediction_powered(
     *, pool: Pool, frame: pd.DataFrame, runs: list[JudgeRun] | None = None
 ) -> list[PredictionPoweredRow]:
     """One row per run over one of the pool's generation jobs x model x dataset x pronoun, plus pronoun "all" per
-    model x dataset (docs/domain.md, 'The judge's verdict': prediction-powered rates). `runs`: `covering_runs` of the
-    pool, read here unless the caller has them."""
-    runs = [run for run in (covering_runs(pool=pool) if runs is None else runs) if run.source_job_id is not None]
-    if not runs:
+    model x dataset (docs/domain.md, 'The judge's verdict': prediction-powered rates); on a pool without a job, the
+    same per run over the pool, its units the pool's contexts ("Bring your own study"). The rate is the pool's
+    positive label's (`annotation.labelset.positive_label`); a pool with none has no rates. `runs`: `covering_runs`
+    of the pool, read here unless the caller has them."""
+    runs = covering_runs(pool=pool) if runs is None else runs
+    positive = positive_label(pool)
+    if not runs or positive is None:
         return []
+    without_job = not pool.jobs.exists()
     side = human_side(frame=frame)
     rows = []
     for run in runs:
-        rows += run_prediction_powered(run=run, pool=pool, side=side)
+        if run.source_job_id is not None:
+            rows += run_prediction_powered(run=run, pool=pool, side=side, positive=positive)
+        elif without_job:
+            rows += run_prediction_powered_pool(run=run, pool=pool, side=side, positive=positive)
     return cast(list[PredictionPoweredRow], rows)
 
 
@@ -374,6 +439,11 @@ def verdict_sentence(row: dict) -> str:
 
 def selective_sentence(row: dict) -> str:
     selective = row["selective"]
+    if selective.get("needs_confidences"):
+        return (
+            "Selective judging needs confidences: this judge's labels came without them (import prob_<label> columns "
+            "or a confidence to calibrate a threshold)."
+        )
     if selective["n"] == 0:
         return "No annotated item is judged yet, so no threshold can be calibrated."
     if selective["threshold"] is None:
@@ -411,6 +481,7 @@ def verdict_page_rows(*, report: dict) -> list[dict]:
             "agreement": [a for a in row["agreement"] if a["against"] != "human_ceiling"],
             "ceiling": next((a for a in row["agreement"] if a["against"] == "human_ceiling"), None),
             "over_job": row["run"] in job_runs,
+            "ceiling_min_items": MIN_ITEMS,
             "rates": [r for r in report.get("prediction_powered") or [] if r["run"] == row["run"]],
         }
         for row in report.get("judge_verdict") or []

@@ -23,19 +23,22 @@ from django.db import transaction
 from analysis.models import StudyPseudonym
 from analysis.report.exports.render import report_json
 from analysis.services import report_build
+from analysis.study.archive import MANIFEST_FILE, REPORT_FILE
 from analysis.study.figures import figures_compare
-from analysis.study.provenance import dataset_provenance, model_provenance
-from analysis.study.tables import FORMAT, FORMAT_VERSION, TABLES, Scope, Table, columns
+from analysis.study.provenance import dataset_provenance, file_name, model_provenance
+from analysis.study.tables import FORMAT, FORMAT_VERSION, TABLES, Scope, Table, columns, judge_runs
 from annotation.machine import HUMAN
 from annotation.models import Adjudication, Annotation, Assignment, ExtraneousSpan, Pool, Referent
 from common.audit import audit_record
 from common.version import VERSION, concord_commit
 from generation.models import Dataset, GenerationJob, LanguageModel
 from generation.parameters import JobParametersSerializer
-from judging.models import Judge, JudgeRun, MachineLabel
+from judging.models import Judge, MachineLabel
 
-REPORT_FILE = "report.json"
-MANIFEST_FILE = "manifest.json"
+NOTES_WARNING = (
+    "this bundle holds the annotators' and adjudicators' notes word for word: they may name people or say more than "
+    "the study needs; read them before sharing the bundle"
+)
 
 
 def _job_parameters() -> list[str]:
@@ -86,39 +89,59 @@ def _pseudonymised(value: Any, names: dict[str, str]) -> Any:
     return value
 
 
-def _table_rows(table: Table, scope: Scope, pseudonyms: dict[int, str]) -> list[dict]:
-    kept = columns(table)
+def _table_rows(table: Table, scope: Scope, pseudonyms: dict[int, str], *, notes: bool) -> list[dict]:
+    kept = columns(table, private=notes)
     rows = list(table.rows(scope).order_by("pk").values("id", *(c.attname for c in kept)))
     for attname, column in table.people.items():
         for row in rows:
             row[column] = pseudonyms.get(row.pop(attname)) if row.get(attname) is not None else None
+    _paths_reduced(table, rows)
     if table.model is Pool:
         for row in rows:
             row["jobs"] = sorted(scope.pool.jobs.values_list("pk", flat=True))
     if table.model is Annotation:
-        spans: dict[int, list] = {}
-        for annotation_id, start, end in (
-            ExtraneousSpan.objects.filter(annotation__item__pool=scope.pool)
-            .order_by("annotation_id", "start", "end")
-            .values_list("annotation_id", "start", "end")
-        ):
-            spans.setdefault(annotation_id, []).append([start, end])
-        referents: dict[int, list] = {}
-        for annotation_id, start, end, word, referent in (
-            Referent.objects.filter(annotation__item__pool=scope.pool)
-            .order_by("annotation_id", "start")
-            .values_list("annotation_id", "start", "end", "word", "referent")
-        ):
-            referents.setdefault(annotation_id, []).append([start, end, word, referent])
-        for row in rows:
-            row["origin"] = HUMAN  # every export says which kind of rater a label came from
-            row["spans"] = spans.get(row["id"], [])
-            row["referents"] = referents.get(row["id"], [])
+        _annotation_parts(rows, scope, origin_column="origin" in row_columns(table))
     if table.model is MachineLabel:
-        origins = {run.pk: run.judge.origin for run in JudgeRun.objects.filter(pool=scope.pool).select_related("judge")}
+        origins = {run.pk: run.judge.origin for run in judge_runs(scope.pool).select_related("judge")}
         for row in rows:
-            row["origin"] = origins[row["run_id"]]
+            row["rater"] = origins[row["run_id"]]
+            row.setdefault("origin", origins[row["run_id"]])
     return rows
+
+
+def _paths_reduced(table: Table, rows: list[dict]) -> None:
+    """Paths on the server become file names: the table's path columns, and a local model's folder."""
+    for row in rows:
+        for name in table.paths:
+            if isinstance(row.get(name), str):
+                row[name] = file_name(row[name])
+        if table.model is LanguageModel and row["source_kind"] == LanguageModel.SourceKind.PATH:
+            row["source"] = file_name(row["source"])
+
+
+def _annotation_parts(rows: list[dict], scope: Scope, *, origin_column: bool) -> None:
+    """Each annotation row with its spans and referents, and the kind of rater it came from (`rater`: human). A
+    label's own `origin` column (made here or imported) is data and travels as it is."""
+    spans: dict[int, list] = {}
+    for annotation_id, start, end in (
+        ExtraneousSpan.objects.filter(annotation__item__pool=scope.pool)
+        .order_by("annotation_id", "start", "end")
+        .values_list("annotation_id", "start", "end")
+    ):
+        spans.setdefault(annotation_id, []).append([start, end])
+    referents: dict[int, list] = {}
+    for annotation_id, start, end, word, referent in (
+        Referent.objects.filter(annotation__item__pool=scope.pool)
+        .order_by("annotation_id", "start")
+        .values_list("annotation_id", "start", "end", "word", "referent")
+    ):
+        referents.setdefault(annotation_id, []).append([start, end, word, referent])
+    for row in rows:
+        row["rater"] = HUMAN
+        if not origin_column:
+            row["origin"] = HUMAN
+        row["spans"] = spans.get(row["id"], [])
+        row["referents"] = referents.get(row["id"], [])
 
 
 def _jsonl(rows: list[dict]) -> bytes:
@@ -126,7 +149,11 @@ def _jsonl(rows: list[dict]) -> bytes:
     return "".join(encode(row) + "\n" for row in rows).encode()
 
 
-def _manifest(*, scope: Scope, pseudonyms: dict[int, str], files: dict[str, dict], report: dict) -> dict:
+def row_columns(table: Table) -> set[str]:
+    return {column.name for column in table.model._meta.concrete_fields}
+
+
+def _manifest(*, scope: Scope, pseudonyms: dict[int, str], files: dict[str, dict], report: dict, notes: bool) -> dict:
     pool = scope.pool
     jobs = GenerationJob.objects.filter(pk__in=scope.job_ids).select_related("model", "dataset").order_by("pk")
     return {
@@ -176,6 +203,9 @@ def _manifest(*, scope: Scope, pseudonyms: dict[int, str], files: dict[str, dict
             .order_by("name", "version")
         ],
         "people": sorted(set(pseudonyms.values())),
+        # Notes are free text for the team: in a bundle only when the export was told to include them.
+        "notes": notes,
+        "warnings": [NOTES_WARNING] if notes else [],
         "report": {
             "file": REPORT_FILE,
             "figures": figures_compare(bundled=report, recomputed=report)["figures"],
@@ -186,9 +216,10 @@ def _manifest(*, scope: Scope, pseudonyms: dict[int, str], files: dict[str, dict
     }
 
 
-def study_export(*, pool: Pool, out: str | Path | IO[bytes], user=None) -> dict:
-    """Write the pool's study bundle to `out` (a path or a binary file); returns the manifest. The audit trail
-    records who exported it (`user`; None for the command)."""
+def study_export(*, pool: Pool, out: str | Path | IO[bytes], user=None, notes: bool = False) -> dict:
+    """Write the pool's study bundle to `out` (a path or a binary file); returns the manifest. Annotation and
+    adjudication notes stay out unless `notes` (the manifest then warns). The audit trail records who exported it
+    (`user`; None for the command)."""
     scope = Scope.of(pool)
     pseudonyms = study_pseudonyms(pool=pool)
     users = get_user_model().objects.in_bulk(list(pseudonyms))
@@ -199,7 +230,7 @@ def study_export(*, pool: Pool, out: str | Path | IO[bytes], user=None) -> dict:
     payloads: dict[str, bytes] = {}
     files: dict[str, dict] = {}
     for table in TABLES:
-        rows = _table_rows(table, scope, pseudonyms)
+        rows = _table_rows(table, scope, pseudonyms, notes=notes)
         payloads[f"{table.name}.jsonl"] = _jsonl(rows)
         files[f"{table.name}.jsonl"] = {"rows": len(rows)}
     payloads[REPORT_FILE] = json.dumps(report, indent=1, ensure_ascii=False).encode()
@@ -207,7 +238,7 @@ def study_export(*, pool: Pool, out: str | Path | IO[bytes], user=None) -> dict:
     for name, data in payloads.items():
         files[name]["sha256"] = hashlib.sha256(data).hexdigest()
         files[name]["bytes"] = len(data)
-    manifest = _manifest(scope=scope, pseudonyms=pseudonyms, files=files, report=report)
+    manifest = _manifest(scope=scope, pseudonyms=pseudonyms, files=files, report=report, notes=notes)
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         archive.writestr(MANIFEST_FILE, json.dumps(manifest, indent=1, ensure_ascii=False))
@@ -221,6 +252,6 @@ def study_export(*, pool: Pool, out: str | Path | IO[bytes], user=None) -> dict:
         event="study.export",
         obj=pool,
         actor=user,
-        data={"figures": manifest["report"]["figures"], "bytes": buffer.tell()},
+        data={"figures": manifest["report"]["figures"], "bytes": buffer.tell(), "notes": notes},
     )
     return manifest

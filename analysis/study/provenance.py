@@ -15,6 +15,13 @@ WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth", ".ckpt")
 HASH_BLOCK = 1 << 20
 
 
+def file_name(path: str) -> str:
+    """The last part of a path, written on this server or another (`/srv/data/x.csv` and `C:\\data\\x.csv`: `x.csv`),
+    so that no bundle shows where the server keeps its files."""
+    parts = [part for part in path.replace("\\", "/").split("/") if part]
+    return parts[-1] if parts else ""
+
+
 def file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as handle:
@@ -66,8 +73,8 @@ def model_provenance(model: LanguageModel) -> dict:
                 revision = f"{model.source}=={importlib.metadata.version(model.source)}"
             except importlib.metadata.PackageNotFoundError:
                 revision = ""
-    elif model.source_kind == LanguageModel.SourceKind.NONE:
-        directory = None  # hand-written texts: no weights to hash
+    elif model.source_kind in (LanguageModel.SourceKind.NONE, LanguageModel.SourceKind.EXTERNAL):
+        directory = None  # hand-written texts, or an API model (an external judge's): no weights to hash
     elif model.source_kind == LanguageModel.SourceKind.PATH:
         directory = Path(model.source) if Path(model.source).is_dir() else None
     else:
@@ -76,7 +83,8 @@ def model_provenance(model: LanguageModel) -> dict:
     files = _weight_files(directory, model.gguf_file) if directory is not None else []
     return {
         "name": model.name,
-        "id": model.source,
+        # A local folder is the server's: its name only.
+        "id": file_name(model.source) if model.source_kind == LanguageModel.SourceKind.PATH else model.source,
         "source_kind": model.source_kind,
         "revision": revision,
         "gguf_file": model.gguf_file,
@@ -88,7 +96,8 @@ def model_provenance(model: LanguageModel) -> dict:
 
 def dataset_provenance(dataset: Dataset) -> dict:
     """The dataset's source files with their SHA-256 (where they are still on this machine) and the signature its
-    import recorded (the SHA-256 of its files and arguments at import time)."""
+    import recorded (the SHA-256 of its files and arguments at import time). Files are named as within the source (a
+    file: its name; a folder: the path inside it), never by their place on the server."""
     source = Path(dataset.source)
     if source.is_file():
         paths = [source]
@@ -99,7 +108,10 @@ def dataset_provenance(dataset: Dataset) -> dict:
     return {
         "name": dataset.name,
         "kind": dataset.kind,
-        "source": dataset.source,
+        "source": file_name(dataset.source),
         "import_signature": dataset.import_signature,
-        "files": [{"file": str(path), "sha256": file_sha256(path)} for path in paths],
+        "files": [
+            {"file": path.name if path == source else path.relative_to(source).as_posix(), "sha256": file_sha256(path)}
+            for path in paths
+        ],
     }

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import models
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 from annotation.models import Adjudication, Annotation, Assignment, Pool, PoolGuideline, PoolItem
 from generation.models import Dataset, Generation, GenerationJob, Instance, LanguageModel, ProbResult
@@ -29,7 +29,8 @@ FORMAT_VERSION = 1
 
 @dataclass(frozen=True)
 class Scope:
-    """The rows a pool's study reads: the pool, its generation jobs and its judges' runs (with their jobs)."""
+    """The rows a pool's study reads: the pool, its generation jobs and every judge run whose labels reach it (runs
+    over the pool and runs over one of its jobs, `judge --job`), with the runs' own jobs."""
 
     pool: Pool
     job_ids: list[int]  # the pool's generation jobs and its judge runs' jobs
@@ -39,7 +40,7 @@ class Scope:
 
     @classmethod
     def of(cls, pool: Pool) -> Scope:
-        runs = JudgeRun.objects.filter(pool=pool)
+        runs = judge_runs(pool)
         job_ids = sorted(
             {*pool.jobs.values_list("pk", flat=True), *runs.exclude(job=None).values_list("job_id", flat=True)}
         )
@@ -55,6 +56,11 @@ class Scope:
         )
 
 
+def judge_runs(pool: Pool) -> QuerySet:
+    """The judge runs whose labels the pool's report may read: over the pool, or over one of its generation jobs."""
+    return JudgeRun.objects.filter(Q(pool=pool) | Q(source_job__in=pool.jobs.all()))
+
+
 @dataclass(frozen=True)
 class Table:
     name: str  # the file is `<name>.jsonl`
@@ -64,11 +70,16 @@ class Table:
     drop: tuple[str, ...] = ()
     # A reference to a person that the bundle keeps, as a pseudonym column: attribute name -> column.
     people: dict[str, str] = field(default_factory=dict)
+    # Free text people wrote for the team (notes): left out unless the export is told to include it.
+    private: tuple[str, ...] = ()
+    # Columns that may hold a path on the server: written as the file's name only.
+    paths: tuple[str, ...] = ()
 
 
 TABLES: list[Table] = [
+    # A local model's `source` is a folder on the server (source kind `path`): the bundle keeps its name only.
     Table("language_models", LanguageModel, lambda s: LanguageModel.objects.filter(pk__in=s.model_ids)),
-    Table("datasets", Dataset, lambda s: Dataset.objects.filter(pk__in=s.dataset_ids)),
+    Table("datasets", Dataset, lambda s: Dataset.objects.filter(pk__in=s.dataset_ids), paths=("source",)),
     Table("pronoun_forms", PronounForm, lambda s: PronounForm.objects.filter(dataset_id__in=s.dataset_ids)),
     Table("templates", Template, lambda s: Template.objects.filter(dataset_id__in=s.dataset_ids)),
     Table("instances", Instance, lambda s: Instance.objects.filter(dataset_id__in=s.dataset_ids)),
@@ -81,7 +92,7 @@ TABLES: list[Table] = [
     Table("generations", Generation, lambda s: Generation.objects.filter(job_id__in=s.job_ids)),
     Table("prob_results", ProbResult, lambda s: ProbResult.objects.filter(job_id__in=s.job_ids)),
     Table("tango_templates", TangoTemplate, lambda s: TangoTemplate.objects.filter(job_id__in=s.job_ids)),
-    Table("pool_items", PoolItem, lambda s: PoolItem.objects.filter(pool=s.pool)),
+    Table("pool_items", PoolItem, lambda s: PoolItem.objects.filter(pool=s.pool), paths=("source_file",)),
     Table(
         "assignments",
         Assignment,
@@ -96,27 +107,30 @@ TABLES: list[Table] = [
         lambda s: Annotation.objects.filter(item__pool=s.pool),
         drop=("idempotency_key",),
         people={"annotator_id": "annotator"},
+        private=("notes",),
     ),
     Table(
         "adjudications",
         Adjudication,
         lambda s: Adjudication.objects.filter(item__pool=s.pool),
         people={"adjudicator_id": "adjudicator"},
+        private=("notes",),
     ),
-    Table("judge_runs", JudgeRun, lambda s: JudgeRun.objects.filter(pool=s.pool)),
-    Table("machine_labels", MachineLabel, lambda s: MachineLabel.objects.filter(run__pool=s.pool)),
+    # Runs over the pool and over one of its jobs (their labels name generations); an imported run's file by name.
+    Table("judge_runs", JudgeRun, lambda s: judge_runs(s.pool), paths=("source_file",)),
+    Table("machine_labels", MachineLabel, lambda s: MachineLabel.objects.filter(run__in=judge_runs(s.pool))),
 ]
 TABLE_OF_MODEL: dict[type[models.Model], str] = {table.model: table.name for table in TABLES}
-# Keys of a job's options that name a row of another table.
-OPTION_REFERENCES = {"pool_id": "pools", "judge_id": "judges"}
+# Keys of a job's options that name a row of a bundle table (a judge job's pool, judge, or the job it judges).
+OPTION_REFERENCES = {"pool_id": "pools", "judge_id": "judges", "job_id": "jobs"}
 
 
-def columns(table: Table) -> list[models.Field]:
-    """The table's exported columns: concrete, not the id, not dropped, and no reference to a person that the table
-    does not keep as a pseudonym."""
+def columns(table: Table, *, private: bool = False) -> list[models.Field]:
+    """The table's exported columns: concrete, not the id, not dropped, not private (unless `private`), and no
+    reference to a person that the table does not keep as a pseudonym."""
     kept = []
     for column in table.model._meta.concrete_fields:
-        if column.primary_key or column.name in table.drop:
+        if column.primary_key or column.name in table.drop or (column.name in table.private and not private):
             continue
         if column.is_relation and column.related_model is _user_model() and column.attname not in table.people:
             continue

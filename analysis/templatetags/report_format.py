@@ -52,11 +52,14 @@ def presented_all(tables: list[dict]) -> list[dict]:
             result.append(presented(table))
             continue
         first = table["columns"][0]
+        keys = [c for c in TABLES_BY_KEY[table["name"]].part_keys if c in table["columns"] and c != first]
         for declared in parts:
             if declared.columns is None:
                 columns = [c for c in table["columns"] if c not in claimed]
             else:
-                columns = [first, *(c for c in declared.columns if c in table["columns"])]
+                columns = [first, *keys, *(c for c in declared.columns if c in table["columns"])]
+            if _nothing_measured(table, [c for c in columns if c != first and c not in keys]):
+                continue  # e.g. the probability-based part of an imported pool's accuracy
             part = {
                 "fills": table.get("fills", ""),
                 "name": table["name"],
@@ -70,7 +73,8 @@ def presented_all(tables: list[dict]) -> list[dict]:
 @register.filter
 def presented(table: dict) -> dict:
     """A display table (`name`, `columns`, `rows` of strings) with `<x>_low`/`<x>_high` merged into one `[low, high]`
-    column, human column names, and each cell marked numeric or not."""
+    column, human column names, and each cell marked numeric or not. A column with nothing in any row (every cell
+    "—": a job without probability scores, a pool nobody annotated yet) is left out; the CSV keeps it."""
     columns = list(table["columns"])
     merged: list[tuple[str, list[int]]] = []
     skip: set[int] = set()
@@ -91,6 +95,9 @@ def presented(table: dict) -> dict:
             if len(indices) == 2:
                 low, high = row[indices[0]], row[indices[1]]
                 text = "—" if "—" in (low, high) else f"[{low}, {high}]"
+                estimate = _estimate_column(name, columns)
+                if text == "—" and estimate is not None and row[estimate] != "—":
+                    text = "undefined"  # a defined figure whose interval is null: of zero width (docs/domain.md)
                 if table["name"] == "prob_vs_gen" and name == "kappa_ci" and _beyond(low, high):
                     text, marked = f"{text} {KAPPA_BEYOND_MARK}", True
                 cells.append({"text": text, "num": text != "—"})
@@ -100,6 +107,10 @@ def presented(table: dict) -> dict:
                     text = INTER_ANNOTATOR_VIEWS.get(text, text)
                 cells.append({"text": text, "num": bool(NUMBER.match(text)) or text == "—"})
         rows.append(cells)
+    kept = [index for index in range(len(merged)) if any(row[index]["text"] not in ("—", "") for row in rows)]
+    if rows and len(kept) < len(merged):
+        merged = [merged[index] for index in kept]
+        rows = [[row[index] for index in kept] for row in rows]
     return {
         "name": table["name"],
         "csv": table["name"],
@@ -109,6 +120,21 @@ def presented(table: dict) -> dict:
         "rows": rows,
         "note": f"{KAPPA_BEYOND_MARK} {KAPPA_BEYOND_NOTE}" if marked else "",
     }
+
+
+def _nothing_measured(table: dict, columns: list[str]) -> bool:
+    """Whether a part's own columns hold no figure in any row (counts aside: they are 0 where nothing was measured)."""
+    measures = [table["columns"].index(c) for c in columns if c != "n" and not c.endswith("_n")]
+    return bool(measures) and all(row[i] in ("—", "") for row in table["rows"] for i in measures)
+
+
+def _estimate_column(interval: str, columns: list[str]) -> int | None:
+    """The column of the figure an interval column (`kappa_ci`, `cohen_kappa_boot_ci`) belongs to, if the table has
+    it."""
+    for suffix in ("_boot_ci", "_ci"):
+        if interval.endswith(suffix) and interval.removesuffix(suffix) in columns:
+            return columns.index(interval.removesuffix(suffix))
+    return None
 
 
 def _beyond(low: str, high: str) -> bool:

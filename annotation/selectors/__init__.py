@@ -46,8 +46,8 @@ class QualificationFailed(PermissionError):
     def detail(self) -> str:
         q = self.qualification
         return (
-            f"You labelled {q['correct']} of the {q['total']} training items as expected ({q['score']:.0%}), and this "
-            f"pool needs {q['pass_mark']:.0%} before its items open. Please contact the researcher running the study."
+            f"You labelled {q['correct']} of the {q['total']} training items as expected ({q['score']:.0%}); this pool "
+            f"needs {q['pass_mark']:.0%} before its items open. Ask the researcher who runs it for a new training round."
         )
 
     def body(self) -> dict:

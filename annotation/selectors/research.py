@@ -132,8 +132,14 @@ def finished_jobs() -> QuerySet[GenerationJob]:
 
 
 def annotators() -> QuerySet:
-    """Everyone holding the annotator role, for the assignment form's list."""
-    return get_user_model().objects.filter(groups__name=ANNOTATOR, is_active=True).order_by("username").distinct()
+    """Everyone holding the annotator role, for the assignment form's list; not study participants (their study link
+    gives them their work)."""
+    return (
+        get_user_model()
+        .objects.filter(groups__name=ANNOTATOR, is_active=True, participant__isnull=True)
+        .order_by("username")
+        .distinct()
+    )
 
 
 # Disagreements -------------------------------------------------------------------------------------------------------

@@ -369,14 +369,18 @@ def _annotation_write(
     return annotation, bool(created)  # SQLite gives booleans as 0 and 1
 
 
-def _feedback(*, locked: _Locked, label: str) -> dict | None:
+def _feedback(*, locked: _Locked, label: str, extraneous: bool) -> dict | None:
+    """A training item's answer, part by part: `correct` is the label's match (the score counts labels only);
+    `extraneous_correct` the flag's, None where the item gives no expected flag."""
     if locked.kind != TRAINING:
         return None
+    expected_extraneous = locked.gold_extraneous
     return {
         "expected_label": locked.gold_label,
-        "expected_extraneous": locked.gold_extraneous,
+        "expected_extraneous": expected_extraneous,
         "explanation": locked.explanation,
         "correct": label == locked.gold_label,
+        "extraneous_correct": None if expected_extraneous is None else bool(extraneous) == expected_extraneous,
     }
 
 
@@ -407,7 +411,7 @@ def _replayed(
         annotation=annotation,
         spans=stored,
         created=False,
-        feedback=_feedback(locked=locked, label=annotation.label),
+        feedback=_feedback(locked=locked, label=annotation.label, extraneous=annotation.extraneous),
         replayed=True,
     )
 
@@ -471,5 +475,5 @@ def annotation_submit(
         annotation=annotation,
         spans=checked,
         created=created,
-        feedback=_feedback(locked=locked, label=label),
+        feedback=_feedback(locked=locked, label=label, extraneous=extraneous),
     )

@@ -15,7 +15,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from accounts.roles import ANNOTATOR, has_role
-from annotation.models import GOLD, STUDY, TRAINING, Annotation, Assignment, Pool, PoolItem
+from annotation.models import GOLD, STUDY, TRAINING, Annotation, Assignment, Participant, Pool, PoolItem
 from common.audit import audit_record
 
 DEFAULT_RATERS = 2
@@ -81,6 +81,10 @@ def _annotators(usernames: list[str]) -> dict[str, Any]:
     not_annotators = [name for name in names if not has_role(users[name], ANNOTATOR)]
     if not_annotators:
         raise AssignmentError(f"not annotators: {', '.join(not_annotators)}")
+    # A study participant annotates their own pool's link's share alone (annotation/services/recruitment.py).
+    participants = sorted(Participant.objects.filter(user__username__in=names).values_list("user__username", flat=True))
+    if participants:
+        raise AssignmentError(f"study participants get work through their study link only: {', '.join(participants)}")
     return {name: users[name] for name in names}
 
 

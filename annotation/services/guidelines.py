@@ -25,6 +25,8 @@ def pool_guidelines_set(*, pool: Pool, text: str, user=None) -> PoolGuideline:
         raise GuidelineError("the guidelines are empty")
     if len(text) > MAX_GUIDELINE_CHARS:
         raise GuidelineError(f"the guidelines are longer than {MAX_GUIDELINE_CHARS:,} characters")
+    if "\x00" in text:  # PostgreSQL cannot store one; a pasted binary file is the usual source
+        raise GuidelineError("the guidelines hold a NUL character (\\x00), which is not text; remove it")
     locked = Pool.objects.select_for_update().get(pk=pool.pk)
     current = locked.guidelines.order_by("-version").first()
     if current is not None and current.text == text:

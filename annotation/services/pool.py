@@ -12,6 +12,10 @@ Two draws are offered:
   and within each the sample index first (the drawn instances, in draw order, for sample 1, then for sample 2, ...).
 - `per-sample-index` (an earlier reading, kept for comparison): `per_cell / samples` random instances drawn
   separately for each sample index, so one cell mixes up to `per_cell` different instances.
+
+An active pool (docs/domain.md, "Spending people's labels where they count"; `active=True`) is drawn instead from one
+job with a judge run over it: each context (instance x setting) is drawn with the inclusion probability its judge
+probability gives it (annotation/active.py), all its samples together, each item carrying that probability.
 """
 
 from __future__ import annotations
@@ -24,7 +28,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from django.db import transaction
 
+from annotation.active import ActiveDrawError, active_draw, inclusion_probabilities, judged_contexts
 from annotation.models import Pool, PoolItem
+from annotation.schema import MISGENDERING
 from common.audit import CREATE, audit_record
 from generation.contexts import ALL_SETTINGS
 from generation.datasets.labels import dataset_label
@@ -213,20 +219,54 @@ def _draw_per_sample_index(
     return chosen
 
 
+@dataclass(frozen=True)
+class ActiveDraw:
+    """What an active draw chose: the judge run, the budget, and each drawn generation's inclusion probability."""
+
+    run_id: int
+    budget: float
+    probability: dict[int, float]
+
+
+def _draw_active(
+    job: GenerationJob, *, run_id: int, budget: float, seed: int, result: PoolSampleResult
+) -> tuple[list[tuple[GenerationJob, int]], ActiveDraw]:
+    """The active draw (docs/domain.md) over the job's judged contexts in their order: pi from the run's Yhat and the budget, one
+    uniform per context; a drawn context brings all its samples, each with the context's pi."""
+    try:
+        contexts = judged_contexts(run_id=run_id, job_id=job.pk, positive=MISGENDERING)
+        pi = inclusion_probabilities([context.yhat for context in contexts], budget)
+    except ActiveDrawError as error:
+        raise PoolSampleError(str(error)) from None
+    drawn = active_draw(pi, seed)
+    chosen: list[tuple[GenerationJob, int]] = []
+    probability: dict[int, float] = {}
+    for context, probability_of, taken in zip(contexts, pi, drawn, strict=True):
+        if not taken:
+            continue
+        cell = (job.model.name, dataset_label(job.dataset), context.setting, context.pronoun)
+        result.cells[cell] = result.cells.get(cell, 0) + len(context.generation_ids)
+        for generation_id in context.generation_ids:
+            chosen.append((job, generation_id))
+            probability[generation_id] = float(probability_of)
+    return chosen, ActiveDraw(run_id, float(budget), probability)
+
+
 def _write_pool(
-    *, name: str, per_cell: int | None, seed: int, jobs: list[GenerationJob], chosen, created_by
-) -> tuple[Pool, int]:
+    *, name: str, per_cell: int | None, seed: int, jobs: list[GenerationJob], chosen, created_by,
+    active: ActiveDraw | None = None,
+) -> tuple[Pool, int]:  # fmt: skip
     generations = Generation.objects.select_related("instance").in_bulk([pk for _, pk in chosen])
     with transaction.atomic():
-        pool = Pool.objects.create(name=name, per_cell=per_cell, seed=seed, created_by=created_by)
+        pool = Pool.objects.create(
+            name=name, per_cell=per_cell, seed=seed, created_by=created_by,
+            active_run_id=active.run_id if active else None, active_budget=active.budget if active else None,
+        )  # fmt: skip
         pool.jobs.set(jobs)
-        audit_record(
-            event="pool.create",
-            obj=pool,
-            actor=created_by,
-            action=CREATE,
-            data={"per_cell": per_cell, "seed": seed, "jobs": [job.pk for job in jobs], "items": len(chosen)},
-        )
+        data: dict = {"per_cell": per_cell, "seed": seed, "jobs": [job.pk for job in jobs], "items": len(chosen)}
+        if active is not None:
+            data["active"] = {"run": active.run_id, "budget": active.budget}
+        audit_record(event="pool.create", obj=pool, actor=created_by, action=CREATE, data=data)
         items = [
             PoolItem(
                 pool=pool,
@@ -241,6 +281,7 @@ def _write_pool(
                 continuation=generation.continuation,
                 heuristic_correct=generation.heuristic_correct,
                 first_pronoun=generation.first_pronoun,
+                inclusion_probability=active.probability[pk] if active else None,
             )
             for job, pk in chosen
             for generation in [generations[pk]]
@@ -259,6 +300,9 @@ def pool_sample(
     seed: int = POOL_SEED,
     allow_short: bool = False,
     created_by=None,
+    active: bool = False,
+    judge_run: int | None = None,
+    budget: float | None = None,
 ) -> PoolSampleResult:
     """Draw a pool per model x dataset x setting x pronoun from finished jobs (see the module docstring).
 
@@ -266,7 +310,18 @@ def pool_sample(
     takes `per_cell / samples` instances per sample index. Cells without enough material are never silently shrunk:
     without `allow_short` the draw fails and writes nothing (the error lists every short cell); with it, short cells
     keep all they have and are reported. The draw is a pure function of the seed and the generations present.
+
+    `active=True` draws an active pool instead (see the module docstring) from the one job named, with `judge_run`
+    (a finished judge run over that job) and `budget` (the expected number of contexts); `draw`, `instances` and
+    `per_cell` do not apply. Refused (PoolSampleError, nothing written) when the run does not cover the job or has
+    no probabilities.
     """
+    if active:
+        return _pool_sample_active(
+            name=name, job_ids=job_ids, judge_run=judge_run, budget=budget, seed=seed, created_by=created_by
+        )
+    if judge_run is not None or budget is not None:
+        raise PoolSampleError("a judge run and a budget belong to an active draw (--active)")
     if draw not in DRAWS:
         raise PoolSampleError(f"unknown draw {draw!r}: use one of {', '.join(DRAWS)}")
     if draw == DRAW_INSTANCES and instances < 1:
@@ -300,5 +355,25 @@ def pool_sample(
     )
     result.pool, result.items = _write_pool(
         name=name, per_cell=stored_per_cell, seed=seed, jobs=jobs, chosen=chosen, created_by=created_by
+    )
+    return result
+
+
+def _pool_sample_active(
+    *, name: str, job_ids: list[int] | None, judge_run: int | None, budget: float | None, seed: int, created_by
+) -> PoolSampleResult:
+    if judge_run is None or budget is None:
+        raise PoolSampleError("an active draw needs a judge run (--judge-run) and a budget (--budget)")
+    if not job_ids or len(job_ids) != 1:
+        raise PoolSampleError("an active draw is made from one generation job (--jobs JOB), the judge run's")
+    if Pool.objects.filter(name=name).exists():
+        raise PoolSampleError(f"a pool named {name!r} already exists; choose another name")
+    (job,) = _jobs_to_sample(job_ids=job_ids)
+    result = PoolSampleResult(pool=None, draw="active")
+    chosen, active = _draw_active(job, run_id=judge_run, budget=budget, seed=seed, result=result)
+    if not chosen:
+        raise PoolSampleError(f"the draw at budget {budget:g} and seed {seed} took no context; raise the budget")
+    result.pool, result.items = _write_pool(
+        name=name, per_cell=None, seed=seed, jobs=[job], chosen=chosen, created_by=created_by, active=active
     )
     return result

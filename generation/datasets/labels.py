@@ -5,6 +5,8 @@ name, since each has its own families.
 
 from __future__ import annotations
 
+import dataclasses
+
 from django.db.models import Case, CharField, F, Q, When
 
 from generation.datasets import misgendered, ruff
@@ -60,3 +62,9 @@ def label_codebook_nearest(label: str) -> Codebook:
     if codebook is not None:
         return codebook
     return ruff.CODEBOOK if label.startswith(ruff.NAME) else misgendered.CODEBOOK
+
+
+def free_text_codebook(codebook: Codebook | None = None) -> Codebook:
+    """The codebook of a free-text dataset (docs/domain.md, "Bring your own study"): the one it brings, else
+    MISGENDERED's; either way a form with an English clitic counts as that form."""
+    return dataclasses.replace(codebook or misgendered.CODEBOOK, clitics=True)

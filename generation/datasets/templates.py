@@ -13,10 +13,11 @@ in bounded memory (benchmarks/bench_import.py --templates).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from generation.contexts import capitalise, mask_starts_sentence, post_context, 
 from generation.datasets.base import DATASET_NAME, DatasetKind, DatasetKindSpec
 from generation.datasets.files import ImportFailed
 from generation.datasets.templates_files import (
+    NAMES_HINT,
     TemplateRow,
     codebook_read,
     files_sha256,
@@ -44,6 +46,10 @@ KIND = DatasetKind.TEMPLATES
 EXPORT_COLUMNS = ("template_id", "group", "base", "name", "form", "pre_context", "post_context", "candidates")
 DEFAULT_NAMES_PER_TEMPLATE = 15
 BATCH = 5000
+CHECK_PROGRESS_EVERY = 1000  # templates checked between two progress calls
+# progress(phase, count): "checking" with the templates checked so far, "checked" with the instances the import
+# will write, "writing" with the instances written so far (inside the import's transaction).
+Progress = Callable[[str, int], None]
 
 
 def instance_text(template: TemplateRow, codebook: Codebook, base: str, name: str) -> str:
@@ -63,6 +69,17 @@ class _Plan:
     per_template: int
     seed: int
     templates: int
+    shown: dict[str, str]  # the files' names in messages and the dataset's `source` (the uploaded names on the page)
+    names_hint: str
+
+    def templates_read(self) -> Iterator[TemplateRow]:
+        return templates_read(
+            self.templates_path,
+            self.codebook,
+            names=self.names is not None,
+            shown=self.shown["templates"],
+            names_hint=self.names_hint,
+        )
 
     def draws(self) -> list[list[str]]:
         if self.names is None:
@@ -71,15 +88,31 @@ class _Plan:
 
 
 def _check(
-    *, codebook_path: Path, templates_path: Path, names_path: Path | None, names_per_template: int, seed: int
+    *,
+    codebook_path: Path,
+    templates_path: Path,
+    names_path: Path | None,
+    names_per_template: int,
+    seed: int,
+    shown: dict[str, str],
+    names_hint: str,
+    progress: Progress | None = None,
 ) -> _Plan:
     """Read every file once and reject any problem; nothing is kept but the codebook, the names and a count."""
     if names_path is not None and names_per_template < 1:
         raise ImportFailed([f"--names-per-template must be at least 1 (got {names_per_template})"])
-    codebook = codebook_read(codebook_path)
-    names = names_read(names_path) if names_path is not None else None
-    count = sum(1 for _ in templates_read(templates_path, codebook, names=names is not None))
-    return _Plan(codebook, codebook_path, templates_path, names, names_per_template, seed, count)
+    codebook = codebook_read(codebook_path, shown=shown["codebook"])
+    names = names_read(names_path, shown=shown["names"]) if names_path is not None else None
+    plan = _Plan(codebook, codebook_path, templates_path, names, names_per_template, seed, 0, shown, names_hint)
+    count = 0
+    for _ in plan.templates_read():
+        count += 1
+        if progress is not None and count % CHECK_PROGRESS_EVERY == 0:
+            progress("checking", count)
+    plan = dataclasses.replace(plan, templates=count)
+    if progress is not None:
+        progress("checked", count * len(codebook.bases) * (names_per_template if names is not None else 1))
+    return plan
 
 
 def dataset_import_templates(
@@ -90,11 +123,18 @@ def dataset_import_templates(
     names_per_template: int = DEFAULT_NAMES_PER_TEMPLATE,
     seed: int = 42,
     name: str = NAME,
+    shown: Mapping[str, str] | None = None,
+    names_hint: str = NAMES_HINT,
+    progress: Progress | None = None,
 ) -> ImportResult:
     """Import a codebook and its templates as one dataset. Instances = template x family x name draw, in that order
     (template by template in file order, each family in codebook order, each draw): "the first N per family" are
     those of the first templates. Without a names file each template has one instance per family (draw 0, no name).
-    Atomic (a bad file writes nothing) and idempotent (the same files and arguments change nothing)."""
+    Atomic (a bad file writes nothing) and idempotent (the same files and arguments change nothing).
+
+    `shown` names the files in messages (keys codebook, templates, names; the paths where left out),
+    `names_hint` says where a names file is given (the command's flag, the page's field), and `progress` hears how
+    far the import got (`Progress`; a background import keeps it for its page)."""
     if not DATASET_NAME.match(name) or len(name) > 64:
         raise ImportFailed([f"--name {name!r}: a dataset name is 1-64 letters, digits, - and _"])
     if name in DatasetKind.values and name != KIND:  # the built-in kinds
@@ -105,23 +145,31 @@ def dataset_import_templates(
         names_path=names_path,
         names_per_template=names_per_template,
         seed=seed,
+        shown={
+            "codebook": str(codebook_path),
+            "templates": str(templates_path),
+            "names": str(names_path),
+            **(shown or {}),
+        },
+        names_hint=names_hint,
+        progress=progress,
     )
     per_template = names_per_template if names_path is not None else 1
     signature = hashlib.sha256(
         repr((KIND, files_sha256(codebook_path, templates_path, names_path), per_template, seed)).encode()
     ).hexdigest()
-    return _write(plan, name=name, signature=signature)
+    return _write(plan, name=name, signature=signature, progress=progress)
 
 
 @transaction.atomic
-def _write(plan: _Plan, *, name: str, signature: str) -> ImportResult:
+def _write(plan: _Plan, *, name: str, signature: str, progress: Progress | None = None) -> ImportResult:
     existing = Dataset.objects.select_for_update().filter(name=name).first()
     if existing is not None:
         return already_imported(existing, signature=signature)
     try:
         with transaction.atomic():
             dataset = Dataset.objects.create(
-                name=name, kind=KIND, source=str(plan.templates_path)[:500], import_signature=signature
+                name=name, kind=KIND, source=plan.shown["templates"][:500], import_signature=signature
             )
     except IntegrityError:
         return already_imported(Dataset.objects.get(name=name), signature=signature)
@@ -173,11 +221,15 @@ def _write(plan: _Plan, *, name: str, signature: str) -> ImportResult:
             if len(instances) >= BATCH:
                 Instance.objects.bulk_create(instances)
                 instances = []
+                if progress is not None:
+                    progress("writing", ordinal)
         Instance.objects.bulk_create(instances)
         batch.clear()
+        if progress is not None:
+            progress("writing", ordinal)
 
     position: dict[str, int] = {}
-    for index, template in enumerate(templates_read(plan.templates_path, codebook, names=plan.names is not None)):
+    for index, template in enumerate(plan.templates_read()):
         position[template.id] = index
         batch.append(template)
         if len(batch) * len(codebook.bases) * len(draws[0]) >= BATCH:
@@ -221,23 +273,48 @@ def export_rows(dataset: Dataset, codebook: Codebook | None) -> Iterator[dict]:
 def templates_upload_import(
     *, name: str, codebook, templates, names=None, names_per_template: int, seed: int
 ) -> ImportResult:
-    """The same import from uploaded files (the dataset page): each is copied to a temporary folder under its own
-    kind of name (`.jsonl` kept, so JSON Lines are read as such), imported, and removed."""
+    """The same import from uploaded files (the dataset page, a small upload: in the request). Messages name each
+    file as it was uploaded, and a missing names file is asked for in the page's words."""
+    files = {
+        key: (upload_name(upload, default), upload.chunks())
+        for key, upload, default in (
+            ("codebook", codebook, "codebook.csv"),
+            ("templates", templates, "templates.csv"),
+            ("names", names, "names.txt"),
+        )
+        if upload is not None
+    }
+    return templates_pieces_import(name=name, files=files, names_per_template=names_per_template, seed=seed)
+
+
+def templates_pieces_import(
+    *,
+    name: str,
+    files: Mapping[str, tuple[str, Iterable[bytes]]],
+    names_per_template: int,
+    seed: int,
+    progress: Progress | None = None,
+) -> ImportResult:
+    """Import files given as (the name they were uploaded under, their bytes in pieces) under the keys codebook,
+    templates and optionally names: each is copied to a temporary folder under its own kind of name (`.jsonl` kept,
+    so JSON Lines are read as such), imported, and removed."""
     with tempfile.TemporaryDirectory(prefix="concord-templates-") as folder:
         paths: dict[str, Path | None] = {"names": None}
-        suffix = ".jsonl" if str(getattr(templates, "name", "")).lower().endswith(".jsonl") else ".csv"
-        for key, upload, filename in (
-            ("codebook", codebook, "codebook.csv"),
-            ("templates", templates, "templates" + suffix),
-            ("names", names, "names.txt"),
+        shown: dict[str, str] = {}
+        suffix = ".jsonl" if files["templates"][0].lower().endswith(".jsonl") else ".csv"
+        for key, filename in (
+            ("codebook", "codebook.csv"),
+            ("templates", "templates" + suffix),
+            ("names", "names.txt"),
         ):
-            if upload is None:
+            if key not in files:
                 continue
             path = Path(folder) / filename
             with path.open("wb") as handle:
-                for piece in upload.chunks():
+                for piece in files[key][1]:
                     handle.write(piece)
             paths[key] = path
+            shown[key] = files[key][0]
         assert paths["codebook"] is not None and paths["templates"] is not None
         return dataset_import_templates(
             codebook_path=paths["codebook"],
@@ -246,7 +323,20 @@ def templates_upload_import(
             names_per_template=names_per_template,
             seed=seed,
             name=name,
+            shown=shown,
+            names_hint=UPLOAD_NAMES_HINT,
+            progress=progress,
         )
+
+
+UPLOAD_NAMES_HINT = 'the "Names" field of this form'
+
+
+def upload_name(upload, default: str) -> str:
+    """An uploaded file's own name as the browser sent it (its last part, printable), for messages."""
+    raw = str(getattr(upload, "name", "") or "")
+    name = "".join(char for char in raw.replace("\\", "/").rsplit("/", 1)[-1] if char.isprintable())[:200]
+    return name or default
 
 
 def command_import(name: str, options: dict[str, Any]) -> ImportResult:

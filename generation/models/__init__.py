@@ -1,3 +1,4 @@
+from generation.models.dataset_imports import DatasetImport, DatasetImportFile
 from generation.models.datasets import Dataset, DatasetKind, Instance, PronounForm, Template
 from generation.models.jobs import (
     DEFAULT_MODEL_FIELDS,
@@ -17,6 +18,8 @@ __all__ = [
     "DEFAULT_MODEL_FIELDS",
     "DEFAULT_MODEL_NAME",
     "Dataset",
+    "DatasetImport",
+    "DatasetImportFile",
     "DatasetKind",
     "GENERATION_KIND",
     "Generation",

@@ -31,6 +31,8 @@ class LanguageModel(models.Model):
         # The model name of generations that no model made (texts written by hand, as the demo's): it labels them in
         # pools and reports but has no weights, so no job can run it.
         NONE = "none", "no weights: texts written by hand"
+        # An API model (an external judge's, such as gpt-4o): `source` is its model id. Recorded, never run.
+        EXTERNAL = "external", "an API model recorded by its id, never run"
 
     class Dtype(models.TextChoices):
         AUTO = "auto"

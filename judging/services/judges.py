@@ -43,8 +43,9 @@ def judge_add(
     if chosen is None:
         known = ", ".join(LanguageModel.objects.values_list("name", flat=True)) or "none"
         errors["model"] = f"unknown model {model!r}; registered: {known}"
-    if mode not in JudgeMode.values:
-        errors["mode"] = f"unknown mode {mode!r}; use {' or '.join(JudgeMode.values)}"
+    runnable = [value for value in JudgeMode.values if value != JudgeMode.IMPORTED]
+    if mode not in runnable:  # an external judge comes with its labels (judging.services.imports)
+        errors["mode"] = f"unknown mode {mode!r}; use {' or '.join(runnable)}"
     template = DEFAULT_TEMPLATE if template is None else template
     options = dict(default_options() if options is None else options)
     pairs = [[label, text] for label, text in options.items()]
@@ -52,6 +53,9 @@ def judge_add(
         template_check(template=template, options=options)
     except TemplateError as exc:
         errors["template"] = str(exc)
+    current = judge_latest(name=name) if "name" not in errors else None
+    if current is not None and current.external:
+        errors["name"] = f"{name!r} is an external judge (its labels are imported); give this judge a name of its own"
     if errors or chosen is None:
         raise JobParameterError(errors)
     for _ in range(3):  # two people adding the same name at once: the loser takes the next number

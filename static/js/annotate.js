@@ -221,8 +221,14 @@ function readDraft(id) {
   }
 }
 
+// A study participant's page (data-finish-url) goes on to the finish page: their code, or more items.
+function studyFinish() {
+  if (root.dataset.finishUrl) window.location.assign(root.dataset.finishUrl);
+}
+
 function renderDone() {
   current = null;
+  studyFinish();
   showPanel(els.done);
   els.progress.value = els.progress.max;
   els.position.textContent = "All items done";
@@ -237,13 +243,13 @@ const percent = (share) => `${Math.round(share * 100)}%`;
 function renderQualification(data) {
   const q = data.qualification;
   current = null;
+  studyFinish();
   showPanel(els.qualification);
   showError("");
-  els.position.textContent = "Training round not passed";
+  els.position.textContent = `Training round: ${percent(q.score)}`;
+  // The server's sentence says it all (the score, the pass mark, what to do): shown once, nothing added.
   els.qualificationText.textContent =
-    `${data.detail || "The training round of this pool was not passed."} ` +
-    `You labelled ${q.correct} of ${q.total} training items as expected (${percent(q.score)}); ` +
-    `this pool needs ${percent(q.pass_mark)}.`;
+    data.detail || `You scored ${percent(q.score)}; this pool needs ${percent(q.pass_mark)}.`;
   root.focus({ preventScroll: true });
   return els.qualificationText.textContent;
 }
@@ -257,14 +263,20 @@ function hideFeedback() {
 function renderFeedback(feedback, label, next) {
   const expected = labelNames[feedback.expected_label] || feedback.expected_label;
   const yours = labelNames[label] || label;
-  const verdict = feedback.correct ? `Right: ${expected}.` : `Expected ${expected}; you chose ${yours}.`;
+  // Each part of the answer says whether it was right: the label, then the extraneous flag where one is expected.
+  const verdict = feedback.correct ? `Label right: ${expected}.` : `Label wrong: expected ${expected}; you chose ${yours}.`;
   let extraneous = "";
-  if (feedback.expected_extraneous !== null && feedback.expected_extraneous !== undefined) {
-    extraneous = ` Extraneous gendered language: ${feedback.expected_extraneous ? "yes" : "no"}.`;
+  const flagExpected = feedback.expected_extraneous;
+  if (flagExpected !== null && flagExpected !== undefined) {
+    const said = (on) => (on ? "yes" : "no");
+    extraneous = feedback.extraneous_correct === false
+      ? ` Extraneous gendered language wrong: expected ${said(flagExpected)}; you said ${said(!flagExpected)}.`
+      : ` Extraneous gendered language right: ${said(flagExpected)}.`;
   }
+  const allRight = feedback.correct && feedback.extraneous_correct !== false;
   els.feedbackText.textContent = `${verdict}${extraneous} ${feedback.explanation || ""}`.trim();
   els.feedback.hidden = false;
-  els.feedback.classList.toggle("wrong", !feedback.correct);
+  els.feedback.classList.toggle("wrong", !allRight);
   goOn = next;
   els.feedbackContinue.focus();
   announce(`${els.feedbackText.textContent} Press Enter to go on.`);

@@ -53,8 +53,9 @@ function showSize() {
 
 if (dataset && boxes.length) {
   dataset.addEventListener("change", tick);
-  // A fresh form follows the dataset shown first; a form sent back with errors keeps what was chosen.
-  if (!form.querySelector(".errorlist")) tick();
+  // A fresh form follows the dataset shown first; a form sent back (with errors, or sized by "Show size and time")
+  // keeps what was chosen, so that the job queued is the one sized.
+  if (!form.hasAttribute("data-sent")) tick();
   if (!document.querySelector("#job-size[data-counted]")) showSize();  // a counted preview stays until the form changes
   form.addEventListener("input", showSize);
   form.addEventListener("change", showSize);

@@ -99,6 +99,23 @@ class TestRevocation:
 
         assert with_token(key).get(NEXT).status_code == 401
 
+    @pytest.mark.parametrize("method", ["PUT", "PATCH", "DELETE", "GET"])
+    def test_the_site_logout_answers_other_methods_405_before_any_csrf_check(self, method, annotator):
+        anonymous = Client(enforce_csrf_checks=True)
+        browser = Client(enforce_csrf_checks=True)
+        browser.force_login(annotator)
+
+        assert anonymous.generic(method, "/logout/").status_code == 405
+        assert browser.generic(method, "/logout/").status_code == 405
+        assert "_auth_user_id" in browser.session  # still logged in
+
+    def test_the_site_logout_still_needs_the_csrf_token(self, annotator):
+        browser = Client(enforce_csrf_checks=True)
+        browser.force_login(annotator)
+
+        assert browser.post("/logout/").status_code == 403
+        assert "_auth_user_id" in browser.session
+
     def test_the_api_logout_from_a_browser_session_ends_the_session(self, api, annotator):
         token_for(api, "ana")
         browser = Client()

@@ -74,3 +74,31 @@ def test_a_pool_without_gold_items_says_so_instead_of_a_grid_of_zeros(client, re
     assert "<caption>against gold</caption>" not in page
     assert "Against gold: no gold items labelled by ana yet." in page
     assert "<caption>against the heuristic</caption>" in page  # a table with counts stays
+
+
+@pytest.mark.django_db
+def test_the_accuracy_table_leaves_out_a_column_no_row_has_a_figure_for(
+    client, researcher, annotator, second_annotator
+):
+    """A job without probability scores and a pool nobody annotated yet: their columns would be all "—"."""
+    from annotation.models import Adjudication, Annotation
+    from generation.models import ProbResult
+
+    study = study_build(ana=annotator, bo=second_annotator)
+    ProbResult.objects.filter(job__in=study.jobs.all()).delete()
+    Adjudication.objects.filter(item__pool=study).delete()
+    Annotation.objects.filter(item__pool=study).delete()
+    client.force_login(researcher)
+
+    report = report_build(pool=study)
+    page = client.get(f"/reports/{study.name}/?wait=1").content.decode()
+    accuracy = page[page.index('<section id="accuracy"') :]
+    accuracy = accuracy[: accuracy.index("</section>")]
+    header = accuracy[accuracy.index("<thead>") : accuracy.index("</thead>")]
+    first_row = accuracy[accuracy.index("<tbody>") :].split("</tr>")[0]
+
+    assert all(row["prob"] is None and row["human"] is None for row in report["accuracy"])
+    assert any(row["gen"] is not None for row in report["accuracy"])
+    assert "Probability-based" not in header and "Human" not in header
+    assert "Generation-based" in header and "First sample" in header
+    assert header.count("<th ") == first_row.count("<td")

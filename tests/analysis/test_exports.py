@@ -80,7 +80,7 @@ class TestCommand:
         html = out.read_text()
         # One per figure with data: the study has no TANGO job, no judge run and no distractor dataset.
         absent = {"tango_failure_rate", "tango_variation", "judge_reliability", "distractor_accuracy"}
-        absent |= {"judge_omega", "judge_risk_coverage", "judge_rates"}
+        absent |= {"judge_omega", "judge_risk_coverage", "judge_rates", "label_budget_widths", "active_inclusion"}
         assert html.count("<svg") == len(set(FIGURES) - absent)
         assert "<link" not in html and "src=" not in html
         assert "prob_vs_gen" in html

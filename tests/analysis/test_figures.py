@@ -22,8 +22,9 @@ from tests.analysis.factories import HE_INSTANCES, XE_INSTANCES, study_build
 from tests.factories import AnnotationFactory
 
 PANEL = "MISGENDERED, pre-[MASK]"
-# the study has no TANGO job, and no judge run over a generation job (the verdict's figures: tests/judging)
-VERDICT_FIGURES = ("judge_omega", "judge_risk_coverage", "judge_rates")
+# the study has no TANGO job, and no judge run over a generation job (the verdict's figures, and those of spending
+# people's labels: tests/judging)
+VERDICT_FIGURES = ("judge_omega", "judge_risk_coverage", "judge_rates", "label_budget_widths", "active_inclusion")
 STUDY_FIGURES = [name for name in plots.FIGURES if not name.startswith("tango_") and name not in VERDICT_FIGURES]
 
 
@@ -280,7 +281,9 @@ class TestPresentation:
         page = client.get(reverse("report-detail", args=["study"])).content.decode()
         figures = plots.plot_figures(report=report_build(pool=study))
         assert [f["name"] for f in figures] == [
-            n for n in plots.FIGURES if not n.startswith(("tango_", "distractor_", "judge_"))
+            n
+            for n in plots.FIGURES
+            if not n.startswith(("tango_", "distractor_", "judge_")) and n not in VERDICT_FIGURES
         ]
         assert reverse("report-plot", args=["study", "tango_failure_rate", "svg"]) not in page  # no TANGO job
         for figure in figures:

@@ -94,7 +94,9 @@ class TestExport:
         assert {row["annotator"] for row in annotations} == {"annotator-01", "annotator-02"}
         assert {row["guideline_version"] for row in annotations} == {None, 2}
         assert all({"created_at", "updated_at", "seconds", "spans", "origin"} <= set(row) for row in annotations)
-        assert {row["origin"] for row in annotations} == {"human"}
+        # the kind of rater beside each label; the label's own origin (made here or imported) travels as data
+        assert {row["rater"] for row in annotations} == {"human"}
+        assert {row["origin"] for row in annotations} == {"concord"}
 
     def test_no_username_password_or_email_is_anywhere_in_the_bundle(self, study, annotator, second_annotator):
         annotator.email = "ana@example.org"
@@ -229,7 +231,7 @@ class TestImport:
     def test_a_changed_bundle_is_not_imported(self, study):
         bundle = export_bytes(study)
         changed = rewritten(bundle, change={"annotations.jsonl": b""})
-        with pytest.raises(BundleError, match="annotations.jsonl differ"):
+        with pytest.raises(BundleError, match="annotations.jsonl: differs"):
             study_import(bundle=study_bundle_read(io.BytesIO(changed)), pool_name="x")
 
 

@@ -145,6 +145,24 @@ class TestChanceCorrected:
             constant["cohen_kappa"] is None and constant["scott_pi"] is None and constant["cohen_kappa_boot_ci"] is None
         )
 
+    def test_an_interval_of_zero_width_is_none_shown_as_undefined_not_rounding_noise(self):
+        # One rater constant: kappa is 0 in every resample (p_o = p_e), so scipy's interval is [0, 0] give or take
+        # the rounding of p_e; perfect agreement: 1 in every resample.
+        a, b = [C] * 12, [C] * 5 + [M] * 7
+        one_constant = chance_corrected(a, b, categories=LABELS, draws=300, seed=3)
+        expected = stats.bootstrap(
+            (np.array(a, dtype=object), np.array(b, dtype=object)),
+            lambda x, y: cohen_kappa_score(x, y, labels=LABELS),
+            paired=True, vectorized=False, n_resamples=300, method="percentile", rng=np.random.default_rng(3),
+        ).confidence_interval  # fmt: skip
+        assert expected.high - expected.low == pytest.approx(0, abs=1e-9)
+        assert one_constant["cohen_kappa"] == 0 and one_constant["cohen_kappa_boot_ci"] is None
+        assert one_constant["gwet_ac1_boot_ci"] is not None  # AC1 varies between resamples: its interval stays
+
+        same = [C] * 6 + [M] * 4 + [N] * 2
+        perfect = chance_corrected(same, same, categories=LABELS, draws=300, seed=3)
+        assert perfect["cohen_kappa"] == pytest.approx(1.0) and perfect["cohen_kappa_boot_ci"] is None
+
 
 # -- The Alternative Annotator Test: the reference procedure (nitaytech/AltTest's alt_test), written out --------------
 

@@ -122,8 +122,52 @@ class TestPages:
         html = client.get(f"/annotate/{pool.name}/").content.decode()
 
         assert 'id="annotate-guide"' in html and 'data-version="2"' in html
-        assert "Current &lt;rule&gt;<br>second line" in html and "Old" not in html
+        assert "Current &lt;rule&gt;\nsecond line" in html and "Old" not in html
         assert "<kbd>g</kbd></th><td>the pool's guidelines (version 2)" in html
+
+    def test_the_markdown_is_rendered_safely_and_the_sidebar_shows_the_same_text(self, client, annotator):
+        pool, _ = pool_for(annotator, items=1)
+        text = (
+            "# Our rules\n\nA **misgendering** is any wrong pronoun.\n\n- one\n- two\n\n"
+            "<script>alert(1)</script> [bad](javascript:alert(1)) [paper](https://example.org/p) "
+            '<img src=x onerror="alert(2)">\n'
+        )
+        pool_guidelines_set(pool=pool, text=text, user=None)
+        client.force_login(annotator)
+
+        html = client.get(f"/annotate/{pool.name}/").content.decode()
+
+        sidebar = html[html.index('<aside class="annotate-guidelines"') : html.index("</aside>")]
+        dialog = html[html.index('<dialog id="annotate-guide"') :]
+        dialog = dialog[: dialog.index("</dialog>")]
+        for part in (sidebar, dialog):
+            assert "<h1>Our rules</h1>" in part and "<strong>misgendering</strong>" in part
+            assert "<li>one</li>" in part
+            link = '<a href="https://example.org/p" target="_blank" rel="noopener noreferrer nofollow">paper</a>'
+            assert link in part
+            assert "&lt;script&gt;" in part and "<script>" not in part and "<img" not in part
+            assert "javascript:" not in part.replace("[bad](javascript:alert(1))", "")
+        assert "Concord's label definitions" not in html  # one text: the pool's own
+
+    def test_g_says_when_no_guidelines_are_written_yet(self, client, annotator):
+        pool, _ = pool_for(annotator, items=1)
+        client.force_login(annotator)
+
+        html = client.get(f"/annotate/{pool.name}/").content.decode()
+
+        dialog = html[html.index('<dialog id="annotate-guide"') :]
+        assert "none written yet" in dialog[: dialog.index("</dialog>")]
+        assert "No guidelines are written for this pool yet" in dialog[: dialog.index("</dialog>")]
+        assert "<kbd>g</kbd></th><td>the pool's guidelines (none written yet)" in html
+
+    def test_the_versions_list_renders_each_version(self, client, researcher):
+        pool, _ = pool_for(items=1)
+        pool_guidelines_set(pool=pool, text="# First\n*slanted*", user=None)
+        client.force_login(researcher)
+
+        page = client.get(f"/pools/{pool.name}/guidelines/").content.decode()
+
+        assert "<h1>First</h1>" in page and "<em>slanted</em>" in page
 
     def test_a_researcher_saves_a_version_from_the_pool_page_and_reads_the_old_ones(self, client, researcher):
         pool, _ = pool_for(items=1)
@@ -142,3 +186,27 @@ class TestPages:
         client.force_login(annotator)
         assert client.post(f"/pools/{pool.name}/guidelines/", {"text": "mine"}).status_code == 403
         assert not PoolGuideline.objects.exists()
+
+
+@pytest.mark.django_db
+class TestNulCharacter:
+    """PostgreSQL cannot store a NUL character: a text holding one is a form error and a command error, not a 500."""
+
+    def test_the_page_answers_a_form_error_and_writes_nothing(self, client, researcher):
+        pool, _ = pool_for(items=1)
+        client.force_login(researcher)
+
+        response = client.post(f"/pools/{pool.name}/guidelines/", {"text": "# Rules\nBe\x00 careful."})
+
+        assert response.status_code == 400
+        assert "NUL character" in response.content.decode()
+        assert not PoolGuideline.objects.filter(pool=pool).exists()
+
+    def test_the_command_says_so_without_a_traceback(self, tmp_path):
+        pool, _ = pool_for(items=1)
+        guide = tmp_path / "GUIDE.md"
+        guide.write_bytes(b"# Guide\n\x00v1")
+
+        with pytest.raises(CommandError, match="NUL character"):
+            call_command("pool_guidelines", "--pool", pool.name, "--file", str(guide))
+        assert not PoolGuideline.objects.filter(pool=pool).exists()

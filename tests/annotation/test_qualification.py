@@ -2,6 +2,9 @@
 stays closed to whoever scores below the pool's pass mark (docs/domain.md, 'Assignment and the
 annotator's queue')."""
 
+import io
+import json
+
 import pytest
 
 from annotation.models import Assignment
@@ -64,7 +67,13 @@ class TestTrainingPhase:
         served = {item.public_id: item for item in pool.items.filter(kind="training")}
         assert feedback[0]["correct"] is False and all(entry["correct"] for entry in feedback[1:])
         for entry in feedback:
-            assert set(entry) == {"expected_label", "expected_extraneous", "explanation", "correct"}
+            assert set(entry) == {
+                "expected_label",
+                "expected_extraneous",
+                "explanation",
+                "correct",
+                "extraneous_correct",
+            }
         by_explanation = {item.explanation: item for item in served.values()}
         for entry in feedback:
             item = by_explanation[entry["explanation"]]
@@ -164,3 +173,130 @@ class TestFailedQualification:
         assert body["phase"] == "study"
         assert qualification_status(pool=other, annotator=annotator)["status"] == "not_required"
         assert qualification_status(pool=failed, annotator=second_annotator)["status"] == "not_required"
+
+
+@pytest.mark.django_db
+class TestFeedbackParts:
+    def test_it_says_which_part_of_a_training_answer_was_wrong(self, api, annotator, pool):
+        api.force_authenticate(annotator)
+        body = api.get(NEXT, {"pool": pool.name}).json()
+        item = pool.items.get(public_id=body["item"])
+
+        response = api.post(
+            SUBMIT,
+            {"item": item.public_id, "label": item.gold_label, "extraneous": not item.gold_extraneous},
+            format="json",
+        )
+
+        feedback = response.json()["feedback"]
+        assert feedback["correct"] is True  # the label, which the score counts
+        assert feedback["extraneous_correct"] is False
+        assert feedback["expected_extraneous"] is item.gold_extraneous
+
+    def test_the_flag_part_is_null_where_the_item_expects_no_flag(self, api, annotator, pool):
+        pool.items.filter(kind="training").update(gold_extraneous=None)
+        api.force_authenticate(annotator)
+        body = api.get(NEXT, {"pool": pool.name}).json()
+
+        feedback = save(api, body["item"], "correct").json()["feedback"]
+
+        assert feedback["extraneous_correct"] is None
+
+
+@pytest.mark.django_db
+class TestSecondChance:
+    @pytest.fixture
+    def failed(self, api, annotator, pool):
+        api.force_authenticate(annotator)
+        answer_training(api, pool, wrong=2)  # 3 of 5 = 0.6 < 0.8
+        return pool
+
+    def test_the_failure_says_its_reason_once_and_what_to_do(self, api, failed):
+        detail = api.get(NEXT, {"pool": failed.name}).json()["detail"]
+
+        assert detail.count("training items") == 1 and detail.count("80%") == 1
+        assert "new training round" in detail
+
+    def test_a_reset_gives_a_new_training_round_and_is_audited(self, api, annotator, researcher, failed):
+        from auditlog.models import LogEntry
+
+        from annotation.services.qualification import qualification_reset
+
+        before = qualification_reset(pool=failed, username=annotator.username, user=researcher)
+
+        assert before["status"] == "failed" and before["correct"] == 3
+        assert qualification_status(pool=failed, annotator=annotator)["status"] == "in_progress"
+        assert not failed.items.filter(kind="training", annotations__annotator=annotator).exists()
+        assert not Assignment.objects.filter(pool=failed, annotator=annotator, item__kind="training", annotated=True)
+        entry = LogEntry.objects.get(additional_data__event="pool.qualification_reset")
+        assert entry.actor == researcher and entry.additional_data["annotator"] == annotator.username
+        assert len(entry.additional_data["answers"]) == 5
+        assert sum(a["label"] == a["expected"] for a in entry.additional_data["answers"]) == 3
+        # The new round starts at the first training item, and passing it opens the study queue.
+        answer_training(api, failed, wrong=0)
+        assert api.get(NEXT, {"pool": failed.name}).json()["phase"] == "study"
+
+    def test_only_a_failed_round_can_be_reset(self, annotator, pool):
+        from annotation.services.qualification import QualificationError, qualification_reset
+
+        with pytest.raises(QualificationError, match="has not finished the training round"):
+            qualification_reset(pool=pool, username=annotator.username)
+        with pytest.raises(QualificationError, match="no user named 'nobody'"):
+            qualification_reset(pool=pool, username="nobody")
+
+    def test_a_lower_pass_mark_opens_the_queue_and_is_audited(self, api, failed):
+        from auditlog.models import LogEntry
+        from django.core.management import call_command
+
+        out = io.StringIO()
+        call_command("pool_qualification", "--pool", failed.name, "--pass-mark", "60%", stdout=out)
+
+        printed = json.loads(out.getvalue())
+        assert printed["pass_mark"] == 0.6 and printed["annotators"]["ana"]["status"] == "passed"
+        assert api.get(NEXT, {"pool": failed.name}).json()["phase"] == "study"
+        assert LogEntry.objects.get(additional_data__event="pool.pass_mark").changes == {"pass_mark": [0.8, 0.6]}
+
+    def test_the_command_resets_and_refuses_bad_input_writing_nothing(self, annotator, second_annotator, failed):
+        from django.core.management import CommandError, call_command
+
+        for bad, message in [("0", "above 0"), ("1.5", "at most 1"), ("lots", "not a number")]:
+            with pytest.raises(CommandError, match=message):
+                call_command("pool_qualification", "--pool", failed.name, "--pass-mark", bad, "--reset", "ana")
+        with pytest.raises(CommandError, match="bo has no training items"):
+            call_command("pool_qualification", "--pool", failed.name, "--pass-mark", "0.5", "--reset", "bo")
+        failed.refresh_from_db()
+        assert failed.pass_mark == 0.8  # the refused reset took the pass mark back with it
+
+        out = io.StringIO()
+        call_command("pool_qualification", "--pool", failed.name, "--reset", "ana", stdout=out)
+
+        assert json.loads(out.getvalue())["annotators"]["ana"]["status"] == "in_progress"
+
+    def test_the_pool_page_resets_for_researchers_only_with_csrf(
+        self, client, csrf_client, researcher, annotator, failed
+    ):
+        url = f"/pools/{failed.name}/qualification/"
+        client.force_login(annotator)
+        assert client.post(url, {"reset": "ana"}).status_code == 403
+        csrf_client.force_login(researcher)
+        assert csrf_client.post(url, {"reset": "ana"}).status_code == 403  # no CSRF token
+        assert qualification_status(pool=failed, annotator=annotator)["status"] == "failed"
+        client.force_login(researcher)
+        page = client.get(f"/pools/{failed.name}/").content.decode()
+        assert 'name="reset" value="ana"' in page and 'name="pass_mark"' in page
+
+        response = client.post(url, {"reset": "ana"}, follow=True)
+
+        assert response.status_code == 200 and "ana has a new training round" in response.content.decode()
+        assert qualification_status(pool=failed, annotator=annotator)["status"] == "in_progress"
+
+    def test_the_pool_page_changes_the_pass_mark_and_names_a_bad_one(self, client, researcher, failed):
+        client.force_login(researcher)
+        url = f"/pools/{failed.name}/qualification/"
+
+        refused = client.post(url, {"pass_mark": "120%"}, follow=True).content.decode()
+        client.post(url, {"pass_mark": "0.6"})
+
+        assert "Not changed: the pass mark &#x27;120%&#x27; must be above 0 and at most 1" in refused
+        failed.refresh_from_db()
+        assert failed.pass_mark == 0.6

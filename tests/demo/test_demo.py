@@ -104,7 +104,7 @@ def test_load_demo_makes_the_hand_written_pool_ready_and_only_queues_the_live_jo
     assert set(pool.items.values_list("dataset", flat=True)) == {"misgendered", "ruff"}
     for name in demo.ANNOTATORS:
         assert Assignment.objects.filter(pool=pool, annotator__username=name).count() == 32
-    jobs = GenerationJob.objects.filter(dataset__name__in=demo.DATASETS)
+    jobs = GenerationJob.objects.filter(dataset__name__in=demo.DATASETS, model__name=DEFAULT_MODEL_NAME)
     # One job: one instance per pronoun x one setting x 5 samples, small enough to finish within minutes on a busy CPU.
     assert list(jobs.values_list("dataset__name", "status", "total_items", "settings")) == [
         ("demo-misgendered", JobStatus.QUEUED, 20, ["pre"])
@@ -122,8 +122,13 @@ def test_load_demo_makes_the_hand_written_pool_ready_and_only_queues_the_live_jo
 def test_load_demo_without_generation_queues_nothing():
     call_command("load_demo", "--no-generate")
     assert Pool.objects.get(name=demo.SHIPPED_POOL).items.count() == 48
-    # only the hand-written distractor texts' finished job (demo-features): nothing queued, no model run
-    assert list(GenerationJob.objects.values_list("model__name", "status")) == [(demo.HAND_WRITTEN, JobStatus.DONE)]
+    # only finished records of what the demo wrote: the hand-written texts of demo-features and demo-judged, and the
+    # demo judge's run over the latter (an external judge's): nothing queued, no model run
+    assert sorted(GenerationJob.objects.values_list("model__name", "kind", "status")) == [
+        (demo.HAND_WRITTEN, "generation", JobStatus.DONE),
+        (demo.HAND_WRITTEN, "generation", JobStatus.DONE),
+        ("external-demo-judge", "judge", JobStatus.DONE),
+    ]
 
 
 @pytest.mark.django_db
@@ -325,4 +330,79 @@ def test_the_hand_written_texts_model_labels_the_demo_but_no_job_can_run_it(clie
     response = api.post("/api/generation-jobs/", {"model": demo.HAND_WRITTEN}, format="json")
     assert response.status_code == 400
     assert "has no weights to run" in str(response.json()["model"])
-    assert GenerationJob.objects.filter(model=hand_written).count() == 1  # the demo's own finished one only
+    assert GenerationJob.objects.filter(model=hand_written).count() == 2  # the demo's own finished ones only
+    # The demo judge's API model is not offered either, nor its judge for "Judge all": neither can run.
+    assert "external-demo-judge" not in form
+    response = api.post("/api/generation-jobs/", {"model": "external-demo-judge"}, format="json")
+    assert response.status_code == 400 and "has no weights to run" in str(response.json()["model"])
+
+
+@pytest.mark.django_db
+def test_the_judged_demo_pool_fills_every_judge_section_of_the_report(capsys):
+    import numpy as np
+
+    from analysis.services import report_build
+    from annotation.models import Annotation
+    from demo.judged import DEMO_JUDGE, DEMO_NOTE, DEMO_RATERS, DEMO_RUNNABLE_JUDGE, JUDGED_POOL
+    from judging.models import JudgeRun, MachineLabel
+    from judging.templatetags.judging_tags import judge_names
+
+    call_command("load_demo", "--no-generate")
+    assert f"pool {JUDGED_POOL}: made (40 items of a 72-text job" in capsys.readouterr().out
+    pool = Pool.objects.get(name=JUDGED_POOL)
+    job = pool.jobs.get()
+
+    # A job larger than its pool, judged over the whole job by the demo judge, recorded as never run by Concord.
+    assert job.generations.count() == 72 > pool.items.count() == 40
+    run = JudgeRun.objects.get(source_job=job)
+    assert run.judge.name == DEMO_JUDGE and run.judge.external and "No model produced them" in run.judge.description
+    assert MachineLabel.objects.filter(run=run).count() == 72
+    # Three raters label every item; every label says it is demo data, and no rater can log in.
+    annotations = Annotation.objects.filter(item__pool=pool)
+    assert annotations.count() == 3 * 40 and set(annotations.values_list("notes", flat=True)) == {DEMO_NOTE}
+    for username in DEMO_RATERS:
+        assert not get_user_model().objects.get(username=username).has_usable_password()
+    # "Judge all" offers a judge Concord can run (the default model), not the external demo judge.
+    assert judge_names() == [DEMO_RUNNABLE_JUDGE]
+
+    report = report_build(pool=pool)
+
+    (verdict,) = report["judge_verdict"]
+    assert verdict["alt_test"]["tested"] == 3 and verdict["alt_test"]["passed"] is not None
+    ceiling = next(row for row in verdict["agreement"] if row["against"] == "human_ceiling")
+    assert ceiling["n"] == 3  # every pair shares 40 items, over the 30 a pair needs
+    assert verdict["selective"]["threshold"] is not None and 0 < verdict["selective"]["coverage_job"] < 1
+    assert [row["guideline_version"] for row in report["by_guideline_version"]] == [1, 2]
+    rates = report["prediction_powered"]
+    assert rates and all(row["N"] > 0 and row["n"] > 0 for row in rates)
+    # The human side of the rates, checked by hand: the majority label of the three raters, averaged within each
+    # context (instance x setting, the unit), then over the contexts.
+    overall = next(row for row in rates if row["pronoun"] == "all")
+    by_context: dict[tuple, list[bool]] = {}
+    for item in pool.items.select_related("generation"):
+        labels = list(annotations.filter(item=item).values_list("label", flat=True))
+        context = (item.generation.instance_id, item.setting)
+        by_context.setdefault(context, []).append(max(set(labels), key=labels.count) == "misgendering")
+    assert overall["human_rate"] == pytest.approx(np.mean([np.mean(rows) for rows in by_context.values()]))
+
+    call_command("load_demo", "--no-generate")  # again: nothing new
+    assert JudgeRun.objects.count() == 1 and Annotation.objects.filter(item__pool=pool).count() == 120
+
+
+@pytest.mark.django_db
+def test_the_verdict_and_the_quality_page_say_which_pairs_the_human_ceiling_averages(client, researcher):
+    from analysis.selectors.verdict import MIN_ITEMS
+    from analysis.services import report_build
+    from demo.judged import JUDGED_POOL
+
+    call_command("load_demo", "--no-generate")
+    pool = Pool.objects.get(name=JUDGED_POOL)
+    report_build(pool=pool)
+    client.force_login(researcher)
+
+    report = client.get(f"/reports/{pool.name}/").content.decode()
+    quality = client.get(f"/pools/{pool.name}/quality/").content.decode()
+
+    assert f"mean over 3 annotator pairs sharing at least {MIN_ITEMS} study items" in report
+    assert "the annotator quality page lists every pair" in report
+    assert f"averages only the pairs\n    that share at least {MIN_ITEMS}" in quality

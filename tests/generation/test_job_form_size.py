@@ -64,6 +64,11 @@ def test_show_size_and_time_counts_the_job_and_queues_nothing(client, admin_user
     assert "4 instances × 2 settings × 3 samples = 24 continuations" in page
     assert "no time estimate yet" in page
     assert GenerationJob.objects.count() == 0
+    # The form comes back as sent and says so, so that its script leaves the settings as they were chosen.
+    assert re.search(r'<form method="post" class="stack narrow" novalidate data-sent>', page)
+    one = client.post(reverse("generation-job-new"), {**FORM, "settings": ["post"], "preview": "1"}).content.decode()
+    assert "4 instances × 1 setting × 3 samples = 12 continuations" in one
+    assert not re.search(r'<input[^>]*value="pre"[^>]*checked', one)
 
     # The model ran here before: a chunk of 2 instances x 2 settings x 5 samples (20 rows) took 50 s, 2.5 s a row.
     earlier = GenerationJobFactory(model=smollm2, total_units=2, total_items=20)
@@ -111,4 +116,14 @@ def test_the_size_follows_the_form_as_it_is_filled_in(live_server, page, admin_u
     page.uncheck("input[name=pronouns][value=she]")
     expect(size).to_contain_text("6 instances × 2 settings × 2 samples = 24 continuations")
     expect(size).to_contain_text("no time estimate yet")
+
+    # Sized by the server, the form comes back as it was sent (pre stays unticked): the job queued is the one sized.
+    page.uncheck("input[name=settings][value=pre]")
+    page.click("button[name=preview]")
+    expect(size).to_contain_text("6 instances × 1 setting × 2 samples = 12 continuations")
+    expect(page.locator("input[name=settings][value=pre]")).not_to_be_checked()
+    settings = page.evaluate(
+        "() => new FormData(document.querySelector('select[name=dataset]').form).getAll('settings')"
+    )
+    assert settings == ["post"]  # what "Queue job" sends
     assert errors == []

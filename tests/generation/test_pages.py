@@ -1,5 +1,8 @@
 """Generation pages: who may see them, the job form, the cancel button (CSRF), the results table."""
 
+import csv
+import io
+
 import pytest
 from django.urls import reverse
 
@@ -100,6 +103,11 @@ class TestPages:
         client.force_login(researcher)
         page = client.get(reverse("generation-job-results", args=[job.pk])).content.decode()
         assert "She waved." in page and "misgendered" in page and "he (" in page
+        # The page numbers the instance as its CSV does (instance_id), not by its place in the dataset.
+        export = client.get(reverse("generation-job-export", args=[job.pk]))
+        (row,) = csv.DictReader(io.StringIO(b"".join(export.streaming_content).decode()))
+        shown = f'title="instance {instance.pk}: place {instance.ordinal} in its dataset">{row["instance_id"]}</td>'
+        assert row["instance_id"] == str(instance.pk) and shown in page
 
     def test_it_links_the_pages_from_the_nav_by_role(self, client, admin_user, annotator):
         client.force_login(admin_user)

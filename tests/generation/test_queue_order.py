@@ -110,3 +110,40 @@ def test_a_running_job_has_a_range_from_its_models_recent_pace_before_its_own_fi
     timing = job_timing(job=job, now=now)
     assert timing.eta_seconds == pytest.approx(400)  # 40 rows left at 10 s each
     assert (timing.eta_low_seconds, timing.eta_high_seconds) == (pytest.approx(200), pytest.approx(800))
+
+
+@pytest.mark.django_db
+def test_the_time_left_counts_down_when_a_new_reading_would_raise_it(client, researcher):
+    """The model's pace on an earlier job says 400 s; the run's first chunk, which loaded the model, says 30 s a row.
+    The time left keeps counting down from the first estimate until that runs out, then takes the run's own pace."""
+    model = LanguageModelFactory()
+    now = timezone.now()
+    job = queued(sent_seconds_ago=5, model=model)
+    job.chunks.all().delete()
+    JobChunk.objects.bulk_create(JobChunk(job=job, index=i, unit_ids=[10 + i]) for i in range(10))
+    GenerationJob.objects.filter(pk=job.pk).update(
+        status=JobStatus.RUNNING, started_at=now, run_started_at=now, total_items=40, total_units=10
+    )
+    job.refresh_from_db()
+    earlier = GenerationJobFactory(model=model, total_units=2, total_items=8)
+    JobChunk.objects.create(
+        job=earlier, index=0, unit_ids=[1, 2], started_at=now - timedelta(seconds=100),
+        finished_at=now - timedelta(seconds=20),
+    )  # fmt: skip
+    assert job_timing(job=job, now=now).eta_seconds == pytest.approx(400)  # 40 rows at 10 s each
+
+    # 120 s later the first chunk (4 rows) has finished: 30 s a row, 36 rows left, 1,080 s at that pace alone.
+    first = job.chunks.get(index=0)
+    JobChunk.objects.filter(pk=first.pk).update(started_at=now, finished_at=now + timedelta(seconds=120))
+    GenerationJob.objects.filter(pk=job.pk).update(done_items=4)
+    job.refresh_from_db()
+    later = job_timing(job=job, now=now + timedelta(seconds=120))
+
+    assert later.eta_seconds == pytest.approx(400 - 120)
+    assert later.eta_low_seconds < later.eta_seconds < later.eta_high_seconds
+    readings = [job_timing(job=job, now=now + timedelta(seconds=120 + step)).eta_seconds for step in (0, 30, 60, 90)]
+    assert readings == sorted(readings, reverse=True) and len(set(readings)) == 4
+
+    # The counted-down estimate has run out with work left: the run's own pace takes over.
+    exhausted = job_timing(job=job, now=now + timedelta(seconds=400))
+    assert exhausted.eta_seconds == pytest.approx(36 * 30 - (400 - 120))

@@ -134,6 +134,79 @@ def test_researchers_escalate_from_the_verdict_section(client, researcher, annot
     assert "already exists" in again.content.decode()
 
 
+def test_a_kappa_whose_interval_has_zero_width_shows_it_as_undefined(client, researcher, study, monkeypatch):
+    """As the docs promise (domain.md, 'Metrics'), not as [-0.000, 0.000]."""
+    from django.core.cache import cache
+
+    import analysis.metrics.verdict as verdict_metrics
+
+    monkeypatch.setattr(verdict_metrics, "_percentile_ci", lambda values: None)  # every interval of zero width
+    cache.clear()
+    client.force_login(researcher)
+
+    page = client.get(f"/reports/{study.pool.name}/?wait=1").content.decode()
+    section = page[page.index('id="verdict-heading"') :]
+
+    assert '<span class="muted">[undefined]</span>' in section and "-0.000" not in section
+    cache.clear()
+
+
+def test_a_name_longer_than_a_pool_name_is_a_clear_error_on_the_page_and_the_command(client, researcher, study):
+    name = "n" * 100
+    with pytest.raises(CommandError, match="at most 64 characters"):
+        call_command("pool_escalate", pool=study.pool.name, run=study.run.pk, name=name, alpha=0.25, delta=0.15)
+
+    client.force_login(researcher)
+    form = {"run": study.run.pk, "name": name, "alpha": "0.25", "delta": "0.15"}
+    response = client.post(f"/reports/{study.pool.name}/escalate/", form, follow=True)
+
+    assert response.status_code == 200 and "at most 64 characters" in response.content.decode()
+    assert not Pool.objects.filter(name__startswith="nnn").exists()
+
+
+def test_a_name_taken_while_the_escalation_ran_is_a_clear_error_and_writes_nothing(
+    client, researcher, study, monkeypatch
+):
+    """Two researchers sending the same new name at once: the second's check finds no pool yet, and the first's pool
+    is committed before the second writes. Here the other pool appears between the check and the write."""
+    import analysis.services
+
+    human_side = analysis.services.human_side
+
+    def meanwhile(**kwargs):
+        Pool.objects.get_or_create(name="raced")
+        return human_side(**kwargs)
+
+    monkeypatch.setattr(analysis.services, "human_side", meanwhile)
+    before = PoolItem.objects.count()
+    with pytest.raises(CommandError, match="already exists"):
+        call_command("pool_escalate", pool=study.pool.name, run=study.run.pk, name="raced", alpha=0.25, delta=0.15)
+
+    client.force_login(researcher)
+    form = {"run": study.run.pk, "name": "raced", "alpha": "0.25", "delta": "0.15"}
+    Pool.objects.filter(name="raced").delete()
+    response = client.post(f"/reports/{study.pool.name}/escalate/", form, follow=True)
+
+    assert response.status_code == 200 and "already exists" in response.content.decode()
+    assert PoolItem.objects.count() == before and not PoolItem.objects.filter(pool__name="raced").exists()
+
+
+def test_an_escalated_pool_is_in_the_audit_trail(client, researcher, study):
+    from common.audit import audit_entries, audit_event
+
+    client.force_login(researcher)
+    form = {"run": study.run.pk, "name": "audited-look", "alpha": "0.25", "delta": "0.15"}
+    assert client.post(f"/reports/{study.pool.name}/escalate/", form).status_code == 302
+
+    new = Pool.objects.get(name="audited-look")
+    (entry,) = [
+        e for e in audit_entries(object_type="pool", object_id=str(new.pk)) if audit_event(e) == "pool.escalate"
+    ]
+    assert entry.actor_id == researcher.pk
+    assert entry.additional_data["from_pool"] == study.pool.name and entry.additional_data["run"] == study.run.pk
+    assert entry.additional_data["items"] == PoolItem.objects.filter(pool=new).count()
+
+
 def test_the_verdict_figures_draw_the_reports_figures_with_one_legend_below(study):
     from analysis import plots
 

@@ -148,7 +148,9 @@ def test_the_selective_threshold_is_the_last_one_of_a_brute_force_binomial_searc
         "agreement_above",
         "n",
         "curve",
+        "needs_confidences",
     ]
+    assert selective["needs_confidences"] is False
     labelled = [item for item in study.items if _human_label(study, item) is not None]
     confidence = np.array([_confidence(study, study.items[item]) for item in labelled])
     agree = np.array([_judge_label(study, study.items[i]) == _human_label(study, i) for i in labelled])
@@ -199,17 +201,23 @@ def test_prediction_powered_rates_take_contexts_as_units(study, verdict_report):
     assert rows[-1]["n"] == 2 * 16 and rows[-1]["N"] == 2 * 4
 
 
-def test_a_pool_run_gives_a_verdict_but_no_prediction_powered_rates(judge, judged_pool):
+def test_a_pool_run_on_a_pool_without_a_job_gives_rates_over_the_pools_contexts(judge, judged_pool):
+    # docs/domain.md, "Bring your own study": without a job, the units are the pool's contexts; here the judged item's
+    # context has no human label, so it is the one unlabelled unit and no PPI estimate can be made.
     from tests.judging.conftest import finished_run
 
     pool, items = judged_pool
-    finished_run(judge=judge, pool=pool, labels={items[0]: ("correct", 0.9, {"correct": -1.0, "misgendering": -3.0,
-                                                                           "no_pronoun": -4.0})})  # fmt: skip
+    scores = {"correct": -1.0, "misgendering": -3.0, "no_pronoun": -4.0}
+    finished_run(judge=judge, pool=pool, labels={items[0]: ("correct", 0.9, scores)})
     report = report_data(pool=pool)
     (row,) = report["judge_verdict"]
     assert row["alt_test"]["omega"] is None and "not run" in row["alt_test"]["note"]
     assert row["selective"]["coverage_job"] is None
-    assert report["prediction_powered"] == []
+    weights = np.exp(np.array(list(scores.values())) - max(scores.values()))
+    p_misgendering = float(weights[1] / weights.sum())
+    rows = report["prediction_powered"]
+    assert [(r["pronoun"], r["n"], r["N"], r["ppi_rate"]) for r in rows] == [("xe", 0, 1, None), ("all", 0, 1, None)]
+    assert rows[0]["judge_rate"] == pytest.approx(p_misgendering)
 
 
 def test_out_of_range_parameters_are_refused_and_nothing_is_cached(study, client, researcher):

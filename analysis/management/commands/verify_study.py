@@ -6,14 +6,16 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from analysis.study.load import BundleError, study_verify
+from analysis.study.load import BundleError, differences_text, study_verify
 
 
 class Command(BaseCommand):
     help = (
-        "Import a study bundle into this database, recompute its report and compare every figure with the bundled "
-        'one (the import is rolled back). Prints {"figures": N, "equal": N, "differ": [...]}; exits 0 only when '
-        "every figure is equal."
+        "Verify a study bundle: import it into a database of its own (a new, empty SQLite database in a temporary "
+        "folder, whatever database this Concord runs on; never this server's), recompute its report and compare "
+        'every figure with the bundled one. Prints {"figures": N, "equal": N, "differ": [...]}; exits 0 only when '
+        "every figure is equal and every file has the manifest's SHA-256. The answer does not depend on where it "
+        'runs. A bundle that cannot be read ends in "rejected: FILE:LINE: what".'
     )
 
     def add_arguments(self, parser) -> None:
@@ -23,7 +25,7 @@ class Command(BaseCommand):
         try:
             outcome = study_verify(source=options["bundle"])
         except BundleError as exc:
-            raise CommandError(f"rejected, nothing was written: {exc}") from None
+            raise CommandError(f"rejected: {exc}") from None
         printed = {
             "figures": outcome["figures"],
             "equal": outcome["equal"],
@@ -33,15 +35,7 @@ class Command(BaseCommand):
             printed["changed_files"] = outcome["changed_files"]
         self.stdout.write(json.dumps(printed))
         if outcome["differ"]:
-            shown = "; ".join(
-                f"{row['figure']}: bundled {row['bundled']}, recomputed {row['recomputed']}"
-                for row in outcome["differ"][:20]
-            )
-            more = len(outcome["differ"]) - 20
-            raise CommandError(
-                f"{len(outcome['differ'])} of {outcome['figures']} figures differ from the bundle: {shown}"
-                + (f"; and {more} more" if more > 0 else "")
-            )
+            raise CommandError(differences_text(outcome))
         if outcome["changed_files"]:
             raise CommandError(
                 f"every figure is equal, but {', '.join(outcome['changed_files'])} differ from the manifest's SHA-256"

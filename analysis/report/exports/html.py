@@ -11,6 +11,7 @@ from analysis.plots import report_figures_inline
 from analysis.report.exports.csv import report_table_rows
 from analysis.report.parts import clean, label_text
 from analysis.report.tables import TABLES
+from analysis.selectors.active import budget_sentences
 from analysis.selectors.verdict import NOTE as VERDICT_NOTE
 from analysis.selectors.verdict import verdict_page_rows
 
@@ -27,6 +28,7 @@ def report_html(*, report: dict) -> str:
             "plots": report_figures_inline(report=report),
             "tables": report_tables_for_display(report=report),
             "verdicts": verdict_page_rows(report=report),
+            "budget_sentences": budget_sentences(report=report),
             "verdict_note": VERDICT_NOTE,
         },
     )

@@ -5,7 +5,8 @@ Everything else reads `TABLES`: `report_data` (analysis/report/build.py) calls e
 exports (analysis/report/exports/) and the page (analysis/templatetags/report_format.py) take their titles, columns,
 empty headers and sentences from here, the figures (analysis/plots) which tables they draw, and the API schema
 (analysis/apis.py) each table's row type. The declarations live by subject: people.py (what people said),
-automatic.py (the models' results), machine.py (LLM judges and the judge's verdict).
+automatic.py (the models' results), machine.py (LLM judges and the judge's verdict), active.py
+(spending people's labels: active pools, stratified PPI, the label budget).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from analysis.report.table import Table
-from analysis.report.tables import automatic, machine, people
+from analysis.report.tables import active, automatic, machine, people
 
 TABLES: tuple[Table[Any], ...] = (
     *people.AGREEMENT,
@@ -21,6 +22,7 @@ TABLES: tuple[Table[Any], ...] = (
     *automatic.MODELS,
     *people.ITEMS,
     *machine.JUDGES,
+    *active.BUDGET,
     *people.AGGREGATES,
     *automatic.DISTRACTORS,
     *automatic.RANKINGS,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from analysis.cells import CELL
 from analysis.report.exports import latex_tables as latex
-from analysis.report.table import LatexTable, Table
+from analysis.report.table import LatexTable, Table, TablePart
 from analysis.report.types import (
     AccuracyRow,
     BetaRow,
@@ -110,6 +110,19 @@ MODELS = (
         }
         | {"prob_score": "prob score"},
         latex=LatexTable("accuracy", latex.latex_accuracy),
+        # Four measures of up to five columns each would not fit the report's column: a table per kind of measure.
+        parts=(
+            TablePart("accuracy", "Accuracy: probability-based"),
+            TablePart(
+                "accuracy_generation",
+                "Accuracy: generation-based (all samples, first sample)",
+                tuple(
+                    f"{method}{suffix}" for method in ("gen", "gen_first") for suffix in ("", "_sem", "_boot_ci", "_n")
+                ),
+            ),
+            TablePart("accuracy_human", "Accuracy: human labels", ("human", "human_sem", "human_boot_ci", "human_n")),
+        ),
+        part_keys=tuple(CELL),
     ),
     Table(
         key="conflict_rate",

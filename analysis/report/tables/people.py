@@ -25,6 +25,8 @@ from analysis.report.types import (
     RateRow,
 )
 from analysis.selectors import examples, human, quality
+from annotation.labelset import positive_label
+from annotation.schema import MISGENDERING
 
 TWO_PEOPLE = "items annotated by two people"
 ANNOTATED = "annotated items"
@@ -39,7 +41,9 @@ AGREEMENT = (
         section=InterAnnotator,
         empty=TWO_PEOPLE,
         header=("measure", "n_items", "raw_agreement", "cohen_kappa", "krippendorff_alpha"),
-        build_one=lambda r: human.inter_annotator(frame=r.frame, labels=r.labels),
+        build_one=lambda r: human.inter_annotator(
+            frame=r.frame, labels=r.labels, positive=positive_label(r.pool) or MISGENDERING
+        ),
         typed=parts.inter_annotator_views,
         flat=parts.inter_annotator_rows,
         columns={

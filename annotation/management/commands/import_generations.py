@@ -1,15 +1,20 @@
 import json
+from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import GOLD, STUDY, TRAINING
 from annotation.services import GenerationImportError, generations_import
+from generation.datasets.files import ImportFailed
+from generation.datasets.templates_files import codebook_read
 
 
 class Command(BaseCommand):
     help = (
-        "Import generations in the released sample format (CSV: template, random_pre_gen|random_post_gen, correct, "
-        "pronoun, model). --gold / --training import quality-control items, which also need gold_label (and "
+        "Import generations into a pool: free-text generations (CSV or JSON Lines: item, model, dataset, context, "
+        "generation; optional pronoun, setting, sample, and template_id, name for a templates dataset) or the "
+        "released sample format (CSV: template, random_pre_gen|random_post_gen, correct, pronoun, model), told "
+        "apart by the header. --gold / --training import quality-control items, which also need gold_label (and "
         "optionally gold_extraneous, explanation; training items need an explanation)."
     )
 
@@ -20,13 +25,39 @@ class Command(BaseCommand):
         kind.add_argument("--gold", action="store_true", help="gold items: known answers hidden among the study items")
         kind.add_argument("--training", action="store_true", help="training items: the qualification round")
         parser.add_argument(
+            "--labels",
+            help="the pool's label set, comma separated (default: the pool's own, for a new pool correct, "
+            "misgendering, no_pronoun)",
+        )
+        parser.add_argument("--positive", default="", help="the label rates count, when the set has no misgendering")
+        parser.add_argument(
+            "--codebook",
+            type=Path,
+            help="free-text datasets' pronoun families (CSV: base, nom, acc, pos_dep, pos_ind, ref); default "
+            "MISGENDERED's",
+        )
+        parser.add_argument(
             "--json", action="store_true", help="end with one JSON line: pool, items, heuristic_mismatches"
         )
 
     def handle(self, *args, **options):
         kind = GOLD if options["gold"] else TRAINING if options["training"] else STUDY
+        labels = None
+        if options["labels"] is not None:
+            labels = [label.strip() for label in options["labels"].split(",") if label.strip()]
         try:
-            result = generations_import(paths=options["paths"], pool_name=options["pool"], kind=kind)
+            codebook = codebook_read(options["codebook"]) if options["codebook"] is not None else None
+        except ImportFailed as exc:
+            raise CommandError(f"--codebook: {exc}") from None
+        try:
+            result = generations_import(
+                paths=options["paths"],
+                pool_name=options["pool"],
+                kind=kind,
+                labels=labels,
+                positive=options["positive"].strip(),
+                codebook=codebook,
+            )
         except GenerationImportError as exc:
             raise CommandError(str(exc)) from None
         what = "new items" if kind == STUDY else f"new {kind} items"

@@ -33,8 +33,21 @@ class Command(BaseCommand):
         parser.add_argument(
             "--allow-short", action="store_true", help="keep cells with too few generations (they are reported)"
         )
+        parser.add_argument(
+            "--active",
+            action="store_true",
+            help="an active draw (docs/domain.md, 'Spending people's labels where they count'): contexts the judge is "
+            "unsure about are drawn more often; needs --jobs JOB, --judge-run and --budget",
+        )
+        parser.add_argument("--judge-run", type=int, help="--active: a finished judge run over the job")
+        parser.add_argument("--budget", type=float, help="--active: the expected number of contexts people label")
 
     def handle(self, *args, **options):
+        if options["active"]:
+            self._active(options)
+            return
+        if options["judge_run"] is not None or options["budget"] is not None:
+            raise CommandError("--judge-run and --budget belong to an active draw: add --active")
         if options["draw"] == DRAW_INSTANCES and options["per_cell"] is not None:
             raise CommandError("--per-cell belongs to --draw per-sample-index; the default draw takes --instances")
         if options["draw"] != DRAW_INSTANCES and options["instances"] is not None:
@@ -55,3 +68,29 @@ class Command(BaseCommand):
             self.stderr.write(f"short cell: {cell}")
         assert result.pool is not None  # pool_sample returns the pool it wrote, or raises
         self.stdout.write(f"pool {result.pool.name}: {result.items} items in {len(result.cells)} cells")
+
+    def _active(self, options) -> None:
+        foreign = options["instances"] is not None or options["per_cell"] is not None or options["allow_short"]
+        if foreign or options["draw"] != DRAW_INSTANCES:
+            raise CommandError(
+                "--active draws by the judge's probabilities: --draw, --instances, --per-cell and --allow-short "
+                "do not apply"
+            )
+        if options["judge_run"] is None or options["budget"] is None:
+            raise CommandError("--active needs --judge-run RUN and --budget B")
+        jobs = _ids(options["jobs"])
+        if len(jobs) != 1:
+            raise CommandError("--active draws from one job: pass --jobs JOB, the job the judge run covers")
+        try:
+            result = pool_sample(
+                name=options["name"], job_ids=jobs, seed=options["seed"], active=True,
+                judge_run=options["judge_run"], budget=options["budget"],
+            )  # fmt: skip
+        except PoolSampleError as exc:
+            raise CommandError(str(exc)) from None
+        assert result.pool is not None
+        contexts = result.pool.items.values("generation__instance_id", "setting").distinct().count()
+        self.stdout.write(
+            f"pool {result.pool.name}: {result.items} items in {contexts} contexts drawn with judge run "
+            f"{options['judge_run']} at budget {options['budget']:g} (seed {options['seed']})"
+        )

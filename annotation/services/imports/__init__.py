@@ -19,13 +19,16 @@ from pathlib import Path
 
 from django.db import transaction
 
-from annotation.models import GOLD, STUDY, TRAINING, Pool, PoolItem
+from annotation.labelset import LabelSetError, labels_check
+from annotation.models import GOLD, STUDY, TRAINING, Annotation, Pool, PoolItem
 from annotation.schema import DEFAULT_LABELS
+from annotation.services.imports.free_text import Datasets
 from annotation.services.imports.reading import Source, Stored, Upload, file_rows
 from annotation.services.imports.rows import Row
 from common.audit import CREATE, audit_record
 from generation.datasets.registry import codebook_for
 from generation.heuristic import Verdict, heuristic_verdicts
+from generation.pronouns import Codebook
 from generation.textfiles import InputErrors
 
 __all__ = ["KINDS", "GenerationImportError", "GenerationsImportResult", "Stored", "Upload", "generations_import"]
@@ -49,32 +52,40 @@ class GenerationsImportResult:
     kind: str = STUDY
 
 
-def _verdicts(rows: list[Row]) -> dict[str, Verdict]:
-    verdicts: dict[str, Verdict] = {}
-    for dataset in {row.dataset for row in rows}:
-        subset = [row for row in rows if row.dataset == dataset]
-        results = heuristic_verdicts(((r.continuation, r.pronoun) for r in subset), codebook=codebook_for(dataset))
+def _verdicts(rows: list[Row]) -> dict[str, Verdict | None]:
+    """The heuristic's verdict per row; None where the row states no pronoun (docs/domain.md, "Bring your own
+    study": no verdict, never "correct")."""
+    verdicts: dict[str, Verdict | None] = {row.key: None for row in rows if not row.pronoun}
+    by_codebook: dict[int, tuple[Codebook, list[Row]]] = {}
+    for row in rows:
+        if row.pronoun:
+            codebook = row.codebook or codebook_for(row.dataset)
+            by_codebook.setdefault(id(codebook), (codebook, []))[1].append(row)
+    for codebook, subset in by_codebook.values():
+        results = heuristic_verdicts(((r.continuation, r.pronoun) for r in subset), codebook=codebook)
         for row, verdict in zip(subset, results, strict=True):
             verdicts[row.key] = verdict
     return verdicts
 
 
-def _item(pool: Pool, row: Row, verdict: Verdict, kind: str) -> PoolItem:
+def _item(pool: Pool, row: Row, verdict: Verdict | None, kind: str) -> PoolItem:
     return PoolItem(
         pool=pool,
         model_name=row.model,
         dataset=row.dataset,
         setting=row.setting,
         pronoun=row.pronoun,
+        sample_index=row.sample_index,
         template=row.template,
         context=row.context,
         continuation=row.continuation,
-        heuristic_correct=verdict.correct,
-        first_pronoun=verdict.first_pronoun or "",
+        heuristic_correct=verdict.correct if verdict is not None else None,
+        first_pronoun=(verdict.first_pronoun if verdict is not None else None) or "",
         source_file=row.file[-300:],
         source_line=row.line,
         source_key=row.key,
         source_correct=row.correct,
+        external_id=row.external_id,
         kind=kind,
         gold_label=row.gold_label,
         gold_extraneous=row.gold_extraneous,
@@ -98,17 +109,41 @@ Progress = Callable[[str, int, int], None]
 BATCH_ROWS = 1000
 
 
-def _check_every_row(rows: Iterator[Row], *, errors: list[str], progress: Progress | None) -> int:
-    """The first reading: every row checked (the problems gathered in `errors`), none kept; returns the row count."""
+def _check_every_row(rows: Iterator[Row], *, errors: list[str], progress: Progress | None, pool: Pool | None) -> int:
+    """The first reading: every row checked (the problems gathered in `errors`), none kept but the item ids of
+    free-text rows, each once in the import and in the pool; returns the row count."""
     total = 0
-    for total, _ in enumerate(rows, start=1):
+    items: dict[str, tuple[str, str, int]] = {}  # item id -> (key, file, line)
+    for total, row in enumerate(rows, start=1):
+        if row.external_id:
+            first = items.get(row.external_id)
+            if first is not None and first[0] != row.key:
+                errors.append(
+                    f"{row.file}:{row.line}: item: {row.external_id!r} is already the item of {first[1]}:{first[2]}"
+                )
+            items.setdefault(row.external_id, (row.key, row.file, row.line))
         if progress is not None and total % BATCH_ROWS == 0:
             progress("reading", total, 0)
+    if pool is not None and items:
+        _check_items_in_pool(pool, items, errors)
     if errors:
         raise GenerationImportError(errors)
     if progress is not None:
         progress("checked", total, total)
     return total
+
+
+def _check_items_in_pool(pool: Pool, items: dict[str, tuple[str, str, int]], errors: list[str]) -> None:
+    """An item id the pool holds already must be the same row (a re-import), not another generation."""
+    ids = list(items)
+    for start in range(0, len(ids), BATCH_ROWS):
+        stored = PoolItem.objects.filter(pool=pool, external_id__in=ids[start : start + BATCH_ROWS])
+        for external_id, key in stored.values_list("external_id", "source_key"):
+            own_key, file, line = items[external_id]
+            if key != own_key:
+                errors.append(
+                    f"{file}:{line}: item: pool {pool.name!r} already holds item {external_id!r} with other content"
+                )
 
 
 def _keys_in_pool(pool: Pool, batch: list[Row]) -> set[str]:
@@ -129,11 +164,38 @@ def _new_items(pool: Pool, batch: list[Row], verdicts: dict, *, existing: set[st
     return items
 
 
+def _label_set(pool: Pool | None, labels: Sequence[str] | None, positive: str) -> tuple[list[str], str]:
+    """The pool's label set and positive label after this import: the declared ones (checked), else the pool's own,
+    else the schema's three. A pool whose set differs from the declared one takes it only while nobody has labelled
+    any of its items."""
+    current = list(pool.labels) if pool is not None else list(DEFAULT_LABELS)
+    current_positive = pool.positive_label if pool is not None else ""
+    if labels is None and not positive:
+        return current, current_positive
+    wanted, wanted_positive = (list(labels) if labels is not None else current), positive
+    try:
+        labels_check(wanted, wanted_positive)
+    except LabelSetError as exc:
+        raise GenerationImportError([f"--labels: {exc}"]) from None
+    changed = (wanted, wanted_positive) != (current, current_positive)
+    if pool is not None and changed and Annotation.objects.filter(item__pool=pool).exists():
+        raise GenerationImportError(
+            [
+                f"--labels: pool {pool.name!r} has labels {', '.join(current)} and people have labelled its items; "
+                "its label set can no longer change"
+            ]
+        )
+    return wanted, wanted_positive
+
+
 def generations_import(
     *,
     paths: Sequence[str | Path | Source],
     pool_name: str,
     kind: str = STUDY,
+    labels: Sequence[str] | None = None,
+    positive: str = "",
+    codebook: Codebook | None = None,
     created_by=None,
     progress: Progress | None = None,
 ) -> GenerationsImportResult:
@@ -149,27 +211,43 @@ def generations_import(
     SQLite where writers take turns) wait for one batch at most, never for the whole import. An import stopped
     between batches keeps what it wrote; run again, it skips those rows and writes the rest, each once. `progress`
     is told the phase and the rows done after each batch.
+
+    The files may also hold free-text generations (docs/domain.md, "Bring your own study"; free_text.py), read with
+    `codebook` (a free-text dataset's families; MISGENDERED's when None). `labels` (and `positive`) declare the
+    pool's label set, written onto the pool with its first batch.
     """
     if kind not in KINDS:
         raise GenerationImportError([f"unknown item kind {kind!r}: use one of {', '.join(KINDS)}"])
     sources = [path if isinstance(path, Upload | Stored) else Path(path) for path in paths]
     existing_pool = Pool.objects.filter(name=pool_name).first()
-    labels = list(existing_pool.labels) if existing_pool else list(DEFAULT_LABELS)
+    pool_labels, pool_positive = _label_set(existing_pool, labels, positive)
     errors: list[str] = []
+    datasets = Datasets(codebook)
 
     def every_row() -> Iterator[Row]:
         for source in sources:
-            yield from file_rows(source, kind=kind, labels=labels, errors=errors)
+            yield from file_rows(source, kind=kind, labels=pool_labels, errors=errors, datasets=datasets)
 
-    total = _check_every_row(every_row(), errors=errors, progress=progress)
+    total = _check_every_row(every_row(), errors=errors, progress=progress, pool=existing_pool)
 
     mismatches = created = done = 0
-    pool, pool_created = Pool.objects.get_or_create(name=pool_name, defaults={"created_by": created_by})
+    pool, pool_created = Pool.objects.get_or_create(
+        name=pool_name,
+        defaults={"created_by": created_by, "labels": pool_labels, "positive_label": pool_positive},
+    )
     if pool_created:
         audit_record(event="pool.create", obj=pool, actor=created_by, action=CREATE, data={"by": "import"})
+    elif (pool.labels, pool.positive_label) != (pool_labels, pool_positive):
+        Pool.objects.filter(pk=pool.pk).update(labels=pool_labels, positive_label=pool_positive)
+        audit_record(
+            event="pool.labels", obj=pool, actor=created_by, data={"labels": pool_labels, "positive": pool_positive}
+        )
     for batch in _batches(every_row(), BATCH_ROWS):
         verdicts = _verdicts(batch)  # the slow part, outside the transaction
-        mismatches += sum(verdicts[row.key].correct != row.correct for row in batch)
+        mismatches += sum(
+            row.correct is not None and (verdict := verdicts[row.key]) is not None and verdict.correct != row.correct
+            for row in batch
+        )
         with transaction.atomic():
             # Serialise concurrent imports into one pool so that the existence check stays true until the insert.
             Pool.objects.select_for_update().get(pk=pool.pk)

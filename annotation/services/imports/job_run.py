@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from annotation.models import ImportFileChunk, ImportJob
 from annotation.services.imports import GenerationImportError, Stored, generations_import
+from annotation.services.preview import stored_codebook
 from generation.jobs.leases import Heartbeat, lease_owner_gone, lease_owner_new, lease_seconds
 
 logger = logging.getLogger(__name__)
@@ -125,8 +126,10 @@ def import_job_run(*, job_id: int, restart: bool = False) -> ImportJob | None:
 
         try:
             result = generations_import(
-                paths=sources, pool_name=job.pool.name, kind=job.kind, created_by=job.created_by, progress=progress
-            )
+                paths=sources, pool_name=job.pool.name, kind=job.kind, created_by=job.created_by, progress=progress,
+                labels=job.options.get("labels"), positive=job.options.get("positive", ""),
+                codebook=stored_codebook(job.options.get("codebook")),
+            )  # fmt: skip
         except _LeaseLost:
             logger.warning("import job %s: another runner took it over; this one stops", job_id)
         except GenerationImportError as exc:

@@ -60,15 +60,21 @@ def max_upload_bytes() -> int:
     return settings.CONCORD_MAX_UPLOAD_MB * 1024 * 1024
 
 
-def import_job_create(*, pool: Pool, kind: str, files: list[UploadedFile], created_by=None) -> ImportJob:
-    """Store the uploaded files and queue their import into `pool`; the job runs once this transaction commits."""
+def import_job_create(
+    *, pool: Pool, kind: str, files: list[UploadedFile], created_by=None, options: dict | None = None
+) -> ImportJob:
+    """Store the uploaded files and queue their import into `pool`; the job runs once this transaction commits.
+    `options`: `labels`, `positive` and `codebook` ({"name", "text"}) as `import_generations` takes them (checked by
+    the caller: annotation/services/preview.py's `generation_options`)."""
     if kind not in KINDS:
         raise ImportJobError(f"unknown item kind {kind!r}: use one of {', '.join(KINDS)}")
     if not files:
         raise ImportJobError("no file was sent")
     names = [str(upload.name or f"file-{index + 1}.csv").replace("\x00", "") for index, upload in enumerate(files)]
     with transaction.atomic():
-        job = ImportJob.objects.create(pool=pool, kind=kind, file_names=names, created_by=created_by)
+        job = ImportJob.objects.create(
+            pool=pool, kind=kind, file_names=names, created_by=created_by, options=dict(options or {})
+        )
         total = 0
         for index, upload in enumerate(files):
             for seq, piece in enumerate(_pieces(upload.chunks(CHUNK_BYTES))):

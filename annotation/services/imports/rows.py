@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from annotation.models import STUDY, TRAINING, PoolItem
 from generation.contexts import fill_mask, pre_context
 from generation.datasets.registry import DATASET_KINDS, codebook_for
-from generation.pronouns import BASES
+from generation.pronouns import BASES, Codebook
 
 GENERATION_COLUMNS = {"random_pre_gen": "pre", "random_post_gen": "post"}
 REQUIRED_COLUMNS = ("template", "correct", "pronoun", "model")
@@ -44,10 +44,15 @@ class Row:
     template: str
     context: str
     continuation: str
-    correct: bool
+    correct: bool | None  # the file's own heuristic verdict (the seed's format); None: the file has none
     gold_label: str = ""
     gold_extraneous: bool | None = None
     explanation: str = ""
+    # Free-text generations (annotation/services/imports/free_text.py): the file's item id, the sample index, and
+    # the codebook the heuristic reads (None: the built-in kind's own).
+    external_id: str = ""
+    sample_index: int | None = None
+    codebook: Codebook | None = None
 
 
 def _masks_in(template: str) -> list[str]:
@@ -102,7 +107,7 @@ def _cell(record: list[str], header: Header, column: str) -> str:
     return record[i].replace("\r\n", "\n") if i is not None else ""
 
 
-def _check_quality_fields(value: dict[str, str], *, kind: str, labels: list[str], problems: list[str]):
+def check_quality_fields(value: dict[str, str], *, kind: str, labels: list[str], problems: list[str]):
     """gold_label, gold_extraneous, explanation of a gold or training row."""
     gold_label = _label_key(value["gold_label"])
     if gold_label not in labels:
@@ -177,7 +182,7 @@ def row_parse(
     problems += _field_problems(value, pronoun=pronoun, model=model, masks=masks)
     quality = ("", None, "")
     if kind != STUDY:
-        quality = _check_quality_fields(value, kind=kind, labels=labels, problems=problems)
+        quality = check_quality_fields(value, kind=kind, labels=labels, problems=problems)
     if problems:
         errors.append(f"{name}:{line}: " + "; ".join(problems))
         return None

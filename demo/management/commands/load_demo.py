@@ -4,6 +4,7 @@ from django.core.management.base import BaseCommand
 
 from annotation.models import Pool
 from demo import services as demo
+from demo.judged import DEMO_JUDGE, DEMO_RATERS, judged_pool_load
 from generation.datasets.misgendered import dataset_import_misgendered
 from generation.datasets.ruff import dataset_import_ruff
 from generation.datasets.tango import dataset_import_tango
@@ -51,6 +52,12 @@ class Command(BaseCommand):
         self.stdout.write(
             f"pool {features.name}: {'made' if made else 'ready'} ({features.items.count()} items: a qualification "
             "round of training items, gold items among the study items, RUFF items with a distractor)"
+        )
+        judged, made = judged_pool_load()
+        self.stdout.write(
+            f"pool {judged.name}: {'made' if made else 'ready'} ({judged.items.count()} items of a "
+            f"{judged.jobs.get().total_items}-text job, labelled by {len(DEMO_RATERS)} demo raters and judged by "
+            f"{DEMO_JUDGE}: demo data written by load_demo, so that every report section has figures)"
         )
         if not no_generate:
             self._live_job(datasets, url=url)

@@ -1,0 +1,186 @@
+"""A large templates upload on the datasets page runs in the background (generation/services/dataset_imports.py):
+the request stores the files and answers at once, the import reports how far it got and how it ended, errors name
+the uploaded files with line and field, and a failed or stopped import leaves no row behind."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from django.core.cache import cache
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from generation.models import Dataset, DatasetImport, DatasetImportFile, Instance, PronounForm, Template
+from generation.services import dataset_import_run as run_module
+from generation.services import dataset_imports
+from tests.generation.test_templates_kind import CODEBOOK, NAMES, TEMPLATES, exported, run_import, write_files
+from tests.generation.test_templates_upload_errors import csv_bytes
+
+URL = "/generation/datasets/"
+
+
+def upload(templates=TEMPLATES, *, names: bool = True) -> dict:
+    data = {
+        "name": "uploaded",
+        "codebook": SimpleUploadedFile("families.csv", CODEBOOK.encode()),
+        "templates": SimpleUploadedFile("study templates.csv", csv_bytes(templates)),
+        "names_per_template": 2,
+        "seed": 5,
+    }
+    if names:
+        data["names"] = SimpleUploadedFile("people.txt", ("\n".join(NAMES) + "\n").encode())
+    return data
+
+
+def wait_for_imports() -> None:
+    for thread in threading.enumerate():
+        if thread.name.startswith(dataset_imports.THREAD_PREFIX):
+            thread.join(timeout=60)
+
+
+def nothing_written() -> bool:
+    return not (Dataset.objects.exists() or Template.objects.exists() or Instance.objects.exists())
+
+
+@pytest.fixture
+def large(monkeypatch):
+    """Every upload counts as large: 3 templates x 4 families x 2 draws = 24 instances."""
+    monkeypatch.setattr(dataset_imports, "INLINE_INSTANCES_MAX", 23)
+
+
+@pytest.mark.django_db(transaction=True)  # the import runs after its request commits, in a thread of its own
+class TestBackgroundImports:
+    def test_a_large_upload_answers_at_once_and_imports_as_the_command_does(self, client, admin_user, large, tmp_path):
+        client.force_login(admin_user)
+
+        response = client.post(URL, upload())
+
+        assert response.status_code == 302 and response["Location"].endswith("#dataset-imports")
+        wait_for_imports()
+        job = DatasetImport.objects.get()
+        assert (job.status, job.instances_expected, job.instances_written, job.created_dataset) == (
+            "done",
+            24,
+            24,
+            True,
+        )
+        assert not DatasetImportFile.objects.exists()  # the stored files go once it ends
+        paths = write_files(tmp_path)
+        run_import(paths, "--names", str(paths["names"]), "--names-per-template", "2", "--seed", "5")
+        assert exported(tmp_path, "uploaded") == exported(tmp_path, "mine")
+        page = client.get(URL).content.decode()
+        assert 'data-status="done"' in page and "Imported: 24 instances." in page
+        assert 'http-equiv="refresh"' not in page  # nothing runs: the page stays put
+
+    def test_a_small_upload_still_imports_in_the_request(self, client, admin_user):
+        client.force_login(admin_user)
+
+        assert client.post(URL, upload()).status_code == 302
+
+        assert Dataset.objects.filter(name="uploaded").exists() and not DatasetImport.objects.exists()
+
+    def test_a_bad_file_fails_with_the_uploaded_files_line_and_field_and_writes_nothing(
+        self, client, admin_user, large
+    ):
+        client.force_login(admin_user)
+        templates = [*TEMPLATES, ("z", "{target:nom} left\x00.", "")]
+
+        client.post(URL, upload(templates))
+        wait_for_imports()
+
+        job = DatasetImport.objects.get()
+        assert job.status == "failed" and job.error_count == 1
+        assert job.errors[0].startswith("study templates.csv:5: field template: holds a NUL character")
+        assert nothing_written() and not PronounForm.objects.exists()
+        page = client.get(URL).content.decode()
+        assert "Not imported, nothing written" in page and "study templates.csv:5: field template" in page
+
+    def test_name_without_names_is_told_once_in_the_pages_words(self, client, admin_user, large, monkeypatch):
+        monkeypatch.setattr(dataset_imports, "INLINE_INSTANCES_MAX", 11)  # 3 templates x 4 families, one draw
+        client.force_login(admin_user)
+
+        client.post(URL, upload(names=False))
+        wait_for_imports()
+
+        (error,) = DatasetImport.objects.get().errors
+        assert error.startswith("study templates.csv:2: field template: {name} needs a names file")
+        assert "Names" in error and "--names" not in error
+
+    def test_a_failure_while_writing_leaves_no_row_behind(self, client, admin_user, large, monkeypatch):
+        calls = []
+        create = Instance.objects.bulk_create
+
+        def fail_on_the_second_batch(objs, *args, **kwargs):
+            calls.append(1)
+            if len(calls) == 2:
+                raise RuntimeError("the disk is full")
+            return create(objs, *args, **kwargs)
+
+        monkeypatch.setattr("generation.datasets.templates.BATCH", 4)
+        monkeypatch.setattr(Instance.objects, "bulk_create", fail_on_the_second_batch)
+        client.force_login(admin_user)
+
+        client.post(URL, upload())
+        wait_for_imports()
+
+        job = DatasetImport.objects.get()
+        assert job.status == "failed" and "the disk is full" in job.errors[0] and "nothing written" in job.errors[0]
+        assert nothing_written() and not PronounForm.objects.exists()
+
+    def test_progress_is_reported_while_it_checks_and_writes(self, client, admin_user, large, monkeypatch):
+        heard: list[tuple[str, int, str]] = []
+        progress_of = run_module.dataset_import_progress
+
+        def record(phase: str, count: int, *, job_id: int) -> None:
+            heard.append((phase, count, progress_of(job=DatasetImport.objects.get(pk=job_id))["status"]))
+
+        original = run_module.templates_pieces_import
+
+        def listening(**kwargs):
+            inner = kwargs["progress"]
+            job_id = DatasetImport.objects.get().pk
+
+            def both(phase: str, count: int) -> None:
+                inner(phase, count)
+                record(phase, count, job_id=job_id)
+
+            return original(**{**kwargs, "progress": both})
+
+        monkeypatch.setattr("generation.datasets.templates.BATCH", 4)
+        monkeypatch.setattr(run_module, "templates_pieces_import", listening)
+        client.force_login(admin_user)
+
+        client.post(URL, upload())
+        wait_for_imports()
+
+        assert heard[0] == ("checked", 24, "writing")
+        written = [count for phase, count, _ in heard if phase == "writing"]
+        assert written == sorted(written) and written[-1] == 24 and len(written) > 1
+
+    def test_the_page_shows_a_running_imports_progress_and_reloads(self, client, admin_user):
+        job = DatasetImport.objects.create(
+            name="big", status=DatasetImport.WRITING, instances_expected=12_000, file_names={"templates": "t.csv"}
+        )
+        cache.set(run_module._progress_key(job.pk, "writing"), 5_000)
+        client.force_login(admin_user)
+
+        page = client.get(URL).content.decode()
+
+        assert "Writing: 5000 of 12000 instances." in page
+        assert '<progress max="12000" value="5000"' in page and 'http-equiv="refresh"' in page
+
+    def test_an_import_left_by_a_runner_that_is_gone_runs_again_to_its_end(self, client, admin_user, large):
+        monkeypatch_dispatch = dataset_imports.dataset_import_dispatch
+        dataset_imports.dataset_import_dispatch = lambda **kwargs: None  # the process dies before it runs
+        try:
+            client.force_login(admin_user)
+            client.post(URL, upload())
+        finally:
+            dataset_imports.dataset_import_dispatch = monkeypatch_dispatch
+        DatasetImport.objects.update(status=DatasetImport.WRITING, lease_owner="", lease_expires_at=None)
+
+        resumed = dataset_imports.dataset_imports_resume(foreground=True)
+
+        job = DatasetImport.objects.get()
+        assert resumed == [{"import": f"dataset-{job.pk}", "status": "done", "instances": 24}]
+        assert Instance.objects.filter(dataset__name="uploaded").count() == 24

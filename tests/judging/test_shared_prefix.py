@@ -1,0 +1,90 @@
+"""A judge over a job's generations: the samples of one context share their prompt's opening in the tree pass, and
+the labels and option probabilities are those of the plain per-option loop (a reference written here, one forward
+pass per prompt and option)."""
+
+from __future__ import annotations
+
+import pytest
+
+from generation.engines.hf import scoring
+from judging.prompts import DEFAULT_TEMPLATE, PromptItem, default_options, prompt_render
+from judging.scoring import likelihood_judge, option_ids, option_probabilities
+from tests.judging.conftest import CONTINUATIONS
+
+pytestmark = pytest.mark.slow
+
+OPTIONS = default_options()
+CONTEXTS = [
+    ("Robin's pronouns are xe/xem/xyr. Robin baked bread. ", "xe"),
+    ("Sam's pronouns are they/them/their. Sam went to the market and ", "they"),
+]
+
+
+def _job_prompts() -> list[str]:
+    """Two contexts with their samples in a row, as a job's generations come."""
+    return [
+        prompt_render(
+            template=DEFAULT_TEMPLATE,
+            options=OPTIONS,
+            item=PromptItem(context=context, generation=text, dataset="misgendered", pronoun=pronoun),
+        )
+        for context, pronoun in CONTEXTS
+        for text in CONTINUATIONS
+    ]
+
+
+def _plain_probabilities(loaded, prompt: str) -> dict[str, float]:
+    """The per-option loop: the prompt and one option as one sequence, its mean log-probability, then the softmax
+    over the options."""
+    import torch
+
+    prefix = loaded.tokenizer(prompt).input_ids
+    scores = {}
+    for label, suffix in zip(OPTIONS, option_ids(loaded=loaded, options=OPTIONS), strict=True):
+        ids = torch.tensor([prefix + suffix])
+        with torch.inference_mode():
+            logprobs = torch.log_softmax(loaded.model(input_ids=ids).logits[0].float(), dim=-1)
+        scores[label] = sum(float(logprobs[len(prefix) + i - 1, t]) for i, t in enumerate(suffix)) / len(suffix)
+    return option_probabilities("likelihood", OPTIONS, scores)
+
+
+def test_the_samples_of_one_context_share_their_prompt_opening_in_one_row(loaded_model):
+    prompts = _job_prompts()
+    suffixes = option_ids(loaded=loaded_model, options=OPTIONS)
+    samples = loaded_model.tokenizer(prompts[: len(CONTINUATIONS)]).input_ids  # the first context's samples
+    prepared = [scoring._Prepared(i, ids, suffixes) for i, ids in enumerate(samples)]
+    (tree,) = scoring._trees(prepared, scoring.SUFFIX_ROW_NODES)
+    sequences = [p.prefix + suffix for p in prepared for suffix in p.suffixes]
+    histories = {tuple(sequence[: i + 1]) for sequence in sequences for i in range(len(sequence))}
+    opening = 0
+    while len({ids[opening] for ids in samples}) == 1:
+        opening += 1
+    assert opening > 20  # the instructions, the pronouns and the context
+    assert len(tree.tokens) == len(histories)  # one node per distinct history: the opening once, not 5 times
+    prompt_nodes = sum(map(len, samples)) - (len(samples) - 1) * opening
+    assert prompt_nodes <= len(tree.tokens) <= prompt_nodes + sum(len(s) for p in prepared for s in p.suffixes)
+
+
+def test_rows_hold_at_most_the_node_budget_and_are_about_equally_full(loaded_model, monkeypatch):
+    monkeypatch.setattr(scoring, "ROW_NODES", 300)
+    suffixes = option_ids(loaded=loaded_model, options=OPTIONS)
+    prepared = [
+        scoring._Prepared(i, ids, suffixes) for i, ids in enumerate(loaded_model.tokenizer(_job_prompts()).input_ids)
+    ]
+    trees = scoring._trees(prepared)
+    sizes = [len(tree.tokens) for tree in trees]
+    assert len(trees) > 1 and all(size <= 300 for size in sizes)
+    assert sorted(p.index for tree in trees for p in tree.entries) == list(range(len(prepared)))
+    greedy = [len(tree.tokens) for tree in scoring._pack(sorted(prepared, key=lambda p: p.prefix), 300)]
+    assert len(trees) == len(greedy) and max(sizes) - min(sizes) <= max(greedy) - min(greedy)
+
+
+@pytest.mark.parametrize("batch_size", [None, 3])
+def test_a_job_of_samples_gets_the_per_option_loops_labels_and_probabilities(loaded_model, batch_size):
+    prompts = _job_prompts()
+    verdicts = likelihood_judge(loaded=loaded_model, prompts=prompts, options=OPTIONS, batch_size=batch_size)
+    for prompt, verdict in zip(prompts, verdicts, strict=True):
+        expected = _plain_probabilities(loaded_model, prompt)
+        got = option_probabilities("likelihood", OPTIONS, verdict.scores)
+        assert got == pytest.approx(expected, abs=1e-5)
+        assert verdict.label == max(expected, key=lambda label: expected[label])
