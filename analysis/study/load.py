@@ -46,6 +46,7 @@ from annotation.machine import HUMAN
 from annotation.models import Annotation, ExtraneousSpan, Pool, PoolItem, Referent, new_public_id
 from common.audit import CREATE, audit_record
 from generation.models import Dataset, GenerationJob, LanguageModel
+from generation.models.datasets import BASE_CHOICES
 from judging.models import Judge
 
 __all__ = ["Bundle", "BundleError", "Imported", "study_bundle_read", "study_import", "study_verify"]
@@ -137,6 +138,15 @@ def _json_error(column: models.Field, raw: Any) -> str | None:
     return None
 
 
+# The spelling of a pronoun family's base, as a templates codebook may name it (generation/datasets/templates_files.py).
+FAMILY = re.compile(r"^[a-z]{1,8}$")
+
+
+def _is_family(column: models.Field) -> bool:
+    """A column that holds a pronoun family's base (its choices are the built-in families)."""
+    return bool(column.choices) and list(column.choices) == list(BASE_CHOICES)
+
+
 def checked_value(column: models.Field, raw: Any, *, file: str, line: int) -> Any:
     """The column's value from the bundle's JSON value: the right type, within the column's length, range and
     choices; BundleError otherwise."""
@@ -152,7 +162,12 @@ def checked_value(column: models.Field, raw: Any, *, file: str, line: int) -> An
         if value is None and not column.null:
             raise ValidationError("not a valid value")
         column.run_validators(value)
-        if column.choices and not isinstance(column, models.JSONField):
+        if _is_family(column):
+            # A pronoun family: the built-in four are only the choices the admin offers; a templates or free-text
+            # dataset brings its own (docs/domain.md, "Your own templates"), and a free-text item may state none.
+            if not (value == "" and column.blank) and not FAMILY.match(str(value)):
+                raise ValidationError("not a pronoun family (1 to 8 lowercase letters)")
+        elif column.choices and not isinstance(column, models.JSONField):
             allowed = [str(choice) for choice, _ in column.flatchoices]
             if str(value) not in allowed:
                 raise ValidationError(f"not one of {', '.join(allowed)}")

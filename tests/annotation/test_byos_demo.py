@@ -34,3 +34,31 @@ def test_the_guides_example_imports_with_the_verdicts_worked_by_hand(tmp_path):
     assert dict(PoolItem.objects.values_list("external_id", "heuristic_correct")) == EXPECTED
     assert Pool.objects.get(name="byos").labels == ["misgendering", "correct"]
     assert len((tmp_path / "items.csv").read_text(encoding="utf-8").splitlines()) == 16
+
+
+@pytest.mark.django_db
+def test_the_guides_imported_study_travels_in_a_bundle_that_verifies(tmp_path):
+    """A free-text pool (a pronoun left unstated, codebook families such as ey), its people's labels and its API
+    judge's labels export as a study bundle that verifies on an empty database and imports as a copy."""
+    call_command(
+        "import_generations", str(BYOS / "generations.csv"), str(BYOS / "generations.jsonl"), "--pool", "byos",
+        "--labels", "misgendering,correct", "--codebook", str(BYOS / "codebook.csv"), stdout=io.StringIO(),
+    )  # fmt: skip
+    call_command("import_labels", str(BYOS / "labels.csv"), "--pool", "byos", stdout=io.StringIO())
+    call_command(
+        "import_judge_labels", str(BYOS / "judge.csv"), "--pool", "byos", "--judge", "api-judge",
+        "--model-id", "gpt-4o", stdout=io.StringIO(),
+    )  # fmt: skip
+    bundle = tmp_path / "byos.zip"
+    call_command("export_study", "--pool", "byos", "--out", str(bundle), stdout=io.StringIO())
+
+    out = io.StringIO()
+    call_command("verify_study", str(bundle), stdout=out)
+    verdict = json.loads(out.getvalue().splitlines()[-1])
+    assert verdict["differ"] == [] and verdict["equal"] == verdict["figures"] > 100
+    call_command("import_study", str(bundle), "--pool", "byos-copy", stdout=io.StringIO())
+    copy = Pool.objects.get(name="byos-copy")
+    assert sorted(copy.items.values_list("pronoun", flat=True)) == sorted(
+        Pool.objects.get(name="byos").items.values_list("pronoun", flat=True)
+    )
+    assert copy.labels == ["misgendering", "correct"]
