@@ -21,8 +21,9 @@ from django.db.models.functions import Coalesce
 
 from analysis.cells import CELL
 from analysis.metrics.multirater import majority
+from annotation.labelset import positive_label
 from annotation.models import STUDY, Pool, PoolItem
-from annotation.schema import human_binary
+from annotation.schema import MISGENDERING, human_binary
 from generation.datasets.labels import dataset_label_expression, dataset_label_q
 from generation.models import Generation, GenerationJob, Instance
 from generation.pronouns import BASES
@@ -35,7 +36,7 @@ class ExplorerSample:
     sample_index: int
     context: str
     continuation: str
-    heuristic_correct: bool
+    heuristic_correct: bool | None  # None: no heuristic verdict (a free-text item without a stated pronoun)
     first_pronoun: str
     item: str | None = None  # the pool item's public id
     # TANGO only: the verdict of the Prob-TANGO template made from this generation (None: failed or not scored).
@@ -44,15 +45,21 @@ class ExplorerSample:
     annotations: list[dict] = field(default_factory=list)  # {"annotator", "label", "extraneous"} in order
     adjudicated_label: str = ""
     human_label: str | None = None
+    positive: str = MISGENDERING  # the pool's positive label ("Bring your own study": a pool may name its own)
 
     @property
     def human_binary(self) -> int | None:
-        return None if self.human_label is None else human_binary(self.human_label)
+        return None if self.human_label is None else human_binary(self.human_label, self.positive)
 
     @property
     def disagrees(self) -> bool:
-        """Human and heuristic differ (only where there is a human label)."""
-        return self.human_binary is not None and self.human_binary != int(self.heuristic_correct)
+        """Human and heuristic differ (only where there are both: a free-text item without a stated pronoun has no
+        heuristic verdict)."""
+        return (
+            self.human_binary is not None
+            and self.heuristic_correct is not None
+            and self.human_binary != int(self.heuristic_correct)
+        )
 
 
 @dataclass
@@ -74,13 +81,15 @@ class ExplorerInstance:
 
     @property
     def m_gen(self) -> float | None:
-        return sum(s.heuristic_correct for s in self.samples) / len(self.samples) if self.samples else None
+        """The share of samples the heuristic calls correct, over those it gave a verdict on."""
+        verdicts = [s.heuristic_correct for s in self.samples if s.heuristic_correct is not None]
+        return sum(verdicts) / len(verdicts) if verdicts else None
 
     @property
     def first_conflicts(self) -> bool | None:
         """m_prob differs from the first sample's m_gen (a conflict in the conflict rate)."""
         first = next((s for s in self.samples if s.sample_index == 0), None)
-        if first is None or self.m_prob is None:
+        if first is None or self.m_prob is None or first.heuristic_correct is None:
             return None
         return bool(self.m_prob) != first.heuristic_correct
 
@@ -152,6 +161,10 @@ def cell_instance_page(*, pool: Pool, cell: dict, page: int = 1, page_size: int 
     if stop > in_jobs and imported_count:
         groups = _imported_instances(pool=pool, cell=cell)
         result.instances += groups[max(0, start - in_jobs) : stop - in_jobs]
+    positive = positive_label(pool) or MISGENDERING
+    for instance in result.instances:
+        for sample in instance.samples:
+            sample.positive = positive
     return result
 
 

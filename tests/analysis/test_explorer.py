@@ -225,3 +225,31 @@ class TestImportedPools:
         page = client.get(base + "?" + urlencode(self.cell)).content.decode()
         assert "2 instances" in page and "no instances" not in page
         assert "ana: correct; bo: correct" in page and "T1 {mask_token}." in page
+
+
+def _sample(**fields):
+    from analysis.selectors.explorer import ExplorerSample
+
+    return ExplorerSample(sample_index=0, context="", continuation="", first_pronoun="", **fields)
+
+
+def test_a_sample_disagrees_by_the_pools_own_positive_label():
+    """A pool whose label set names its own positive label ("Bring your own study"): the human binary is 0 iff that
+    label, so a human "wrong" against the heuristic's "correct" is a disagreement, and "right" is not."""
+    assert _sample(heuristic_correct=True, human_label="wrong", positive="wrong").disagrees
+    assert not _sample(heuristic_correct=True, human_label="right", positive="wrong").disagrees
+    assert _sample(heuristic_correct=False, human_label="right", positive="wrong").disagrees
+    assert _sample(heuristic_correct=True, human_label="misgendering").disagrees  # the schema's default
+
+
+def test_a_sample_without_a_heuristic_verdict_neither_disagrees_nor_counts_in_m_gen():
+    from analysis.selectors.explorer import ExplorerInstance
+
+    unstated = _sample(heuristic_correct=None, human_label="misgendering")
+    assert not unstated.disagrees
+    instance = ExplorerInstance(
+        job_id=None, instance_id=None, ordinal=0, text="", name="", correct_form="", prediction=None, m_prob=True,
+        losses=[], samples=[unstated, _sample(heuristic_correct=True), _sample(heuristic_correct=False)],
+    )  # fmt: skip
+    assert instance.m_gen == 0.5
+    assert instance.first_conflicts is None
