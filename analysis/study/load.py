@@ -144,7 +144,7 @@ FAMILY = re.compile(r"^[a-z]{1,8}$")
 
 def _is_family(column: models.Field) -> bool:
     """A column that holds a pronoun family's base (its choices are the built-in families)."""
-    return bool(column.choices) and list(column.choices) == list(BASE_CHOICES)
+    return bool(column.choices) and list(column.choices or ()) == list(BASE_CHOICES)
 
 
 def checked_value(column: models.Field, raw: Any, *, file: str, line: int) -> Any:
