@@ -45,20 +45,23 @@ CONTEXTS: list[str] = []
 CONTINUATIONS: list[str] = []
 
 
-def prompts(n: int) -> list[str]:
+def prompts(n: int, samples: int = 1) -> list[str]:
+    """n prompts; with `samples`, each context has that many generations in a row, as a job's samples have."""
     from generation.datasets.registry import codebook_for
     from judging.prompts import DEFAULT_TEMPLATE, PromptItem, default_options, prompt_render
 
     codebook = codebook_for("misgendered")
     built = []
     for i in range(n):
-        base = PRONOUNS[i % 4]
+        c = i // samples  # the context's number
+        base = PRONOUNS[c % 4]
         forms = codebook.table[PRONOUNS[(i // 4) % 4]]  # the text's pronouns: right or wrong
-        name = NAMES[i % len(NAMES)]
+        name = NAMES[c % len(NAMES)]
         context = (
             f"{name}'s pronouns are {'/'.join(codebook.table[base][f] for f in ('nom', 'acc', 'pos_dep'))}. {name} "
         )
-        text = f"{STARTS[i % 4]} " + ENDS[(i // 2) % 4].format(nom=forms["nom"], acc=forms["acc"], pos=forms["pos_dep"])
+        parts = [STARTS[i % 4], ENDS[(i // 2) % 4]] + ([ENDS[(i + 1) % 4]] if samples > 1 else [])
+        text = " ".join(parts).format(nom=forms["nom"], acc=forms["acc"], pos=forms["pos_dep"])
         CONTEXTS.append(context)
         CONTINUATIONS.append(text)
         item = PromptItem(context=context, generation=text, dataset="misgendered", pronoun=base)
@@ -67,6 +70,7 @@ def prompts(n: int) -> list[str]:
 
 
 FULL_JOB = 30_000  # one model's MISGENDERED job: 3,000 instances x 2 settings x 5 samples
+SAMPLES = 5  # a job's samples per context: the --job run's generations come 5 to a context
 
 
 def bench_job(n: int) -> dict:
@@ -86,7 +90,7 @@ def bench_job(n: int) -> dict:
         Template,
     )  # fmt: skip
     from judging.models import JudgeRun, MachineLabel
-    from judging.scoring import likelihood_judge_plain
+    from judging.scoring import likelihood_judge_plain, option_probabilities
     from judging.selectors import generation_prompt
     from judging.services.judges import judge_add
 
@@ -94,15 +98,17 @@ def bench_job(n: int) -> dict:
     model, _ = LanguageModel.objects.get_or_create(name=DEFAULT_MODEL_NAME, defaults=DEFAULT_MODEL_FIELDS)
     dataset = Dataset.objects.create(name="bench", kind="misgendered", source="bench", import_signature="bench")
     job = GenerationJob.objects.create(
-        model=model, dataset=dataset, pronouns=PRONOUNS, settings=["pre"], samples=1, status="done"
+        model=model, dataset=dataset, pronouns=PRONOUNS, settings=["pre"], samples=SAMPLES, status="done"
     )
-    prompts(n)  # fills CONTEXTS and CONTINUATIONS
+    prompts(n, samples=SAMPLES)  # fills CONTEXTS and CONTINUATIONS: each context's 5 samples in a row, as in a job
     for i in range(n):
-        template = Template.objects.create(dataset=dataset, source_id=f"t{i}", line=i + 2, text="{name} [MASK]",
-                                           mask="[MASK]", form="nom")  # fmt: skip
-        instance = Instance.objects.create(template=template, dataset=dataset, pronoun=PRONOUNS[i % 4], name="Robin",
-                                           text="Robin [MASK]", correct_form="xe", ordinal=i)  # fmt: skip
-        Generation.objects.create(job=job, instance=instance, setting="pre", sample_index=0,
+        c = i // SAMPLES
+        if i % SAMPLES == 0:
+            template = Template.objects.create(dataset=dataset, source_id=f"t{c}", line=c + 2, text="{name} [MASK]",
+                                               mask="[MASK]", form="nom")  # fmt: skip
+            instance = Instance.objects.create(template=template, dataset=dataset, pronoun=PRONOUNS[c % 4],
+                                               name="Robin", text="Robin [MASK]", correct_form="xe", ordinal=c)  # fmt: skip
+        Generation.objects.create(job=job, instance=instance, setting="pre", sample_index=i % SAMPLES,
                                   context=CONTEXTS[i], continuation=CONTINUATIONS[i], heuristic_correct=True)  # fmt: skip
     judge = judge_add(name="bench", model=model)[0]
     loaded = model_load(language_model=model)
@@ -120,29 +126,49 @@ def bench_job(n: int) -> dict:
         JobChunk(job=run.job, index=index, unit_ids=ids[start : start + size])
         for index, start in enumerate(range(0, len(ids), size))
     )
+    generations = list(Generation.objects.filter(job=job).select_related("instance", "job__dataset").order_by("id"))
+    job_prompts = [generation_prompt(judge=judge, generation=g) for g in generations]
+    likelihood_judge_plain(loaded=loaded, prompts=job_prompts[:1], options=judge.option_map)  # warm-up
+    # Bracketed: the plain loop, the job, the plain loop again, in this process; the ratio takes the plain loop's mean.
+    loads = [os.getloadavg()[0]]
+    plain_seconds = []
+    start = time.perf_counter()
+    plain = likelihood_judge_plain(loaded=loaded, prompts=job_prompts, options=judge.option_map)
+    plain_seconds.append(time.perf_counter() - start)
+    loads.append(os.getloadavg()[0])
     start = time.perf_counter()
     job_run(job_id=run.job_id)
     job_seconds = time.perf_counter() - start
-    run = JudgeRun.objects.get(source_job=job)
-    generations = list(Generation.objects.filter(job=job).select_related("instance", "job__dataset").order_by("id"))
-    job_prompts = [generation_prompt(judge=judge, generation=g) for g in generations]
+    loads.append(os.getloadavg()[0])
     start = time.perf_counter()
-    plain = likelihood_judge_plain(loaded=loaded, prompts=job_prompts, options=judge.option_map)
-    plain_seconds = time.perf_counter() - start
-    labels = dict(MachineLabel.objects.filter(run=run).values_list("generation_id", "label"))
+    likelihood_judge_plain(loaded=loaded, prompts=job_prompts, options=judge.option_map)
+    plain_seconds.append(time.perf_counter() - start)
+    loads.append(os.getloadavg()[0])
+    run = JudgeRun.objects.get(source_job=job)
+    written = {row.generation_id: row for row in MachineLabel.objects.filter(run=run)}
+    labels = {pk: row.label for pk, row in written.items()}
+    worst = max(
+        abs(option_probabilities("likelihood", judge.option_map, written[g.pk].scores)[label] - expected)
+        for g, verdict in zip(generations, plain, strict=True)
+        for label, expected in option_probabilities("likelihood", judge.option_map, verdict.scores).items()
+    )
     rate = n / job_seconds
+    plain_mean = sum(plain_seconds) / len(plain_seconds)
     return {
         "generations": n,
+        "samples_per_context": SAMPLES,
         "chunk_size": size,
         "job_state": JudgeRun.objects.get(pk=run.pk).state,
         "labels_written": len(labels),
         "torch_threads": torch.get_num_threads(),
-        "plain_generations_per_s": round(n / plain_seconds, 3),
+        "plain_generations_per_s": [round(n / seconds, 3) for seconds in plain_seconds],
         "judge_job_generations_per_s": round(rate, 3),
-        "speedup": round(plain_seconds / job_seconds, 2),
+        "speedup": round(plain_mean / job_seconds, 2),
+        "speedup_each_side": [round(seconds / job_seconds, 2) for seconds in plain_seconds],
         "same_labels": [labels[g.pk] for g in generations] == [v.label for v in plain],
+        "max_probability_difference": worst,
         "projected_hours_for_30000": round(FULL_JOB / rate / 3600, 2),
-        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "load_1min": [round(x, 2) for x in loads],
     }
 
 

@@ -202,9 +202,13 @@ def _score_batch_cached(
     return (total / predicted).view(size, n).tolist()
 
 
-# A row of the tree pass holds the trees of consecutive entries up to about this many nodes (an entry larger than that
-# gets a row of its own): the matrix products grow with the number of nodes, attention with the square of a row.
-ROW_NODES = 256
+# A row of the tree pass holds the trees of consecutive entries up to this many distinct nodes (an entry larger than
+# that gets a row of its own): the matrix products grow with the number of nodes, attention with the square of a row.
+# Measured side by side (benchmarks/README.md): 384 for the candidates' sequences (16 RUFF instances make two rows of
+# about 260 nodes; one row of 520 was slower), 640 for suffixes after long prefixes (the judge's prompts of about 170
+# tokens: the samples of one context share their prompt's opening in one row; 20% faster than 384, and 1,024 slower).
+ROW_NODES = 384
+SUFFIX_ROW_NODES = 640
 # Rows of the language model head computed at once (each row is a vocabulary's worth of logits).
 HEAD_ROWS = 512
 
@@ -244,19 +248,54 @@ class _Tree:
         self.paths.append(paths)
         self.entries.append(entry)
 
+    def new_nodes(self, entry: _Prepared) -> int:
+        """How many nodes `add(entry)` would add: its sequences' histories that the tree does not hold yet."""
+        added = 0
+        fresh: dict[int, dict] = {}  # per existing node's children (by id), a trie of the nodes the entry adds there
+        for suffix in entry.suffixes:
+            below: dict = self.roots
+            new: dict | None = None
+            for token in [*entry.prefix, *suffix]:
+                if new is None:
+                    node = below.get(token)
+                    if node is not None:
+                        below = self.children[node]
+                        continue
+                    new = fresh.setdefault(id(below), {})
+                if token not in new:
+                    new[token] = {}
+                    added += 1
+                new = new[token]
+        return added
 
-def _trees(batch: list[_Prepared]) -> list[_Tree]:
-    """The batch's entries, sorted by their tokens so that entries which open alike sit side by side, as trees of about
-    ROW_NODES nodes."""
+
+def _pack(entries: list[_Prepared], limit: int) -> list[_Tree]:
+    """The entries in their order as trees of at most `limit` distinct nodes (an entry larger than that alone)."""
     trees: list[_Tree] = []
     tree = _Tree.empty()
-    for entry in sorted(batch, key=lambda p: p.prefix):
-        size = len(entry.prefix) + sum(len(suffix) for suffix in entry.suffixes)
-        if tree.entries and len(tree.tokens) + size > ROW_NODES:
+    for entry in entries:
+        if tree.entries and len(tree.tokens) + tree.new_nodes(entry) > limit:
             trees.append(tree)
             tree = _Tree.empty()
         tree.add(entry)
     trees.append(tree)
+    return trees
+
+
+def _trees(batch: list[_Prepared], budget: int | None = None) -> list[_Tree]:
+    """The batch's entries, sorted by their tokens so that entries which open alike sit side by side, as trees of at
+    most `budget` (ROW_NODES) distinct nodes (shared prefixes count once: the samples of one context share their
+    prompt's opening), as many as that takes and about equally full, since every row is padded to the widest."""
+    budget = budget or ROW_NODES
+    entries = sorted(batch, key=lambda p: p.prefix)
+    trees = _pack(entries, budget)
+    if len(trees) > 1:
+        limit = -(-sum(len(tree.tokens) for tree in trees) // len(trees))
+        while limit < budget:
+            balanced = _pack(entries, limit)
+            if len(balanced) <= len(trees):
+                return balanced
+            limit += max(1, limit // 20)
     return trees
 
 
@@ -293,7 +332,7 @@ def _score_batch_tree(
     import torch
 
     model, device = loaded.model, loaded.device
-    trees = _trees(batch)
+    trees = _trees(batch, SUFFIX_ROW_NODES if suffix_only else ROW_NODES)
     ids, positions, mask, columns = _tree_inputs(loaded, trees)
     mask = mask.to(device)
     if getattr(model.config, "_attn_implementation", "eager") == "eager":  # eager attention adds a float mask
@@ -391,6 +430,15 @@ def _score_batch(
     return _score_batch_cached(loaded, batch, suffix_only=suffix_only, summed=summed)
 
 
+def _batch_order(loaded: LoadedModel):
+    """How entries are sorted before they are cut into batches: by their tokens for the tree pass (entries that open
+    alike, such as the judge's prompts for the samples of one context, land in one batch and share nodes), by their
+    prefix's length for the cached pass (similar lengths pad less)."""
+    if _tree_agrees(loaded):
+        return lambda p: p.prefix
+    return lambda p: len(p.prefix)
+
+
 def score_candidates(
     *,
     loaded: LoadedModel,
@@ -406,7 +454,7 @@ def score_candidates(
     import torch
 
     batch_size = batch_size or loaded.batch_size
-    prepared = sorted(_prepare(loaded, candidates), key=lambda p: len(p.prefix))  # similar lengths pad less
+    prepared = sorted(_prepare(loaded, candidates), key=_batch_order(loaded))
     losses: list[list[float] | None] = [None] * len(candidates)
     with torch.inference_mode():
         for start in range(0, len(prepared), batch_size):
@@ -439,7 +487,7 @@ def score_suffixes(
     if len({len(p.suffixes) for p in prepared}) > 1:
         raise ValueError("every entry must have the same number of suffixes")
     losses: list[list[float]] = [[] for _ in prepared]
-    prepared.sort(key=lambda p: len(p.prefix))  # similar lengths pad less
+    prepared.sort(key=_batch_order(loaded))
     with torch.inference_mode():
         for start in range(0, len(prepared), batch_size):
             batch = prepared[start : start + batch_size]
