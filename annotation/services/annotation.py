@@ -347,7 +347,7 @@ def _annotation_write(
             fields=fields,
             spans=spans,
             guideline_version=locked.guideline_version,
-            stamp=stamp,
+            stamp=now,  # the aware time: the ORM prepares it for the database itself
         )
     if locked.distractors:
         # Distractor items: one referent per pronoun token, replaced whole.
