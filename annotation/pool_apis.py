@@ -26,6 +26,7 @@ from rest_framework.views import APIView
 
 from accounts.roles import IsAdmin, IsResearcher
 from annotation.label_imports import JUDGE_LABELS, LABELS, label_import_kind
+from annotation.labelset import positive_label
 from annotation.models import GOLD, STUDY, TRAINING, ImportJob, Pool
 from annotation.selectors import research
 from annotation.services import AssignmentError, PoolSampleError, assignments_create, pool_sample
@@ -83,6 +84,10 @@ class CellProgressSerializer(serializers.Serializer):
 class PoolDetailSerializer(serializers.Serializer):
     name = serializers.CharField()
     labels = serializers.ListField(child=serializers.CharField())
+    positive_label = serializers.CharField(allow_null=True, help_text="the label rates count; null: none in the set")
+    active = serializers.BooleanField(help_text="an active draw: each item carries its inclusion probability")
+    active_judge_run = serializers.IntegerField(allow_null=True, help_text="the judge run an active draw used")
+    active_budget = serializers.FloatField(allow_null=True, help_text="the expected number of contexts drawn")
     items = serializers.IntegerField()
     kinds = serializers.DictField(child=serializers.IntegerField())
     annotators = AnnotatorProgressSerializer(many=True)
@@ -139,6 +144,10 @@ def _pool_detail(pool: Pool) -> dict:
     return {
         "name": pool.name,
         "labels": list(pool.labels),
+        "positive_label": positive_label(pool),
+        "active": pool.active_run_id is not None,
+        "active_judge_run": pool.active_run_id,
+        "active_budget": pool.active_budget,
         "items": pool.items.count(),
         "kinds": research.pool_kind_counts(pool=pool),
         "annotators": annotators,

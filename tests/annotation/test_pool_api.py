@@ -81,6 +81,7 @@ class TestPools:
             ("ana", 3, 1, 33)
         ]
         assert sum(cell["assignments"] for cell in body["cells"]) == 3
+        assert (body["active"], body["active_judge_run"], body["active_budget"]) == (False, None, None)
 
 
 @pytest.mark.django_db

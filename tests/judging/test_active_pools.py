@@ -152,6 +152,11 @@ class TestActiveDraw:
             PoolItem.objects.filter(pool__name="api-active").values_list("generation_id", "inclusion_probability")
         )
         assert set(items) == set(_defined_draw(verdict_study, BUDGET, SEED))
+        detail = client.get("/api/pools/api-active/").json()
+        assert (detail["active"], detail["active_judge_run"], detail["active_budget"]) == (
+            True, verdict_study.run.pk, BUDGET,
+        )  # fmt: skip
+        assert detail["positive_label"] == "misgendering"
         refused = client.post("/api/pools/", {**body, "name": "api-bad", "judge_run": 10**6}, format="json")
         assert refused.status_code == 400
         assert "no judge run" in refused.json()["detail"]
