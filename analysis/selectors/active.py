@@ -123,25 +123,37 @@ def _head(run: JudgeRun) -> dict:
     return {"judge": run.judge.name, "run": run.pk, "model": job.model.name, "dataset": dataset_label(job.dataset)}
 
 
-# --- active rates ---------------------------------------------------------------------------------------------------
-
-
-def active_rates(*, pool: Pool, frame: pd.DataFrame) -> list[ActiveRateRow]:
-    """An active pool's rates with the run that drew it: per pronoun of the job, then pronoun "all" (the
-    active estimate and the Horvitz-Thompson people-only one). Empty for a pool that is not active."""
+def _active_run(pool: Pool) -> tuple[JudgeRun, str] | None:
+    """The judge run an active pool was drawn with (over a job, giving the positive label) and the positive label;
+    None for a pool that is not active, or whose run cannot give its rates."""
     positive = positive_label(pool)
     if pool.active_run_id is None or positive is None:
-        return []
+        return None
     run = (
         JudgeRun.objects.select_related("judge", "job", "source_job__model", "source_job__dataset")
         .filter(pk=pool.active_run_id)
         .first()
     )
     if run is None or run.source_job is None or positive not in run.judge.option_map:
+        return None
+    return run, positive
+
+
+# --- active rates ---------------------------------------------------------------------------------------------------
+
+
+def active_rates(*, pool: Pool, frame: pd.DataFrame) -> list[ActiveRateRow]:
+    """An active pool's rates with the run that drew it: per pronoun of the job, then pronoun "all" (the
+    active estimate and the Horvitz-Thompson people-only one). Empty for a pool that is not active."""
+    drawn = _active_run(pool)
+    if drawn is None:
         return []
+    run, positive = drawn
     units = _job_units(run=run, pool=pool, side=human_side(frame=frame), positive=positive)
     rows = []
-    for pronoun, members in _strata(units, list(run.source_job.pronouns)):
+    job = run.source_job
+    assert job is not None  # _active_run gives runs over a job only
+    for pronoun, members in _strata(units, list(job.pronouns)):
         figures = active_mean(
             yhat=[u.yhat for u in members],
             y=[u.y if u.labelled else math.nan for u in members],
@@ -155,16 +167,10 @@ def active_rates(*, pool: Pool, frame: pd.DataFrame) -> list[ActiveRateRow]:
 
 def active_inclusion(*, pool: Pool) -> list[ActiveInclusionRow]:
     """Each drawn context of an active pool: its inclusion probability and the judge's Yhat (the draw's)."""
-    positive = positive_label(pool)
-    if pool.active_run_id is None or positive is None:
+    drawn = _active_run(pool)
+    if drawn is None:
         return []
-    run = (
-        JudgeRun.objects.select_related("judge", "job", "source_job__model", "source_job__dataset")
-        .filter(pk=pool.active_run_id)
-        .first()
-    )
-    if run is None or run.source_job is None or positive not in run.judge.option_map:
-        return []
+    run, positive = drawn
     units = _job_units(run=run, pool=pool, side=HumanSide({}, {}), positive=positive)
     head = _head(run)
     rows = [
