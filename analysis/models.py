@@ -1,7 +1,7 @@
 from django.conf import settings
 from django.db import models
 
-from generation.models import Generation, GenerationJob
+from generation.models import Generation, Job
 from generation.models.datasets import BASE_CHOICES
 from generation.models.jobs import SETTING_CHOICES
 
@@ -13,7 +13,7 @@ class RepetitionRate(models.Model):
     from the generation so that the per-cell averages read one table."""
 
     generation = models.OneToOneField(Generation, primary_key=True, on_delete=models.CASCADE, related_name="repetition")
-    job = models.ForeignKey(GenerationJob, on_delete=models.CASCADE, related_name="+")
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="+")
     setting = models.CharField(max_length=4, choices=SETTING_CHOICES)
     pronoun = models.CharField(max_length=8, choices=BASE_CHOICES)
     rate = models.FloatField(null=True)

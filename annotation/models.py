@@ -5,7 +5,7 @@ from django.db import connection, models
 from django.db.models import F, Q
 
 from annotation.schema import DEFAULT_LABELS
-from generation.models import Generation, GenerationJob
+from generation.models import Generation, Job
 from generation.models.datasets import BASE_CHOICES
 from generation.models.jobs import SETTING_CHOICES
 
@@ -38,7 +38,7 @@ class Pool(models.Model):
     )
     per_cell = models.PositiveIntegerField(null=True, blank=True, help_text="generations per cell when sampled")
     seed = models.BigIntegerField(null=True, blank=True)
-    jobs = models.ManyToManyField(GenerationJob, blank=True, related_name="pools")
+    jobs = models.ManyToManyField(Job, blank=True, related_name="pools")
     pass_mark = models.FloatField(
         default=0.8, help_text="share of training items an annotator must get right before the real queue opens"
     )

@@ -70,7 +70,7 @@ def main() -> None:
                 if _scalar(database, "SELECT COUNT(*) FROM annotation_pool WHERE name = 'demo-live'"):
                     live = time.monotonic() - start
                     break
-            generated = _scalar(database, "SELECT SUM(done_items) FROM generation_generationjob")
+            generated = _scalar(database, "SELECT SUM(done_items) FROM generation_job")
         finally:
             server.terminate()
             server.wait(timeout=30)

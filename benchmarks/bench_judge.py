@@ -84,8 +84,8 @@ def bench_job(n: int) -> dict:
         DEFAULT_MODEL_NAME,
         Dataset,
         Generation,
-        GenerationJob,
         Instance,
+        Job,
         LanguageModel,
         Template,
     )  # fmt: skip
@@ -97,7 +97,7 @@ def bench_job(n: int) -> dict:
     call_command("migrate", verbosity=0)
     model, _ = LanguageModel.objects.get_or_create(name=DEFAULT_MODEL_NAME, defaults=DEFAULT_MODEL_FIELDS)
     dataset = Dataset.objects.create(name="bench", kind="misgendered", source="bench", import_signature="bench")
-    job = GenerationJob.objects.create(
+    job = Job.objects.create(
         model=model, dataset=dataset, pronouns=PRONOUNS, settings=["pre"], samples=SAMPLES, status="done"
     )
     prompts(n, samples=SAMPLES)  # fills CONTEXTS and CONTINUATIONS: each context's 5 samples in a row, as in a job

@@ -121,7 +121,7 @@ def _build(seed: int) -> dict:
     with connection.cursor() as cursor:
         cursor.execute(
             "TRUNCATE analysis_repetitionrate, annotation_pool, annotation_poolitem, generation_generation, "
-            "generation_probresult, generation_generationjob, generation_instance, generation_template, "
+            "generation_probresult, generation_job, generation_instance, generation_template, "
             "generation_dataset, generation_languagemodel RESTART IDENTITY CASCADE"
         )
     get_user_model().objects.filter(username__startswith="bench-").delete()
@@ -144,7 +144,7 @@ def _build(seed: int) -> dict:
 
 def _build_jobs() -> tuple[list, dict[str, list]]:
     """The models, one dataset per kind with its templates and instances, and a finished job per model and dataset."""
-    from generation.models import Dataset, GenerationJob, Instance, JobStatus, LanguageModel, Template
+    from generation.models import Dataset, Instance, Job, JobStatus, LanguageModel, Template
 
     models = LanguageModel.objects.bulk_create(
         [LanguageModel(name=m, source_kind="hub", source=f"bench/{m}") for m in MODELS]
@@ -187,7 +187,7 @@ def _build_jobs() -> tuple[list, dict[str, list]]:
             row.ordinal = ordinal
         instances[kind] = Instance.objects.bulk_create(rows, batch_size=5000)
     jobs = [
-        GenerationJob.objects.create(
+        Job.objects.create(
             model=model, dataset=datasets[kind], pronouns=PRONOUNS, settings=SETTINGS, status=JobStatus.DONE
         )
         for model in models
@@ -401,13 +401,13 @@ def main() -> None:
     _setup(args.database_url or default_url + ("_demo" if args.scale == "demo" else ""))
     from analysis.services import repetition_rates_fill
     from annotation.models import Pool
-    from generation.models import GenerationJob
+    from generation.models import Job
 
     built: dict = {}
     if not (args.reuse and Pool.objects.filter(name="bench").exists()):
         built = _build(args.seed)
         started = time.perf_counter()
-        for job_id in GenerationJob.objects.values_list("id", flat=True):
+        for job_id in Job.objects.values_list("id", flat=True):
             repetition_rates_fill(job_ids=[job_id])
         built["repetition_fill_seconds_at_generation_time"] = round(time.perf_counter() - started, 1)
     from bench_annotation import reference_ms  # the machine's speed, before and after

@@ -69,7 +69,7 @@ def _build(rng) -> dict:
     from annotation.services.assignment import assignments_create
     from annotation.services.guidelines import pool_guidelines_set
     from annotation.services.pool import pool_sample
-    from generation.models import Dataset, Generation, GenerationJob, Instance, LanguageModel, ProbResult, Template
+    from generation.models import Dataset, Generation, Instance, Job, LanguageModel, ProbResult, Template
     from judging.models import MachineLabel
     from judging.services.judges import judge_add
     from judging.services.runs import judge_run_create
@@ -105,7 +105,7 @@ def _build(rng) -> dict:
                     )
             Instance.objects.bulk_create(instances)
             for model in models:
-                job = GenerationJob.objects.create(
+                job = Job.objects.create(
                     model=model,
                     dataset=dataset,
                     pronouns=PRONOUNS,
@@ -177,7 +177,7 @@ def _build(rng) -> dict:
             )
             for item in items
         )
-        GenerationJob.objects.filter(pk=run.job_id).update(status="done", total_units=len(items))
+        Job.objects.filter(pk=run.job_id).update(status="done", total_units=len(items))
     return {
         "items": pool.items.count(),
         "annotations": Annotation.objects.filter(item__pool=pool).count(),

@@ -34,7 +34,7 @@ from generation.contexts import build_context
 from generation.datasets.labels import dataset_label
 from generation.datasets.registry import codebook_for
 from generation.heuristic import heuristic_verdicts
-from generation.models import DEFAULT_MODEL_NAME, Dataset, Generation, GenerationJob, JobStatus, LanguageModel
+from generation.models import DEFAULT_MODEL_NAME, Dataset, Generation, Job, JobStatus, LanguageModel
 from judging.models import JUDGE_KIND, RUN_IMPORTED, JudgeMode, JudgeRun, MachineLabel
 from judging.services.imports import external_judge
 from judging.services.judges import judge_add
@@ -102,7 +102,7 @@ def _raters() -> list:
     return users
 
 
-def _job(dataset: Dataset) -> tuple[GenerationJob, list[tuple[Generation, str]]]:
+def _job(dataset: Dataset) -> tuple[Job, list[tuple[Generation, str]]]:
     """The hand-written job over the dataset's instances: its generations, each with the label its frame was made
     for, in order."""
     model, _ = LanguageModel.objects.get_or_create(
@@ -113,7 +113,7 @@ def _job(dataset: Dataset) -> tuple[GenerationJob, list[tuple[Generation, str]]]
     instances = list(dataset.instances.select_related("template").order_by("ordinal"))
     now = timezone.now()
     total = len(instances) * DEMO_JOB_SAMPLES
-    job = GenerationJob.objects.create(
+    job = Job.objects.create(
         model=model,
         dataset=dataset,
         pronouns=sorted({instance.pronoun for instance in instances}),
@@ -219,12 +219,12 @@ def judged_pool_load() -> tuple[Pool, bool]:
     return pool, True
 
 
-def _judge_run(*, job: GenerationJob, labels: list[str], generations: list[tuple[Generation, str]]) -> JudgeRun:
+def _judge_run(*, job: Job, labels: list[str], generations: list[tuple[Generation, str]]) -> JudgeRun:
     """The demo judge's finished run over the whole job: a label and confidence for each of its generations."""
     judge, _ = external_judge(name=DEMO_JUDGE, labels=labels, description=DEMO_JUDGE_DESCRIPTION)
     now = timezone.now()
     n = len(generations)
-    record = GenerationJob.objects.create(
+    record = Job.objects.create(
         kind=JUDGE_KIND,
         model=judge.model,
         dataset=None,

@@ -1,6 +1,6 @@
 from django.db import models
 
-from generation.models import GenerationJob
+from generation.models import Job
 
 
 class LiveJob(models.Model):
@@ -8,7 +8,7 @@ class LiveJob(models.Model):
     this job, never the newest job on the dataset: an admin's own job there (cancelled, say) is not the demo's."""
 
     dataset_name = models.CharField(max_length=100, unique=True)
-    job = models.OneToOneField(GenerationJob, on_delete=models.CASCADE, related_name="+")
+    job = models.OneToOneField(Job, on_delete=models.CASCADE, related_name="+")
 
     def __str__(self) -> str:
         return f"{self.dataset_name}: job {self.job_id}"

@@ -37,8 +37,8 @@ from generation.models import (
     DEFAULT_MODEL_NAME,
     Dataset,
     Generation,
-    GenerationJob,
     Instance,
+    Job,
     JobStatus,
     LanguageModel,
     Template,
@@ -210,7 +210,7 @@ def _distractor_items(*, pool: Pool) -> None:
         defaults={"source_kind": LanguageModel.SourceKind.NONE, "source": "demo/ (texts written by hand, not a model)"},
     )
     count = len(DISTRACTOR_CONTINUATIONS)
-    job = GenerationJob.objects.create(
+    job = Job.objects.create(
         model=model,
         dataset=dataset,
         pronouns=["xe"],
@@ -251,24 +251,24 @@ def _distractor_items(*, pool: Pool) -> None:
     pool.jobs.add(job)
 
 
-def live_jobs() -> list[GenerationJob]:
+def live_jobs() -> list[Job]:
     """The demo's own job over each live demo dataset, as `load_demo` recorded it (one each once it has queued them)."""
     recorded = {row.dataset_name: row.job for row in LiveJob.objects.select_related("job", "job__dataset")}
     return [recorded[name] for name in LIVE_DATASETS if name in recorded]
 
 
-def live_job_record(*, job: GenerationJob) -> GenerationJob:
+def live_job_record(*, job: Job) -> Job:
     """Record `job` as the demo's own job over its dataset (the one `demo-live` is drawn from)."""
     assert job.dataset is not None  # a generation job over a live demo dataset
     LiveJob.objects.update_or_create(dataset_name=job.dataset.name, defaults={"job": job})
     return job
 
 
-def live_job_adopt(*, dataset_name: str) -> GenerationJob | None:
+def live_job_adopt(*, dataset_name: str) -> Job | None:
     """A demo installed before jobs were recorded: its own job is the first default-model job that `load_demo`
     queued over the dataset (one instance per pronoun, seed 0). Recorded and returned; None when there is none."""
     job = (
-        GenerationJob.objects.filter(
+        Job.objects.filter(
             dataset__name=dataset_name, model__name=DEFAULT_MODEL_NAME, per_pronoun=LIVE_PER_PRONOUN, seed=0
         )
         .order_by("pk")

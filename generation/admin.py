@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from generation.models import Dataset, GenerationJob, Instance, JobChunk, LanguageModel, PronounForm, Template
+from generation.models import Dataset, Instance, Job, JobChunk, LanguageModel, PronounForm, Template
 
 
 @admin.register(LanguageModel)
@@ -40,17 +40,17 @@ class JobChunkInline(admin.TabularInline):
     can_delete = False
 
 
-@admin.register(GenerationJob)
-class GenerationJobAdmin(admin.ModelAdmin):
+@admin.register(Job)
+class JobAdmin(admin.ModelAdmin):
     list_display = ("id", "model", "dataset", "status", "done_instances", "total_instances", "created_at")
     list_filter = ("status",)
     inlines = [JobChunkInline]
 
     # The columns keep their titles; the fields count any kind's units (generation: instances).
     @admin.display(description="done instances", ordering="done_units")
-    def done_instances(self, job: GenerationJob) -> int:
+    def done_instances(self, job: Job) -> int:
         return job.done_units
 
     @admin.display(description="total instances", ordering="total_units")
-    def total_instances(self, job: GenerationJob) -> int:
+    def total_instances(self, job: Job) -> int:
         return job.total_units

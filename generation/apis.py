@@ -20,7 +20,7 @@ from generation.jobs.services import (
     job_create,
     job_resume,
 )
-from generation.models import GenerationJob
+from generation.models import Job
 from generation.parameters import JobParametersSerializer
 from generation.selectors import (
     JobTiming,
@@ -63,7 +63,7 @@ class JobOutputSerializer(serializers.ModelSerializer):
     }
 
     class Meta:
-        model = GenerationJob
+        model = Job
         fields = [
             "id",
             "kind",
@@ -114,50 +114,50 @@ class JobOutputSerializer(serializers.ModelSerializer):
         field_class, kwargs = super().build_field(source, info, model_class, nested_depth)
         return field_class, {**kwargs, "source": source}
 
-    def _timing(self, job: GenerationJob) -> JobTiming:
+    def _timing(self, job: Job) -> JobTiming:
         """One reading of the chunks per job, for the four timing keys."""
         cache: dict[int, JobTiming] = self.__dict__.setdefault("_timings", {})
         if job.pk not in cache:
             cache[job.pk] = job_timing(job=job)
         return cache[job.pk]
 
-    def _place(self, job: GenerationJob) -> QueuePlace | None:
+    def _place(self, job: Job) -> QueuePlace | None:
         cache: dict[int, QueuePlace | None] = self.__dict__.setdefault("_places", {})
         if job.pk not in cache:
             cache[job.pk] = job_queue_place(job=job)
         return cache[job.pk]
 
-    def get_description(self, job: GenerationJob) -> str:
+    def get_description(self, job: Job) -> str:
         handler = job_kind_get(job.kind)
         return handler.describe(job=job) if handler is not None else f"{job.kind} (kind not installed here)"
 
-    def get_status_text(self, job: GenerationJob) -> str:
+    def get_status_text(self, job: Job) -> str:
         return job_status_text(job=job)
 
-    def get_queue_position(self, job: GenerationJob) -> int | None:
+    def get_queue_position(self, job: Job) -> int | None:
         place = self._place(job)
         return None if place is None else place.position
 
-    def get_queued_after(self, job: GenerationJob) -> int | None:
+    def get_queued_after(self, job: Job) -> int | None:
         place = self._place(job)
         return None if place is None else place.after
 
-    def get_progress(self, job: GenerationJob) -> float:
+    def get_progress(self, job: Job) -> float:
         return job.done_items / job.total_items if job.total_items else 0.0
 
-    def get_elapsed_seconds(self, job: GenerationJob) -> float | None:
+    def get_elapsed_seconds(self, job: Job) -> float | None:
         return _rounded(self._timing(job).elapsed_seconds)
 
-    def get_eta_seconds(self, job: GenerationJob) -> float | None:
+    def get_eta_seconds(self, job: Job) -> float | None:
         return _rounded(self._timing(job).eta_seconds)
 
-    def get_eta_low_seconds(self, job: GenerationJob) -> float | None:
+    def get_eta_low_seconds(self, job: Job) -> float | None:
         return _rounded(self._timing(job).eta_low_seconds)
 
-    def get_eta_high_seconds(self, job: GenerationJob) -> float | None:
+    def get_eta_high_seconds(self, job: Job) -> float | None:
         return _rounded(self._timing(job).eta_high_seconds)
 
-    def get_resumable(self, job: GenerationJob) -> bool:
+    def get_resumable(self, job: Job) -> bool:
         return job_resumable(job=job)
 
 

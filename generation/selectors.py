@@ -16,8 +16,8 @@ from generation.datasets.registry import dataset_kind
 from generation.models import (
     Dataset,
     Generation,
-    GenerationJob,
     Instance,
+    Job,
     JobChunk,
     JobStatus,
     LanguageModel,
@@ -28,11 +28,11 @@ from generation.models import (
 from generation.pronouns import Codebook
 
 
-def job_list() -> QuerySet[GenerationJob]:
-    return GenerationJob.objects.select_related("model", "dataset", "created_by").order_by("-created_at", "-id")
+def job_list() -> QuerySet[Job]:
+    return Job.objects.select_related("model", "dataset", "created_by").order_by("-created_at", "-id")
 
 
-def job_get(*, job_id: int) -> GenerationJob | None:
+def job_get(*, job_id: int) -> Job | None:
     return job_list().filter(pk=job_id).first()
 
 
@@ -82,17 +82,15 @@ def model_seconds_per_row(
     """The recent throughput of the runners on a model's jobs of one kind, as seconds per result row (a
     continuation): the last RECENT_CHUNKS finished chunks of its other jobs, their run time over their rows (model
     loading included, so it errs long). None when no such chunk has finished yet."""
+    recent = JobChunk.objects.filter(
+        job__model=model, job__kind=kind, finished_at__isnull=False, started_at__isnull=False, job__total_units__gt=0
+    )
+    if exclude_job_id is not None:
+        recent = recent.exclude(job_id=exclude_job_id)
     chunks = (
-        JobChunk.objects.filter(
-            job__model=model,
-            job__kind=kind,
-            finished_at__isnull=False,
-            started_at__isnull=False,
-            job__total_units__gt=0,
+        recent.order_by("-finished_at").values_list(
+            "started_at", "finished_at", "unit_ids", "job__total_items", "job__total_units"
         )
-        .exclude(job_id=exclude_job_id)
-        .order_by("-finished_at")
-        .values_list("started_at", "finished_at", "unit_ids", "job__total_items", "job__total_units")
     )[:RECENT_CHUNKS]
     seconds = rows = 0.0
     for started, finished, ids, items, units in chunks:
@@ -105,7 +103,7 @@ def model_seconds_per_row(
 ETA_MEMO_SECONDS = 24 * 3600
 
 
-def _counting_down(*, job: GenerationJob, timing: JobTiming, now: datetime) -> JobTiming:
+def _counting_down(*, job: Job, timing: JobTiming, now: datetime) -> JobTiming:
     """The estimate as a reader follows it: never above the last one given for this run less the time since
     (docs/domain.md, 'Jobs'). Each reading takes a new pace (a chunk that carried the model's loading, other jobs
     taking turns on the runner, this run's own pace replacing the model's pace on earlier jobs): alone, a new pace
@@ -133,7 +131,7 @@ def _counting_down(*, job: GenerationJob, timing: JobTiming, now: datetime) -> J
     )
 
 
-def job_timing(*, job: GenerationJob, now: datetime | None = None) -> JobTiming:
+def job_timing(*, job: Job, now: datetime | None = None) -> JobTiming:
     """Elapsed time and the estimate of the time left, with a range (docs/domain.md, 'Jobs').
 
     Once chunks of this run (since its start or its last resume) have finished, the pace is their recent
@@ -146,7 +144,7 @@ def job_timing(*, job: GenerationJob, now: datetime | None = None) -> JobTiming:
     return _counting_down(job=job, timing=_job_timing_now(job=job, now=now), now=now)
 
 
-def _job_timing_now(*, job: GenerationJob, now: datetime) -> JobTiming:
+def _job_timing_now(*, job: Job, now: datetime) -> JobTiming:
     """The estimate from this reading alone."""
     if job.started_at is None:
         return JobTiming(elapsed_seconds=None, eta_seconds=None)
@@ -195,7 +193,7 @@ def job_run_order(*, job_ids=None) -> list[int]:
     """The queued and running jobs of every kind (generation, judge, ...) in the order they run: running jobs first,
     then each queued job by when its chunks were handed to a runner (the broker's queue is first in, first out; the
     embedded runner takes its jobs in this same order, generation/jobs/runner.py), then by creation."""
-    active = GenerationJob.objects.filter(status__in=(JobStatus.QUEUED, JobStatus.RUNNING))
+    active = Job.objects.filter(status__in=(JobStatus.QUEUED, JobStatus.RUNNING))
     if job_ids is not None:
         active = active.filter(pk__in=job_ids)
     ordered = active.annotate(
@@ -232,7 +230,7 @@ class QueuePlace:
     after: int | None  # the job just ahead of it (queued or running), None when none is
 
 
-def job_queue_place(*, job: GenerationJob) -> QueuePlace | None:
+def job_queue_place(*, job: Job) -> QueuePlace | None:
     """A queued job's place in the run order of every kind's unfinished jobs (`job_run_order`); None unless queued."""
     if job.status != JobStatus.QUEUED:
         return None
@@ -248,7 +246,7 @@ def ordinal(number: int) -> str:
     return f"{number}{suffix}"
 
 
-def job_status_text(*, job: GenerationJob) -> str:
+def job_status_text(*, job: Job) -> str:
     """The status as the jobs page shows it: "queued, 2nd after job 1" for a queued job, else the status."""
     place = job_queue_place(job=job)
     if place is None:
@@ -258,7 +256,7 @@ def job_status_text(*, job: GenerationJob) -> str:
     return f"queued, {ordinal(place.position)} after job {place.after}"
 
 
-def job_chunks_live(*, job: GenerationJob) -> bool:
+def job_chunks_live(*, job: Job) -> bool:
     """Whether a runner holds one of the job's chunks now (a live lease): then a Resume has nothing to take over."""
     from generation.jobs.leases import chunk_lease_live  # the lease rule lives with the leases
 
@@ -267,7 +265,7 @@ def job_chunks_live(*, job: GenerationJob) -> bool:
     return any(chunk_lease_live(chunk, now=now) for chunk in chunks)
 
 
-def job_resumable(*, job: GenerationJob) -> bool:
+def job_resumable(*, job: Job) -> bool:
     """Whether Resume has something to do: a failed job, or a running one that no runner works on (its runner is
     gone). A queued job waits for a runner; `resume_jobs` and the embedded server's start pick it up. A cancelled
     job is never resumed (cancel is final)."""
@@ -283,7 +281,7 @@ def model_list() -> QuerySet[LanguageModel]:
     return LanguageModel.objects.exclude(source_kind__in=unrunnable).order_by("name")
 
 
-def job_generations(*, job: GenerationJob, setting: str | None = None) -> QuerySet[Generation]:
+def job_generations(*, job: Job, setting: str | None = None) -> QuerySet[Generation]:
     """A job's generations in dataset order, with their instances (for the results page and the export)."""
     rows = Generation.objects.filter(job=job).select_related("instance__template", "instance__dataset")
     if setting:
@@ -291,16 +289,16 @@ def job_generations(*, job: GenerationJob, setting: str | None = None) -> QueryS
     return rows.order_by("instance__ordinal", "-setting", "sample_index")  # pre before post
 
 
-def job_prob_results(*, job: GenerationJob, instance_ids) -> dict[int, ProbResult]:
+def job_prob_results(*, job: Job, instance_ids) -> dict[int, ProbResult]:
     return {row.instance_id: row for row in ProbResult.objects.filter(job=job, instance_id__in=instance_ids)}
 
 
-def job_tango_results(*, job: GenerationJob, generation_ids) -> dict[int, TangoTemplate]:
+def job_tango_results(*, job: Job, generation_ids) -> dict[int, TangoTemplate]:
     """Prob-TANGO per generation (TANGO jobs): the rewrite, its template, or that it failed, and the verdict."""
     return {row.generation_id: row for row in TangoTemplate.objects.filter(job=job, generation_id__in=generation_ids)}
 
 
-def job_prob_summary(*, job: GenerationJob) -> dict:
+def job_prob_summary(*, job: Job) -> dict:
     """The probability-based result: per instance (ProbResult) on the masked datasets; per generation on TANGO
     (Prob-TANGO, docs/domain.md, 'TANGO and Prob-TANGO'), where failed templates are counted apart and left out."""
     tango = job.dataset is not None and dataset_kind(job.dataset.kind).scores_per_generation
@@ -343,7 +341,7 @@ EXPORT_COLUMNS = (
 HEURISTIC_NOT_VALID = "not valid with distractors"
 
 
-def job_export_rows(*, job: GenerationJob, batch: int = 2000) -> Iterator[dict]:
+def job_export_rows(*, job: Job, batch: int = 2000) -> Iterator[dict]:
     """One dict per generation with EXPORT_COLUMNS; prob columns are empty where the instance was not scored."""
     probs = {row.instance_id: row for row in ProbResult.objects.filter(job=job)}
     # TANGO's probability verdict is per generation (Prob-TANGO), not per instance.

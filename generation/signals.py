@@ -1,7 +1,7 @@
 """What the generation pipeline tells other apps. Generation imports nothing from them: an app that needs to act when
 generations are written connects a receiver (in its AppConfig.ready()), e.g. analysis caches repetition rates.
 
-Both are sent once the rows they speak of are committed, with `sender=GenerationJob`. A receiver's error is logged
+Both are sent once the rows they speak of are committed, with `sender=Job`. A receiver's error is logged
 and never fails the generation job (`send_robust`).
 """
 

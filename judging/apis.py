@@ -18,7 +18,7 @@ from accounts.roles import IsResearcher
 from annotation.models import Pool
 from common.openapi import FILE_FORMAT, FILE_RESPONSES, Detail
 from common.renderers import CONTENT_TYPES, CsvRenderer, JsonLinesRenderer
-from generation.models import GenerationJob
+from generation.models import Job
 from judging.exports import generation_labels_export, labels_export
 from judging.models import JudgeMode, JudgeRun
 from judging.selectors import job_runs, pool_runs
@@ -67,7 +67,7 @@ class JobJudgeRunsApi(APIView):
 
     @extend_schema(responses={200: RunSerializer(many=True), 404: Detail})
     def get(self, request, job_id: int):
-        job = get_object_or_404(GenerationJob, pk=job_id)
+        job = get_object_or_404(Job, pk=job_id)
         runs = job_runs(job=job).select_related("judge__model", "pool")
         return Response(RunSerializer(runs, many=True).data)
 

@@ -21,7 +21,7 @@ from rest_framework import serializers
 from annotation.models import Pool, PoolItem
 from generation.jobs.kinds import JobKind
 from generation.jobs.progress import job_rows_write
-from generation.models import GENERATION_KIND, Generation, GenerationJob, JobChunk, JobStatus
+from generation.models import GENERATION_KIND, Generation, Job, JobChunk, JobStatus
 from generation.parameters import MAX_SEED, JobParameterError, JobParameters
 from judging.models import Judge, JudgeMode, JudgeRun, MachineLabel
 from judging.services.judges import judge_latest
@@ -39,7 +39,7 @@ class RunParameters:
     k: int
     temperature: float
     seed: int
-    source_job: GenerationJob | None = None
+    source_job: Job | None = None
 
     def options(self) -> dict[str, Any]:
         """The job's `options` for this run (the seed is the job's own column)."""
@@ -63,10 +63,10 @@ def _is_int(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _job_check(job: int | str | GenerationJob, errors: dict[str, str]) -> GenerationJob | None:
+def _job_check(job: int | str | Job, errors: dict[str, str]) -> Job | None:
     """The finished generation job a run over a job labels (by id or row); a problem goes into `errors`."""
-    chosen: GenerationJob | None
-    if isinstance(job, GenerationJob):
+    chosen: Job | None
+    if isinstance(job, Job):
         chosen = job
     else:
         try:
@@ -74,7 +74,7 @@ def _job_check(job: int | str | GenerationJob, errors: dict[str, str]) -> Genera
         except (TypeError, ValueError):
             errors["job"] = f"a generation job's id is a whole number, got {job!r}"
             return None
-        chosen = GenerationJob.objects.filter(pk=job_id).first()
+        chosen = Job.objects.filter(pk=job_id).first()
         if chosen is None:
             errors["job"] = f"no generation job {job_id}"
             return None
@@ -91,7 +91,7 @@ def judge_run_parameters_validate(
     *,
     pool: str | Pool | None = None,
     judge: str | Judge,
-    job: int | str | GenerationJob | None = None,
+    job: int | str | Job | None = None,
     mode: str | None = None,
     k: int | None = None,
     temperature: float | None = None,
@@ -102,7 +102,7 @@ def judge_run_parameters_validate(
     the mode defaults to the judge's. `k` is at least 1 and the temperature above 0."""
     errors: dict[str, str] = {}
     chosen_pool: Pool | None = None
-    chosen_job: GenerationJob | None = None
+    chosen_job: Job | None = None
     if (pool is None or pool == "") == (job is None or job == ""):
         errors["pool"] = (
             "give a pool or a generation job (--pool or --job), not both"
@@ -151,7 +151,7 @@ def judge_run_parameters_validate(
     )
 
 
-def judge_run_for_job(*, job: GenerationJob) -> JudgeRun:
+def judge_run_for_job(*, job: Job) -> JudgeRun:
     """The job's run row (made from its options when the job was queued without one)."""
     run = JudgeRun.objects.select_related("judge__model", "pool", "job").filter(job=job).first()
     if run is not None:
@@ -162,9 +162,7 @@ def judge_run_for_job(*, job: GenerationJob) -> JudgeRun:
         defaults={
             "judge": Judge.objects.get(pk=options["judge_id"]),
             "pool": Pool.objects.get(pk=options["pool_id"]) if options.get("pool_id") is not None else None,
-            "source_job": (
-                GenerationJob.objects.get(pk=options["job_id"]) if options.get("job_id") is not None else None
-            ),
+            "source_job": (Job.objects.get(pk=options["job_id"]) if options.get("job_id") is not None else None),
             "created_by": job.created_by,
         },
     )
@@ -204,9 +202,7 @@ class JudgeKind(JobKind[JobParameters]):
             PoolItem.objects.filter(pool_id=params.options["pool_id"]).order_by("id").values_list("id", flat=True)
         )
 
-    def run_chunk(
-        self, *, job: GenerationJob, chunk: JobChunk, stop: Callable[[], bool], step_done: Callable[[], None]
-    ) -> bool:
+    def run_chunk(self, *, job: Job, chunk: JobChunk, stop: Callable[[], bool], step_done: Callable[[], None]) -> bool:
         from judging.services.labels import judge_chunk_label
 
         run = judge_run_for_job(job=job)
@@ -221,11 +217,11 @@ class JudgeKind(JobKind[JobParameters]):
         step_done()
         return not stop()
 
-    def counts(self, *, job: GenerationJob) -> tuple[int, int]:
+    def counts(self, *, job: Job) -> tuple[int, int]:
         done = MachineLabel.objects.filter(run__job=job).count()
         return done, done
 
-    def describe(self, *, job: GenerationJob) -> str:
+    def describe(self, *, job: Job) -> str:
         options = job.options
         scope = f"job {options['job_id']}" if options.get("job_id") is not None else f"pool {options.get('pool')}"
         return f"judge {options.get('judge')} v{options.get('version')} ({options.get('mode')}) on {scope}"

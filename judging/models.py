@@ -9,7 +9,7 @@ from django.db import models
 from django.db.models import Q
 
 from annotation.models import Pool, PoolItem
-from generation.models import Generation, GenerationJob, LanguageModel
+from generation.models import Generation, Job, LanguageModel
 
 
 class JudgeMode(models.TextChoices):
@@ -74,7 +74,7 @@ class JudgeRun(models.Model):
     judge = models.ForeignKey(Judge, on_delete=models.PROTECT, related_name="runs")
     pool = models.ForeignKey(Pool, null=True, blank=True, on_delete=models.CASCADE, related_name="judge_runs")
     source_job = models.ForeignKey(
-        GenerationJob,
+        Job,
         null=True,
         blank=True,
         on_delete=models.CASCADE,
@@ -82,7 +82,7 @@ class JudgeRun(models.Model):
         help_text="the generation job whose generations the run labels (a run over a job)",
     )
     job = models.OneToOneField(
-        GenerationJob,
+        Job,
         on_delete=models.CASCADE,
         related_name="judge_run",
         help_text="the judge job that does the run's work and holds its parameters",

@@ -13,7 +13,7 @@ from django.db.models import Q, QuerySet
 
 from annotation.models import Pool, PoolItem
 from generation.datasets.labels import dataset_label
-from generation.models import Generation, GenerationJob
+from generation.models import Generation, Job
 from judging.models import Judge, JudgeMode, JudgeRun, MachineLabel
 from judging.prompts import PromptItem, codebook_of, prompt_render
 
@@ -67,7 +67,7 @@ def pool_runs(*, pool: Pool) -> QuerySet[JudgeRun]:
     return JudgeRun.objects.filter(pool=pool).select_related("judge", "job").order_by("id")
 
 
-def job_runs(*, job: GenerationJob) -> QuerySet[JudgeRun]:
+def job_runs(*, job: Job) -> QuerySet[JudgeRun]:
     """The runs over a generation job's generations, oldest first."""
     return JudgeRun.objects.filter(source_job=job).select_related("judge", "job", "source_job").order_by("id")
 

@@ -12,8 +12,8 @@ from generation.heuristic import heuristic_verdict
 from generation.models import (
     Dataset,
     Generation,
-    GenerationJob,
     Instance,
+    Job,
     JobStatus,
     LanguageModel,
     ProbResult,
@@ -74,7 +74,7 @@ class LanguageModelFactory(factory.django.DjangoModelFactory):
 
 class GenerationJobFactory(factory.django.DjangoModelFactory):
     class Meta:
-        model = GenerationJob
+        model = Job
 
     model = factory.SubFactory(LanguageModelFactory)
     dataset = factory.SubFactory(DatasetFactory)

@@ -155,9 +155,9 @@ class TestStudyActions:
         failed = GenerationJobFactory(model=model, status=JobStatus.FAILED)
         job_resume(job_id=failed.pk, queue=False, user=admin_user)
 
-        assert events(object_pk=str(job.pk), content_type__model="generationjob") == ["job.create", "job.cancel"]
+        assert events(object_pk=str(job.pk), content_type__model="job") == ["job.create", "job.cancel"]
         assert last("job.cancel").changes == {"status": ["queued", "cancelled"]}
-        assert events(object_pk=str(failed.pk), content_type__model="generationjob") == ["job.resume"]
+        assert events(object_pk=str(failed.pk), content_type__model="job") == ["job.resume"]
         assert {last(name).actor for name in ("job.create", "job.cancel", "job.resume")} == {admin_user}
 
     def test_a_judge_added_is_recorded(self, admin_user):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from generation.models import GenerationJob
+from generation.models import Job
 from tests.browser_support import browser_marks, log_in, wait_until_drawn
 from tests.test_browser_contrast import pages_by_role, site  # noqa: F401  (the contrast test's pages, one of each)
 
@@ -44,7 +44,7 @@ SPLIT_WORDS_SCRIPT = """
 
 
 def test_every_page_keeps_its_words_whole_at_390_px(live_server, browser, site):  # noqa: F811
-    job = GenerationJob.objects.filter(generations__isnull=False).distinct().get()
+    job = Job.objects.filter(generations__isnull=False).distinct().get()
     paths = pages_by_role(site)
     paths["rui_researcher"].append(f"/generation/jobs/{job.pk}/")
     failures = []

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from config.log_filters import ClientErrorsWithoutTraceback
 from generation.jobs import runner
-from generation.models import GenerationJob, JobStatus
+from generation.models import Job, JobStatus
 from tests.conftest import REPO
 from tests.factories import GenerationJobFactory
 
@@ -74,7 +74,7 @@ def test_a_first_start_does_not_call_a_queued_job_left_unfinished(caplog):
         f"starting generation job {never_started.pk}, queued before the server started": logging.INFO,
         f"resuming generation job {interrupted.pk}, left unfinished by an earlier process": logging.WARNING,
     }
-    assert GenerationJob.objects.count() == 2
+    assert Job.objects.count() == 2
 
 
 def test_setup_shows_pips_progress_on_the_big_installs_and_stays_idempotent():

@@ -477,7 +477,7 @@ class TestBadInputIsRefusedAndWritesNothing:
         assert not Assignment.objects.exists()
 
     def test_a_lone_surrogate_in_the_job_apis_pronouns_is_400(self, admin_user):
-        from generation.models import GenerationJob
+        from generation.models import Job
 
         client = Client()
         client.force_login(admin_user)
@@ -485,7 +485,7 @@ class TestBadInputIsRefusedAndWritesNothing:
         response = client.post("/api/generation-jobs/", body, content_type="application/json")
         assert response.status_code == 400
         assert "lone surrogate" in response.json()["detail"]
-        assert not GenerationJob.objects.exists()
+        assert not Job.objects.exists()
 
 
 @pytest.mark.django_db

@@ -22,7 +22,7 @@ from annotation.models import STUDY, Adjudication, Annotation, Assignment, Pool,
 from annotation.schema import MISGENDERING
 from annotation.selectors.aggregate import AggregationError, pool_aggregates
 from common.frames import pd
-from generation.models import GenerationJob
+from generation.models import Job
 from generation.models.tango import TangoTemplate
 from judging.selectors import covering_runs
 
@@ -120,11 +120,11 @@ def _versions() -> QuerySet:
     annotations = Annotation.objects.filter(item__pool=outer)
     adjudications = Adjudication.objects.filter(item__pool=outer)
     assignments = Assignment.objects.filter(pool=outer)
-    jobs = GenerationJob.objects.filter(pools=outer)
+    jobs = Job.objects.filter(pools=outer)
     tango_rows = TangoTemplate.objects.filter(job__pools=outer)
-    judge_jobs = GenerationJob.objects.filter(judge_run__pool=outer)  # LLM judges' runs (judging)
+    judge_jobs = Job.objects.filter(judge_run__pool=outer)  # LLM judges' runs (judging)
     # Judge runs over the pool's generation jobs count for the pool too.
-    job_judge_jobs = GenerationJob.objects.filter(judge_run__source_job__pools=outer)
+    job_judge_jobs = Job.objects.filter(judge_run__source_job__pools=outer)
     return (
         Pool.objects.all()
         .annotate(

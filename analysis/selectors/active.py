@@ -66,6 +66,7 @@ class Unit:
 
 def _job_units(*, run: JudgeRun, pool: Pool, side: HumanSide, positive: str) -> dict[Context, Unit]:
     """The run's job's contexts in order (instance, setting), each with what the judge and the pool's people said."""
+    assert run.source_job_id is not None  # the drawing run is a run over the pool's job
     options = run.judge.option_map
     units: dict[Context, Unit] = {}
     probability: dict[int, tuple[Context, float]] = {}

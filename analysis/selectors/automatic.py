@@ -20,7 +20,7 @@ from analysis.report.types import AccuracyRow, BetaRow, ConflictRow, ProbVsGenRo
 from annotation.models import Pool
 from common.frames import pd
 from generation.datasets.labels import dataset_label_expression
-from generation.models import Generation, GenerationJob, Instance, ProbResult
+from generation.models import Generation, Instance, Job, ProbResult
 
 CONFLICT_SCOPES = ["all", "dataset", "model", "pronoun", "setting"]
 
@@ -31,7 +31,7 @@ def pool_job_ids(*, pool: Pool) -> list[int]:
 
 def _jobs_frame(job_ids: list[int]) -> pd.DataFrame:
     return pd.DataFrame.from_records(
-        GenerationJob.objects.filter(id__in=job_ids)
+        Job.objects.filter(id__in=job_ids)
         .annotate(label=dataset_label_expression("dataset"))
         .values_list("id", "model__name", "label", "prob_score"),
         columns=["job_id", "model", "dataset", "prob_score"],

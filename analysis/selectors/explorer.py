@@ -25,7 +25,7 @@ from annotation.labelset import positive_label
 from annotation.models import STUDY, Pool, PoolItem
 from annotation.schema import MISGENDERING, human_binary
 from generation.datasets.labels import dataset_label_expression, dataset_label_q
-from generation.models import Generation, GenerationJob, Instance
+from generation.models import Generation, Instance, Job
 from generation.pronouns import BASES
 
 PAGE_SIZE = 20
@@ -112,9 +112,7 @@ class ExplorerPage:
 
 
 def _cell_jobs(*, pool: Pool, cell: dict):
-    return GenerationJob.objects.filter(
-        dataset_label_q("dataset", cell["dataset"]), pools=pool, model__name=cell["model"]
-    )
+    return Job.objects.filter(dataset_label_q("dataset", cell["dataset"]), pools=pool, model__name=cell["model"])
 
 
 def _scalar_count(queryset, column: str = "id", *, distinct: bool = False) -> Coalesce:

@@ -31,7 +31,7 @@ from annotation.machine import HUMAN
 from annotation.models import Adjudication, Annotation, Assignment, ExtraneousSpan, Pool, Referent
 from common.audit import audit_record
 from common.version import VERSION, concord_commit
-from generation.models import Dataset, GenerationJob, LanguageModel
+from generation.models import Dataset, Job, LanguageModel
 from generation.parameters import JobParametersSerializer
 from judging.models import Judge, MachineLabel
 
@@ -44,7 +44,7 @@ NOTES_WARNING = (
 def _job_parameters() -> list[str]:
     """A job's parameters as the job's own columns (the rest, the engine among them, are in its `options`): the
     fields of generation's parameter definition, so that a parameter added there reaches the manifest too."""
-    columns = {field.name for field in GenerationJob._meta.get_fields()}
+    columns = {field.name for field in Job._meta.get_fields()}
     return [name for name in JobParametersSerializer().fields if name in columns and name not in ("model", "dataset")]
 
 
@@ -155,7 +155,7 @@ def row_columns(table: Table) -> set[str]:
 
 def _manifest(*, scope: Scope, pseudonyms: dict[int, str], files: dict[str, dict], report: dict, notes: bool) -> dict:
     pool = scope.pool
-    jobs = GenerationJob.objects.filter(pk__in=scope.job_ids).select_related("model", "dataset").order_by("pk")
+    jobs = Job.objects.filter(pk__in=scope.job_ids).select_related("model", "dataset").order_by("pk")
     return {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,

@@ -45,7 +45,7 @@ from annotation.forms import PoolSampleForm
 from annotation.machine import HUMAN
 from annotation.models import Annotation, ExtraneousSpan, Pool, PoolItem, Referent, new_public_id
 from common.audit import CREATE, audit_record
-from generation.models import Dataset, GenerationJob, LanguageModel
+from generation.models import Dataset, Job, LanguageModel
 from generation.models.datasets import BASE_CHOICES
 from judging.models import Judge
 
@@ -109,8 +109,8 @@ def _number(value: Any) -> bool:
 # The shape of JSON columns the report reads (for every other one, the type of the column's default is checked).
 JSON_SHAPES: dict[tuple[str, str], tuple[str, Callable[[Any], bool]]] = {
     ("pool", "labels"): ("a list of labels", _text_list),
-    ("generationjob", "pronouns"): ("a list of pronouns", _text_list),
-    ("generationjob", "settings"): ("a list of settings", _text_list),
+    ("job", "pronouns"): ("a list of pronouns", _text_list),
+    ("job", "settings"): ("a list of settings", _text_list),
     ("judge", "options"): (
         "a list of [label, option text] pairs",
         lambda value: isinstance(value, list) and all(_text_list(pair) and len(pair) == 2 for pair in value),
@@ -284,7 +284,7 @@ class _Importer:
                 obj.name = f"{obj.name}{self.suffix}"[:64]
         if isinstance(obj, Pool):
             obj.name = self.pool_name
-        if isinstance(obj, GenerationJob) and isinstance(obj.options, dict):
+        if isinstance(obj, Job) and isinstance(obj.options, dict):
             obj.options = {  # a job named in the options is in this very table: mapped once it is written
                 key: self.ids[OPTION_REFERENCES[key]].get(value, value)
                 if key in OPTION_REFERENCES and OPTION_REFERENCES[key] in self.ids and is_id(value)
@@ -321,8 +321,8 @@ class _Importer:
         if table.model is Pool:
             self._pool_jobs(rows[0])
         written = [obj for _, _, obj in pending]
-        if table.model is GenerationJob:
-            self._job_options([obj for obj in written if isinstance(obj, GenerationJob)])
+        if table.model is Job:
+            self._job_options([obj for obj in written if isinstance(obj, Job)])
         if table.model is PoolItem:
             self.text_lengths = {obj.pk: len(obj.continuation) for obj in written if isinstance(obj, PoolItem)}
         if table.model is Annotation:
@@ -357,7 +357,7 @@ class _Importer:
             raise BundleError("jobs must be a list of job ids", file="pools.jsonl", line=line)
         self.pool_jobs = jobs
 
-    def _job_options(self, jobs: list[GenerationJob]) -> None:
+    def _job_options(self, jobs: list[Job]) -> None:
         """A judge job's options name the generation job it judges (`job_id`): now that every job is written, the
         new id."""
         changed = []
@@ -368,7 +368,7 @@ class _Importer:
                     job.options = {**job.options, key: self.ids["jobs"][job.options[key]]}
                     changed.append(job)
         if changed:
-            GenerationJob.objects.bulk_update(changed, ["options"], batch_size=BATCH)
+            Job.objects.bulk_update(changed, ["options"], batch_size=BATCH)
 
     @staticmethod
     def _item_ids(items: list) -> None:

@@ -18,7 +18,7 @@ from django.db import models
 from django.db.models import Q, QuerySet
 
 from annotation.models import Adjudication, Annotation, Assignment, Pool, PoolGuideline, PoolItem
-from generation.models import Dataset, Generation, GenerationJob, Instance, LanguageModel, ProbResult
+from generation.models import Dataset, Generation, Instance, Job, LanguageModel, ProbResult
 from generation.models.datasets import PronounForm, Template
 from generation.models.tango import TangoTemplate
 from judging.models import Judge, JudgeRun, MachineLabel
@@ -44,7 +44,7 @@ class Scope:
         job_ids = sorted(
             {*pool.jobs.values_list("pk", flat=True), *runs.exclude(job=None).values_list("job_id", flat=True)}
         )
-        jobs = GenerationJob.objects.filter(pk__in=job_ids)
+        jobs = Job.objects.filter(pk__in=job_ids)
         judge_names = sorted(set(runs.values_list("judge__name", flat=True)))
         judges = Judge.objects.filter(name__in=judge_names)
         return cls(
@@ -88,7 +88,7 @@ TABLES: list[Table] = [
     Table("pools", Pool, lambda s: Pool.objects.filter(pk=s.pool.pk)),
     Table("guidelines", PoolGuideline, lambda s: PoolGuideline.objects.filter(pool=s.pool)),
     # The jobs' parameters and seeds; a judge job's options name its pool and judge by id (mapped on import).
-    Table("jobs", GenerationJob, lambda s: GenerationJob.objects.filter(pk__in=s.job_ids), drop=("error",)),
+    Table("jobs", Job, lambda s: Job.objects.filter(pk__in=s.job_ids), drop=("error",)),
     Table("generations", Generation, lambda s: Generation.objects.filter(job_id__in=s.job_ids)),
     Table("prob_results", ProbResult, lambda s: ProbResult.objects.filter(job_id__in=s.job_ids)),
     Table("tango_templates", TangoTemplate, lambda s: TangoTemplate.objects.filter(job_id__in=s.job_ids)),

@@ -14,7 +14,7 @@ from django.db.models import Count, Exists, OuterRef, Prefetch, QuerySet
 from accounts.roles import ANNOTATOR
 from annotation.models import GOLD, STUDY, TRAINING, Adjudication, Annotation, Assignment, Pool, PoolItem
 from annotation.selectors import qualification_statuses
-from generation.models import GenerationJob, JobStatus
+from generation.models import Job, JobStatus
 
 # Progress ------------------------------------------------------------------------------------------------------------
 
@@ -121,13 +121,11 @@ def pool_summaries() -> QuerySet[Pool]:
     ).order_by("-created_at")
 
 
-def finished_jobs() -> QuerySet[GenerationJob]:
+def finished_jobs() -> QuerySet[Job]:
     """The jobs a pool can be drawn from, for the pool form's list."""
     # Generation jobs only: other job kinds (judge runs, generation/jobs/kinds.py) have no generations to draw.
     return (
-        GenerationJob.objects.filter(status=JobStatus.DONE, kind="generation")
-        .select_related("model", "dataset")
-        .order_by("pk")
+        Job.objects.filter(status=JobStatus.DONE, kind="generation").select_related("model", "dataset").order_by("pk")
     )
 
 

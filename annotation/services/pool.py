@@ -34,7 +34,7 @@ from annotation.schema import MISGENDERING
 from common.audit import CREATE, audit_record
 from generation.contexts import ALL_SETTINGS
 from generation.datasets.labels import dataset_label
-from generation.models import Generation, GenerationJob, JobStatus
+from generation.models import Generation, Job, JobStatus
 from generation.pronouns import BASES
 
 DRAW_INSTANCES = "instances"
@@ -90,9 +90,9 @@ def _cell_rng(seed: int, *parts: object) -> random.Random:
     return random.Random(":".join(str(part) for part in (seed, *parts)))
 
 
-def _jobs_to_sample(*, job_ids: list[int] | None) -> list[GenerationJob]:
+def _jobs_to_sample(*, job_ids: list[int] | None) -> list[Job]:
     """The named jobs (each must exist and be finished), or every finished job."""
-    jobs_qs = GenerationJob.objects.filter(kind="generation").select_related("model", "dataset").order_by("pk")
+    jobs_qs = Job.objects.filter(kind="generation").select_related("model", "dataset").order_by("pk")
     if not job_ids:
         jobs = list(jobs_qs.filter(status=JobStatus.DONE))
         if not jobs:
@@ -110,7 +110,7 @@ def _jobs_to_sample(*, job_ids: list[int] | None) -> list[GenerationJob]:
     return jobs
 
 
-def _check_one_job_per_model_and_dataset(jobs: list[GenerationJob]) -> None:
+def _check_one_job_per_model_and_dataset(jobs: list[Job]) -> None:
     seen: dict[tuple[str, str], int] = {}
     for job in jobs:
         assert job.dataset is not None  # the pool's jobs are chosen by their dataset
@@ -122,7 +122,7 @@ def _check_one_job_per_model_and_dataset(jobs: list[GenerationJob]) -> None:
         seen[key] = job.pk
 
 
-def _generations_by_instance(job: GenerationJob) -> dict[tuple[str, str, int | None], dict[int, dict[int, int]]]:
+def _generations_by_instance(job: Job) -> dict[tuple[str, str, int | None], dict[int, dict[int, int]]]:
     """(setting, pronoun, distractor count) -> instance ordinal -> sample index -> generation id. The count is None
     outside RUFF with distractors, whose pools draw per count (docs/domain.md, 'RUFF with distractors')."""
     found: dict[tuple[str, str, int | None], dict[int, dict[int, int]]] = defaultdict(lambda: defaultdict(dict))
@@ -134,7 +134,7 @@ def _generations_by_instance(job: GenerationJob) -> dict[tuple[str, str, int | N
     return found
 
 
-def _seed_frame_order(job: GenerationJob) -> dict[int, tuple[int, int]]:
+def _seed_frame_order(job: Job) -> dict[int, tuple[int, int]]:
     """Instance ordinal -> its sort key in the seed's per-pronoun frame: the seed ran all templates once per name
     draw (`for t in range(15)`), so its rows go draw by draw, each in dataset order (RUFF has one draw)."""
     ordinals = Generation.objects.filter(job=job).values_list("instance__ordinal", "instance__draw").distinct()
@@ -153,7 +153,7 @@ def _in_order(values: list[str], order: tuple[str, ...]) -> list[str]:
     return sorted(values, key=lambda value: order.index(value) if value in order else len(order))
 
 
-def _job_cells(job: GenerationJob, found: dict) -> Iterator[tuple[tuple[str, str, int | None], Cell]]:
+def _job_cells(job: Job, found: dict) -> Iterator[tuple[tuple[str, str, int | None], Cell]]:
     """The job's cells in pool order (docs/domain.md, 'The annotation pool'): per setting, the pronouns he, she, they,
     xe (whatever order the job lists them in); a distractor set has one cell per distractor count it holds."""
     counts = sorted({count for _, _, count in found}, key=lambda count: -1 if count is None else count) or [None]
@@ -165,11 +165,9 @@ def _job_cells(job: GenerationJob, found: dict) -> Iterator[tuple[tuple[str, str
                 yield (setting, pronoun, count), (job.model.name, dataset, setting, pronoun)
 
 
-def _draw_whole_instances(
-    job: GenerationJob, *, instances: int, seed: int, result: PoolSampleResult
-) -> list[tuple[GenerationJob, int]]:
+def _draw_whole_instances(job: Job, *, instances: int, seed: int, result: PoolSampleResult) -> list[tuple[Job, int]]:
     """`instances` random instances per cell among those with every sample index, each with all its samples."""
-    chosen: list[tuple[GenerationJob, int]] = []
+    chosen: list[tuple[Job, int]] = []
     found = _generations_by_instance(job)
     frame_order = _seed_frame_order(job)
     for key, cell in _job_cells(job, found):
@@ -190,16 +188,14 @@ def _draw_whole_instances(
     return chosen
 
 
-def _draw_per_sample_index(
-    job: GenerationJob, *, per_cell: int, seed: int, result: PoolSampleResult
-) -> list[tuple[GenerationJob, int]]:
+def _draw_per_sample_index(job: Job, *, per_cell: int, seed: int, result: PoolSampleResult) -> list[tuple[Job, int]]:
     """`per_cell / samples` random instances drawn separately from each sample index of each cell."""
     if per_cell % job.samples:
         raise PoolSampleError(
             f"per-cell {per_cell} does not split evenly across the {job.samples} sample indices of job {job.pk}"
         )
     per_index = per_cell // job.samples
-    chosen: list[tuple[GenerationJob, int]] = []
+    chosen: list[tuple[Job, int]] = []
     found = _generations_by_instance(job)
     for key, cell in _job_cells(job, found):
         by_instance = found.get(key, {})
@@ -229,8 +225,8 @@ class ActiveDraw:
 
 
 def _draw_active(
-    job: GenerationJob, *, run_id: int, budget: float, seed: int, result: PoolSampleResult
-) -> tuple[list[tuple[GenerationJob, int]], ActiveDraw]:
+    job: Job, *, run_id: int, budget: float, seed: int, result: PoolSampleResult
+) -> tuple[list[tuple[Job, int]], ActiveDraw]:
     """The active draw (docs/domain.md) over the job's judged contexts in their order: pi from the run's Yhat and the budget, one
     uniform per context; a drawn context brings all its samples, each with the context's pi."""
     try:
@@ -239,7 +235,7 @@ def _draw_active(
     except ActiveDrawError as error:
         raise PoolSampleError(str(error)) from None
     drawn = active_draw(pi, seed)
-    chosen: list[tuple[GenerationJob, int]] = []
+    chosen: list[tuple[Job, int]] = []
     probability: dict[int, float] = {}
     for context, probability_of, taken in zip(contexts, pi, drawn, strict=True):
         if not taken:
@@ -253,7 +249,7 @@ def _draw_active(
 
 
 def _write_pool(
-    *, name: str, per_cell: int | None, seed: int, jobs: list[GenerationJob], chosen, created_by,
+    *, name: str, per_cell: int | None, seed: int, jobs: list[Job], chosen, created_by,
     active: ActiveDraw | None = None,
 ) -> tuple[Pool, int]:  # fmt: skip
     generations = Generation.objects.select_related("instance").in_bulk([pk for _, pk in chosen])
@@ -335,7 +331,7 @@ def pool_sample(
     _check_one_job_per_model_and_dataset(jobs)
 
     result = PoolSampleResult(pool=None, draw=draw)
-    chosen: list[tuple[GenerationJob, int]] = []
+    chosen: list[tuple[Job, int]] = []
     for job in jobs:
         if draw == DRAW_INSTANCES:
             chosen += _draw_whole_instances(job, instances=instances, seed=seed, result=result)

@@ -4,6 +4,8 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     initial = True
+    # It names generation's job model by its name before 0014 renamed it.
+    run_before = [("generation", "0014_job_generic")]
 
     dependencies = [
         ("generation", "0008_instance_distractors"),

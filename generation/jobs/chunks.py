@@ -29,14 +29,14 @@ from generation.jobs.leases import (
     lease_owner_new,
 )
 from generation.jobs.progress import ACTIVE, job_fail, job_progress_refresh, job_start
-from generation.models import GenerationJob, JobChunk
+from generation.models import Job, JobChunk
 
 logger = logging.getLogger(__name__)
 
 # Errors that say nothing about the chunk itself: the same chunk is tried again after a pause.
 TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (OperationalError, InterfaceError, BrokerError, ConnectionError)
 
-Progress = Callable[[GenerationJob], None]
+Progress = Callable[[Job], None]
 
 
 def transient_delays() -> list[float]:
@@ -46,11 +46,11 @@ def transient_delays() -> list[float]:
     return [min(first * 2**attempt, 60.0) for attempt in range(retries)]
 
 
-def _still_active(job: GenerationJob) -> bool:
-    return GenerationJob.objects.filter(pk=job.pk, status__in=ACTIVE).exists()
+def _still_active(job: Job) -> bool:
+    return Job.objects.filter(pk=job.pk, status__in=ACTIVE).exists()
 
 
-def chunk_run(*, chunk_id: int, progress: Progress | None = None) -> GenerationJob:
+def chunk_run(*, chunk_id: int, progress: Progress | None = None) -> Job:
     """Run one chunk under its lease; skipped when its job is no longer queued or running, when it is finished, or
     when another live runner holds it. Transient errors are retried (`transient_delays`); a failure is recorded on
     the job and re-raised. `progress` is called with the job after each written step."""
@@ -73,7 +73,7 @@ def chunk_run(*, chunk_id: int, progress: Progress | None = None) -> GenerationJ
     raise AssertionError("unreachable")
 
 
-def _chunk_run_once(*, chunk_id: int, owner: str, progress: Progress | None) -> GenerationJob:
+def _chunk_run_once(*, chunk_id: int, owner: str, progress: Progress | None) -> Job:
     chunk = JobChunk.objects.select_related("job__model", "job__dataset").get(pk=chunk_id)
     job = chunk.job
     if job.status not in ACTIVE or chunk.finished_at is not None:
@@ -113,7 +113,7 @@ def _step_done(*, job_id: int, progress: Progress | None) -> None:
     _report(job_id=job_id, progress=progress)
 
 
-def _report(*, job_id: int, progress: Progress | None) -> GenerationJob:
+def _report(*, job_id: int, progress: Progress | None) -> Job:
     job = job_progress_refresh(job_id=job_id)
     if progress is not None:
         progress(job)

@@ -10,12 +10,12 @@ from tqdm import tqdm
 
 from generation.jobs.progress import ACTIVE, job_progress_refresh
 from generation.jobs.runner import job_run
-from generation.models import GenerationJob
+from generation.models import Job
 
 POLL_SECONDS = 2.0
 
 
-def job_progress_bar(job: GenerationJob) -> tqdm:
+def job_progress_bar(job: Job) -> tqdm:
     """A progress bar on stderr with elapsed time and the estimate of the time left (tqdm's `[elapsed<left]`);
     items already written (a resumed job) are its starting point, so the estimate counts new work only."""
     return tqdm(
@@ -29,11 +29,11 @@ def job_progress_bar(job: GenerationJob) -> tqdm:
     )
 
 
-def job_run_with_bar(job: GenerationJob) -> GenerationJob:
+def job_run_with_bar(job: Job) -> Job:
     """Run the job here (the embedded default), the bar moving after every written step."""
     with job_progress_bar(job) as bar:
 
-        def progress(current: GenerationJob) -> None:
+        def progress(current: Job) -> None:
             bar.update(current.done_items - bar.n)
 
         job = job_run(job_id=job.pk, progress=progress)
@@ -41,7 +41,7 @@ def job_run_with_bar(job: GenerationJob) -> GenerationJob:
     return job
 
 
-def job_follow_with_bar(job: GenerationJob) -> GenerationJob:
+def job_follow_with_bar(job: Job) -> Job:
     """Follow a job that Celery workers run, polling its row."""
     with job_progress_bar(job) as bar:
         while True:

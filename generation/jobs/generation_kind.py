@@ -27,7 +27,7 @@ from generation.engines.hf.scoring import ScoreItem, score_instances
 from generation.heuristic import heuristic_verdicts
 from generation.jobs.kinds import JobKind
 from generation.jobs.progress import job_rows_write
-from generation.models import Generation, GenerationJob, Instance, JobChunk, ProbResult
+from generation.models import Generation, Instance, Job, JobChunk, ProbResult
 from generation.parameters import JobParameters
 from generation.pronouns import Codebook
 from generation.seeds import seed_derive
@@ -44,7 +44,7 @@ def chunk_seed(*, job_seed: int, chunk_index: int, setting: str) -> int:
     return seed_derive(seed=job_seed, offset=chunk_index * len(SETTINGS) + ALL_SETTINGS.index(setting))
 
 
-def _score(job: GenerationJob, loaded: LoadedModel, instances: list[Instance], codebook: Codebook) -> None:
+def _score(job: Job, loaded: LoadedModel, instances: list[Instance], codebook: Codebook) -> None:
     if job.dataset is None or dataset_kind(job.dataset.kind).scores_per_generation:
         return  # no mask: Prob-TANGO scores each generation once it is written (tango_templates_fill)
     scored = set(ProbResult.objects.filter(job=job, instance__in=instances).values_list("instance_id", flat=True))
@@ -73,7 +73,7 @@ def _score(job: GenerationJob, loaded: LoadedModel, instances: list[Instance], c
 
 
 def _sample(
-    job: GenerationJob,
+    job: Job,
     chunk: JobChunk,
     loaded: LoadedModel,
     instances: list[Instance],
@@ -164,9 +164,7 @@ class GenerationKind(JobKind[JobParameters]):
     def items_per_unit(self, *, params: JobParameters) -> int:
         return len(params.settings) * params.samples
 
-    def run_chunk(
-        self, *, job: GenerationJob, chunk: JobChunk, stop: Callable[[], bool], step_done: Callable[[], None]
-    ) -> bool:
+    def run_chunk(self, *, job: Job, chunk: JobChunk, stop: Callable[[], bool], step_done: Callable[[], None]) -> bool:
         loaded = model_load(language_model=job.model)
         assert job.dataset is not None
         codebook = dataset_codebook(dataset=job.dataset)
@@ -187,7 +185,7 @@ class GenerationKind(JobKind[JobParameters]):
         tango_templates_fill(job=job, loaded=loaded, instance_ids=chunk.unit_ids)  # TANGO only
         return True
 
-    def counts(self, *, job: GenerationJob) -> tuple[int, int]:
+    def counts(self, *, job: Job) -> tuple[int, int]:
         per_instance = len(job.settings) * job.samples
         generations = Generation.objects.filter(job=job)
         complete = generations.values("instance").annotate(n=Count("id")).filter(n=per_instance).values("instance")
@@ -198,12 +196,10 @@ class GenerationKind(JobKind[JobParameters]):
             done_instances = ProbResult.objects.filter(job=job, instance__in=complete).count()
         return done_instances, generations.count()
 
-    def describe(self, *, job: GenerationJob) -> str:
+    def describe(self, *, job: Job) -> str:
         return f"{job.model.name} on {job.dataset.name if job.dataset else '(no dataset)'}"
 
-    def chunk_finished(self, *, job: GenerationJob, unit_ids: list[int]) -> None:
-        for receiver, response in chunk_finished.send_robust(
-            sender=GenerationJob, job_id=job.pk, instance_ids=unit_ids
-        ):
+    def chunk_finished(self, *, job: Job, unit_ids: list[int]) -> None:
+        for receiver, response in chunk_finished.send_robust(sender=Job, job_id=job.pk, instance_ids=unit_ids):
             if isinstance(response, Exception):
                 logger.error("job %s: chunk_finished receiver %r failed: %r", job.pk, receiver, response)

@@ -1,6 +1,6 @@
 """Job kinds: what a job does with its chunks, registered by name. Generation is one kind; other apps add theirs.
 
-Every job (a `GenerationJob` row, whatever its kind) gets the same machinery: validation of its parameters
+Every job (a `Job` row, whatever its kind) gets the same machinery: validation of its parameters
 (generation/parameters.py), chunks with leases and heartbeats, bounded retries of transient errors, progress and the
 estimate of the time left, cancel (final), resume after a crash, the jobs page and the API. A kind says only what
 its work is, through a handler, a subclass of `JobKind`:
@@ -32,7 +32,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
-    from generation.models import GenerationJob, JobChunk
+    from generation.models import Job, JobChunk
 
 # A validated job, `generation.parameters.JobParameters` (a handler may name it: `JobKind[JobParameters]`). This
 # module does not import it: the parameters' validation reads this registry, so the dependency runs that way only.
@@ -55,18 +55,16 @@ class JobKind(Generic[Params]):
     def items_per_unit(self, *, params: Params) -> int:
         return 1
 
-    def run_chunk(
-        self, *, job: GenerationJob, chunk: JobChunk, stop: Callable[[], bool], step_done: Callable[[], None]
-    ) -> bool:
+    def run_chunk(self, *, job: Job, chunk: JobChunk, stop: Callable[[], bool], step_done: Callable[[], None]) -> bool:
         raise NotImplementedError
 
-    def counts(self, *, job: GenerationJob) -> tuple[int, int]:
+    def counts(self, *, job: Job) -> tuple[int, int]:
         raise NotImplementedError
 
-    def describe(self, *, job: GenerationJob) -> str:
+    def describe(self, *, job: Job) -> str:
         return f"{job.kind} with {job.model.name}"
 
-    def chunk_finished(self, *, job: GenerationJob, unit_ids: list[int]) -> None:
+    def chunk_finished(self, *, job: Job, unit_ids: list[int]) -> None:
         return None
 
     def nothing_to_do(self, *, params: Params) -> dict[str, str] | None:

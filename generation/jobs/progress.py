@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from generation.jobs.kinds import job_kind_handler
 from generation.jobs.leases import chunk_lease_break
-from generation.models import GenerationJob, JobChunk, JobStatus
+from generation.models import Job, JobChunk, JobStatus
 from generation.signals import job_finished
 
 logger = logging.getLogger(__name__)
@@ -29,18 +29,18 @@ ACTIVE = (JobStatus.QUEUED, JobStatus.RUNNING)
 def job_start(*, job_id: int) -> None:
     """Mark a queued job running (the first chunk to start does it); the first start and this run's start are kept."""
     now = timezone.now()
-    GenerationJob.objects.filter(pk=job_id, status=JobStatus.QUEUED).update(
+    Job.objects.filter(pk=job_id, status=JobStatus.QUEUED).update(
         status=JobStatus.RUNNING,
         started_at=Coalesce("started_at", now),
         run_started_at=Coalesce("run_started_at", now),
     )
 
 
-def job_progress_refresh(*, job_id: int) -> GenerationJob:
+def job_progress_refresh(*, job_id: int) -> Job:
     """Recount progress from the stored rows (re-runs never double count); a running job with every row is done."""
     finished = False
     with transaction.atomic():
-        job = GenerationJob.objects.select_for_update().get(pk=job_id)
+        job = Job.objects.select_for_update().get(pk=job_id)
         job.done_units, job.done_items = job_kind_handler(job.kind).counts(job=job)
         fields = ["done_items", "done_units"]
         # Done once every row is written and every chunk is marked finished: a chunk writes its last rows and then
@@ -57,7 +57,7 @@ def job_progress_refresh(*, job_id: int) -> GenerationJob:
             finished = True
         job.save(update_fields=fields)
     if finished:
-        for receiver, response in job_finished.send_robust(sender=GenerationJob, job_id=job.pk, kind=job.kind):
+        for receiver, response in job_finished.send_robust(sender=Job, job_id=job.pk, kind=job.kind):
             if isinstance(response, Exception):
                 logger.error("job %s: job_finished receiver %r failed: %r", job.pk, receiver, response)
     return job
@@ -67,7 +67,7 @@ def job_fail(*, job_id: int, error: BaseException | str) -> None:
     """Record a failure with its traceback; a cancelled or finished job keeps its status. `resume_jobs` resumes it."""
     if isinstance(error, BaseException):
         error = "".join(traceback.format_exception(error))
-    GenerationJob.objects.filter(pk=job_id, status__in=ACTIVE).update(
+    Job.objects.filter(pk=job_id, status__in=ACTIVE).update(
         status=JobStatus.FAILED, error=error, finished_at=timezone.now()
     )
 
@@ -76,13 +76,13 @@ def job_rows_write(*, job_id: int, write: Callable[[], object]) -> bool:
     """Write a step's rows only while the job is queued or running, under a lock on the job's row: a cancel that
     committed first leaves the step unwritten (False), and a cancel that comes later waits for the write to end."""
     with transaction.atomic():
-        active = GenerationJob.objects.select_for_update().filter(pk=job_id, status__in=ACTIVE).exists()
+        active = Job.objects.select_for_update().filter(pk=job_id, status__in=ACTIVE).exists()
         if active:
             write()
     return active
 
 
-def job_requeue(*, job: GenerationJob) -> GenerationJob:
+def job_requeue(*, job: Job) -> Job:
     """Queue a job again from where its rows stop (inside the caller's transaction, the job's row locked): stale
     chunk leases are freed, the pace of the estimate restarts. Sending its chunks is the runner's business."""
     for chunk in JobChunk.objects.filter(job=job, finished_at__isnull=True).exclude(lease_owner=""):

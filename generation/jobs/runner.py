@@ -35,7 +35,7 @@ from generation.jobs.leases import (
     heartbeat_seconds,
 )
 from generation.jobs.progress import ACTIVE, job_fail, job_progress_refresh, job_requeue
-from generation.models import GenerationJob, JobChunk, JobStatus
+from generation.models import Job, JobChunk, JobStatus
 from generation.signals import resuming_on_start, sweeping
 
 logger = logging.getLogger(__name__)
@@ -136,7 +136,7 @@ class _RunOrder:
 _in_process = _RunOrder()
 
 
-def job_run(*, job_id: int, progress: Progress | None = None) -> GenerationJob:
+def job_run(*, job_id: int, progress: Progress | None = None) -> Job:
     """Run every unfinished chunk of a job here, in order, until the job ends (done, cancelled or failed).
 
     A chunk held by another live runner is left to it and looked at again every few seconds: when its lease goes
@@ -144,7 +144,7 @@ def job_run(*, job_id: int, progress: Progress | None = None) -> GenerationJob:
     """
     with _in_process.turn(job_id):
         while True:
-            job = GenerationJob.objects.get(pk=job_id)
+            job = Job.objects.get(pk=job_id)
             if job.status not in ACTIVE:
                 break
             pending = list(JobChunk.objects.filter(job_id=job_id, finished_at__isnull=True).order_by("index"))
@@ -158,7 +158,7 @@ def job_run(*, job_id: int, progress: Progress | None = None) -> GenerationJob:
                     return job_progress_refresh(job_id=job_id)  # chunk_run recorded the failure on the job
                 if JobChunk.objects.filter(pk=chunk.pk, finished_at__isnull=False).exists():
                     ran = True
-                if GenerationJob.objects.filter(pk=job_id).values_list("status", flat=True).get() not in ACTIVE:
+                if Job.objects.filter(pk=job_id).values_list("status", flat=True).get() not in ACTIVE:
                     break
             if not ran:
                 time.sleep(BUSY_POLL_SECONDS)  # every pending chunk is held by a live runner elsewhere
@@ -177,9 +177,7 @@ def job_run_in_background(*, job_id: int) -> None:
 def jobs_unfinished(*, include_failed: bool) -> list[int]:
     """Jobs left queued or running (and failed ones, if asked), oldest first; never a cancelled one."""
     statuses = [*ACTIVE, JobStatus.FAILED] if include_failed else list(ACTIVE)
-    return list(
-        GenerationJob.objects.filter(status__in=statuses).order_by("created_at", "id").values_list("id", flat=True)
-    )
+    return list(Job.objects.filter(status__in=statuses).order_by("created_at", "id").values_list("id", flat=True))
 
 
 def chunks_requeue_stale() -> list[int]:
@@ -303,7 +301,7 @@ def job_requeue_unfinished(*, job_id: int) -> bool:
     """Queue a job left queued or running by a stopped process again (frees its dead leases, restarts the pace);
     False when it ended or was cancelled meanwhile (cancel is final)."""
     with transaction.atomic():
-        job = GenerationJob.objects.select_for_update().filter(pk=job_id, status__in=ACTIVE).first()
+        job = Job.objects.select_for_update().filter(pk=job_id, status__in=ACTIVE).first()
         if job is None:
             return False
         job_requeue(job=job)
@@ -342,7 +340,7 @@ def _resume_thread_start() -> None:
             # first runs are the order they run in (and a job queued meanwhile comes after them).
             requeued = []
             for job_id in jobs_unfinished(include_failed=False):
-                if GenerationJob.objects.filter(pk=job_id, started_at__isnull=False).exists():
+                if Job.objects.filter(pk=job_id, started_at__isnull=False).exists():
                     logger.warning("resuming generation job %s, left unfinished by an earlier process", job_id)
                 else:  # queued while no server ran (the demo's first start): nothing was left unfinished
                     logger.info("starting generation job %s, queued before the server started", job_id)

@@ -31,7 +31,7 @@ from generation.jobs.runner import (
     job_run,
     jobs_unfinished,
 )
-from generation.models import GenerationJob, JobChunk, JobStatus
+from generation.models import Job, JobChunk, JobStatus
 from generation.parameters import JobParameterError, JobParameters, job_parameters_validate
 
 __all__ = [  # job_start, job_fail, job_progress_refresh (progress.py) and the runner's names may be imported from here
@@ -105,7 +105,7 @@ def job_chunk_size(*, instances: int, batch_size: int) -> int:
 
 def _columns_and_options(params: JobParameters) -> dict:
     """The job's row: each parameter into its column of the same name, the others into `options`."""
-    columns = {f.name for f in GenerationJob._meta.concrete_fields} - {"id", "options"}
+    columns = {f.name for f in Job._meta.concrete_fields} - {"id", "options"}
     values: dict = {}
     options = dict(params.options)
     for field in dataclasses.fields(params):
@@ -119,9 +119,7 @@ def _columns_and_options(params: JobParameters) -> dict:
     return {**values, "options": options}
 
 
-def job_create(
-    *, created_by=None, queue: bool = True, params: JobParameters | None = None, **parameters
-) -> GenerationJob:
+def job_create(*, created_by=None, queue: bool = True, params: JobParameters | None = None, **parameters) -> Job:
     """Validate, write the job and its chunks in one transaction, and hand it to its runner once that commits.
 
     Takes the fields of generation/parameters.py (model and dataset by name or row), or `params` already validated
@@ -141,7 +139,7 @@ def job_create(
         )
     chunk_size = job_chunk_size(instances=len(unit_ids), batch_size=params.batch_size_or_model())
     with transaction.atomic():
-        job = GenerationJob.objects.create(
+        job = Job.objects.create(
             **_columns_and_options(params),
             total_units=len(unit_ids),
             total_items=len(unit_ids) * handler.items_per_unit(params=params),
@@ -165,11 +163,11 @@ def job_create(
     return job
 
 
-def job_cancel(*, job: GenerationJob, user=None) -> GenerationJob:
+def job_cancel(*, job: Job, user=None) -> Job:
     """Stop a queued or running job, for good: chunks not yet started are skipped, a running chunk writes nothing
     more and stops at its next batch, and nothing resumes it (docs/domain.md, 'Crash recovery')."""
     with transaction.atomic():
-        job = GenerationJob.objects.select_for_update().get(pk=job.pk)
+        job = Job.objects.select_for_update().get(pk=job.pk)
         if job.status not in ACTIVE:
             raise JobStateError(f"job {job.pk} is {job.status}; only queued or running jobs can be cancelled")
         before = job.status
@@ -183,7 +181,7 @@ def job_cancel(*, job: GenerationJob, user=None) -> GenerationJob:
 RESUMABLE = (JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.FAILED)
 
 
-def job_resume(*, job_id: int, queue: bool = True, user=None) -> GenerationJob:
+def job_resume(*, job_id: int, queue: bool = True, user=None) -> Job:
     """Resume a job that did not finish (failed, or left queued or running by a runner that is gone); a cancelled
     job stays cancelled.
 
@@ -192,7 +190,7 @@ def job_resume(*, job_id: int, queue: bool = True, user=None) -> GenerationJob:
     written are kept; the unique constraints keep a re-run from duplicating any. A job with every row is marked done.
     """
     with transaction.atomic():
-        job = GenerationJob.objects.select_for_update().filter(pk=job_id).first()
+        job = Job.objects.select_for_update().filter(pk=job_id).first()
         if job is None:
             raise JobStateError(f"no generation job {job_id}")
         if job.status == JobStatus.CANCELLED:

@@ -90,7 +90,7 @@ class JobStatus(models.TextChoices):
 GENERATION_KIND = "generation"
 
 
-class GenerationJob(models.Model):
+class Job(models.Model):
     """A long run cut into chunks: a generation job, or a job of another registered kind (a judge run, ...).
 
     `kind` names its handler in generation/jobs/kinds.py; kind-specific parameters live in `options`. A kind
@@ -162,7 +162,7 @@ class GenerationJob(models.Model):
 class ProbResult(models.Model):
     """Probability-based evaluation of one instance: each candidate's mean token loss and the prediction."""
 
-    job = models.ForeignKey(GenerationJob, on_delete=models.CASCADE, related_name="prob_results")
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="prob_results")
     instance = models.ForeignKey(Instance, on_delete=models.CASCADE, related_name="prob_results")
     losses = models.JSONField(
         help_text="base pronoun -> mean token loss (summed token loss when the job's prob_score is sum)"
@@ -180,7 +180,7 @@ class ProbResult(models.Model):
 class Generation(models.Model):
     """One sampled continuation. `continuation` holds only the new text; `context` what the model was given."""
 
-    job = models.ForeignKey(GenerationJob, on_delete=models.CASCADE, related_name="generations")
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="generations")
     instance = models.ForeignKey(Instance, on_delete=models.CASCADE, related_name="generations")
     setting = models.CharField(max_length=4, choices=SETTING_CHOICES)
     sample_index = models.PositiveSmallIntegerField()
@@ -215,7 +215,7 @@ class JobChunk(models.Model):
     lease expired) is queued again (docs/domain.md, 'Crash recovery').
     """
 
-    job = models.ForeignKey(GenerationJob, on_delete=models.CASCADE, related_name="chunks")
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="chunks")
     index = models.PositiveIntegerField()
     unit_ids = models.JSONField(help_text="the chunk's work units (instances for generation), in order")
     attempts = models.PositiveIntegerField(default=0, help_text="how often a worker started it")

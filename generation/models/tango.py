@@ -2,7 +2,7 @@ from django.db import models
 from django.db.models import Q
 
 from generation.models.datasets import BASE_CHOICES
-from generation.models.jobs import Generation, GenerationJob
+from generation.models.jobs import Generation, Job
 
 
 class TangoTemplate(models.Model):
@@ -10,7 +10,7 @@ class TangoTemplate(models.Model):
     a template, and the probability-based verdict on it. A failed template (no pronoun to make a slot of) has no
     template, losses or verdict, and is left out of every Prob-TANGO figure."""
 
-    job = models.ForeignKey(GenerationJob, on_delete=models.CASCADE, related_name="tango_templates")
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="tango_templates")
     generation = models.OneToOneField(Generation, on_delete=models.CASCADE, related_name="tango_template")
     cut = models.TextField(help_text="the continuation up to its second pronoun")
     neutralized = models.TextField(help_text="the cut rewritten with singular they")

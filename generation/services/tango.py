@@ -21,7 +21,7 @@ from django.db.models import Count, Q, QuerySet
 from generation.datasets.registry import dataset_kind
 from generation.engines.hf.loading import LoadedModel, model_load
 from generation.engines.hf.scoring import DEFAULT_PROB_SCORE, score_candidates
-from generation.models import Generation, GenerationJob, LanguageModel, TangoTemplate
+from generation.models import Generation, Job, LanguageModel, TangoTemplate
 from generation.pronouns import BASES
 from generation.rewriting import ContractionChooser, Rewrite, rewrite_continuations, template_fill
 
@@ -86,7 +86,7 @@ def tango_score(
     return results
 
 
-def tango_templates_fill(*, job: GenerationJob, loaded: LoadedModel, instance_ids: Sequence[int]) -> int:
+def tango_templates_fill(*, job: Job, loaded: LoadedModel, instance_ids: Sequence[int]) -> int:
     """Prob-TANGO for a chunk's generations that have none yet (nothing for other datasets). Returns rows written."""
     if job.dataset is None or not dataset_kind(job.dataset.kind).scores_per_generation:
         return 0
@@ -123,7 +123,7 @@ def tango_templates_fill(*, job: GenerationJob, loaded: LoadedModel, instance_id
     return len(rows)
 
 
-def tango_instances_done(*, job: GenerationJob, complete: QuerySet) -> int:
+def tango_instances_done(*, job: Job, complete: QuerySet) -> int:
     """How many of the `complete` instances (every generation written) have Prob-TANGO on every generation."""
     return (
         Generation.objects.filter(job=job, instance__in=complete)

@@ -26,7 +26,7 @@ from annotation.schema import label_display
 from annotation.services.imports.reading import source_name
 from annotation.services.label_files import LabelImportError, Source, pool_items_named, table_read
 from common.audit import CREATE, audit_record
-from generation.models import GenerationJob, JobStatus, LanguageModel
+from generation.models import Job, JobStatus, LanguageModel
 from judging.models import JUDGE_KIND, RUN_IMPORTED, Judge, JudgeMode, JudgeRun, MachineLabel
 from judging.services.judges import NAME, judge_latest
 
@@ -240,7 +240,7 @@ def judge_labels_import(
         )  # fmt: skip
         now = timezone.now()
         n = len(plan.rows)
-        job = GenerationJob.objects.create(
+        job = Job.objects.create(
             kind=JUDGE_KIND, model=chosen.model, dataset=None, pronouns=[], settings=[], seed=0,
             options={
                 "pool_id": pool.pk, "pool": pool.name, "judge_id": chosen.pk, "judge": chosen.name,

@@ -190,7 +190,7 @@ def test_a_finished_generation_chunk_fills_the_repetition_cache_for_its_generati
     """Reports start warm: a finished chunk's signal queues the fill for exactly its own instances (inline without a
     broker)."""
     from analysis.models import RepetitionRate
-    from generation.models import GenerationJob
+    from generation.models import Job
     from generation.signals import chunk_finished
     from tests.factories import GenerationFactory, GenerationJobFactory, InstanceFactory
 
@@ -203,7 +203,7 @@ def test_a_finished_generation_chunk_fills_the_repetition_cache_for_its_generati
     GenerationFactory(job=job, instance=other, continuation=" xe left early and never came back")
 
     with django_capture_on_commit_callbacks(execute=True):
-        chunk_finished.send(sender=GenerationJob, job_id=job.pk, instance_ids=[mine.pk])
+        chunk_finished.send(sender=Job, job_id=job.pk, instance_ids=[mine.pk])
 
     cached = RepetitionRate.objects.filter(job=job)
     assert set(cached.values_list("generation__instance_id", flat=True)) == {mine.pk}

@@ -21,7 +21,7 @@ from analysis.study.figures import figures, figures_compare
 from analysis.study.load import study_verify
 from analysis.study.tables import TABLES
 from annotation.models import Adjudication, Annotation, Pool, PoolItem
-from generation.models import Dataset, GenerationJob, LanguageModel
+from generation.models import Dataset, Job, LanguageModel
 from judging.models import Judge, JudgeRun, MachineLabel
 from judging.services.judges import judge_add
 from tests.analysis.test_study_bundle import export_bytes, rewritten, study  # noqa: F401 (a fixture, for study_pool)
@@ -69,7 +69,7 @@ def rezipped(bundle: bytes, change: dict[str, bytes]) -> bytes:
 
 
 def counts() -> dict[str, int]:
-    models = [Pool, PoolItem, Annotation, Adjudication, GenerationJob, Dataset, Judge, JudgeRun, MachineLabel]
+    models = [Pool, PoolItem, Annotation, Adjudication, Job, Dataset, Judge, JudgeRun, MachineLabel]
     return {
         **{model.__name__: model.objects.count() for model in models},
         "users": get_user_model().objects.count(),
@@ -81,7 +81,7 @@ def clear_everything() -> None:
     MachineLabel.objects.all().delete()
     JudgeRun.objects.all().delete()
     Pool.objects.all().delete()
-    GenerationJob.objects.all().delete()
+    Job.objects.all().delete()
     Judge.objects.all().delete()
     Dataset.objects.all().delete()
 

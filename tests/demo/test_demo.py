@@ -18,7 +18,7 @@ from rest_framework.authtoken.models import Token
 
 from annotation.models import Assignment, Pool
 from demo import services as demo
-from generation.models import DEFAULT_MODEL_NAME, Dataset, GenerationJob, JobStatus, LanguageModel
+from generation.models import DEFAULT_MODEL_NAME, Dataset, Job, JobStatus, LanguageModel
 from generation.signals import job_finished
 from tests.annotation.factories import annotator_named
 from tests.factories import (
@@ -31,7 +31,7 @@ from tests.factories import (
 )
 
 
-def demo_job(dataset_name: str, *, status: str) -> GenerationJob:
+def demo_job(dataset_name: str, *, status: str) -> Job:
     """A demo-like job of the default model: two instances per pronoun (the pool takes one), five samples each."""
     dataset = DatasetFactory(name=dataset_name, kind="ruff" if "ruff" in dataset_name else "misgendered")
     model = LanguageModel.objects.filter(name=DEFAULT_MODEL_NAME).first() or LanguageModelFactory(
@@ -68,11 +68,11 @@ def demo_annotators(db):
 
 def test_it_draws_the_live_pool_only_once_the_live_demo_job_has_finished(demo_annotators):
     job = demo.live_job_record(job=demo_job("demo-misgendered", status=JobStatus.RUNNING))
-    job_finished.send(sender=GenerationJob, job_id=job.pk)
+    job_finished.send(sender=Job, job_id=job.pk)
     assert not Pool.objects.filter(name=demo.LIVE_POOL).exists()
 
-    GenerationJob.objects.filter(pk=job.pk).update(status=JobStatus.DONE)
-    job_finished.send(sender=GenerationJob, job_id=job.pk)
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.DONE)
+    job_finished.send(sender=Job, job_id=job.pk)
     pool = Pool.objects.get(name=demo.LIVE_POOL)
     # One instance with its 5 samples per model x dataset x setting x pronoun: 1 x 1 x 4 x 5.
     assert pool.items.count() == 20
@@ -82,7 +82,7 @@ def test_it_draws_the_live_pool_only_once_the_live_demo_job_has_finished(demo_an
     }
     assert per_annotator == {"annotator1": 15, "annotator2": 15}  # 20 items, 10 of them for both
 
-    job_finished.send(sender=GenerationJob, job_id=job.pk)  # a second signal draws nothing more
+    job_finished.send(sender=Job, job_id=job.pk)  # a second signal draws nothing more
     assert Pool.objects.filter(name__startswith="demo").count() == 1
     assert pool.items.count() == 20
 
@@ -90,7 +90,7 @@ def test_it_draws_the_live_pool_only_once_the_live_demo_job_has_finished(demo_an
 def test_it_ignores_jobs_that_are_not_the_demos(demo_annotators):
     demo.live_job_record(job=demo_job("demo-misgendered", status=JobStatus.DONE))
     other = demo_job("misgendered", status=JobStatus.DONE)
-    job_finished.send(sender=GenerationJob, job_id=other.pk)
+    job_finished.send(sender=Job, job_id=other.pk)
     assert not Pool.objects.filter(name=demo.LIVE_POOL).exists()
 
 
@@ -104,7 +104,7 @@ def test_load_demo_makes_the_hand_written_pool_ready_and_only_queues_the_live_jo
     assert set(pool.items.values_list("dataset", flat=True)) == {"misgendered", "ruff"}
     for name in demo.ANNOTATORS:
         assert Assignment.objects.filter(pool=pool, annotator__username=name).count() == 32
-    jobs = GenerationJob.objects.filter(dataset__name__in=demo.DATASETS, model__name=DEFAULT_MODEL_NAME)
+    jobs = Job.objects.filter(dataset__name__in=demo.DATASETS, model__name=DEFAULT_MODEL_NAME)
     # One job: one instance per pronoun x one setting x 5 samples, small enough to finish within minutes on a busy CPU.
     assert list(jobs.values_list("dataset__name", "status", "total_items", "settings")) == [
         ("demo-misgendered", JobStatus.QUEUED, 20, ["pre"])
@@ -124,7 +124,7 @@ def test_load_demo_without_generation_queues_nothing():
     assert Pool.objects.get(name=demo.SHIPPED_POOL).items.count() == 48
     # only finished records of what the demo wrote: the hand-written texts of demo-features and demo-judged, and the
     # demo judge's run over the latter (an external judge's): nothing queued, no model run
-    assert sorted(GenerationJob.objects.values_list("model__name", "kind", "status")) == [
+    assert sorted(Job.objects.values_list("model__name", "kind", "status")) == [
         (demo.HAND_WRITTEN, "generation", JobStatus.DONE),
         (demo.HAND_WRITTEN, "generation", JobStatus.DONE),
         ("external-demo-judge", "judge", JobStatus.DONE),
@@ -232,11 +232,11 @@ def test_the_live_pool_follows_the_demos_own_job_not_a_newer_one_an_admin_cancel
     own = demo_job("demo-misgendered", status=JobStatus.RUNNING)
     demo.live_job_record(job=own)
     admins = GenerationJobFactory(model=own.model, dataset=own.dataset, status=JobStatus.CANCELLED)
-    job_finished.send(sender=GenerationJob, job_id=admins.pk)
+    job_finished.send(sender=Job, job_id=admins.pk)
     assert not Pool.objects.filter(name=demo.LIVE_POOL).exists()
 
-    GenerationJob.objects.filter(pk=own.pk).update(status=JobStatus.DONE)
-    job_finished.send(sender=GenerationJob, job_id=own.pk)
+    Job.objects.filter(pk=own.pk).update(status=JobStatus.DONE)
+    job_finished.send(sender=Job, job_id=own.pk)
 
     pool = Pool.objects.get(name=demo.LIVE_POOL)
     assert set(pool.items.values_list("generation__job", flat=True)) == {own.pk}
@@ -249,7 +249,7 @@ def test_load_demo_records_its_own_job_once(capsys):
     other = GenerationJobFactory(model=job.model, dataset=job.dataset, status=JobStatus.CANCELLED)
     call_command("load_demo")
     assert demo.live_jobs() == [job] and other.pk > job.pk
-    assert GenerationJob.objects.filter(dataset=job.dataset).count() == 2
+    assert Job.objects.filter(dataset=job.dataset).count() == 2
 
 
 @pytest.mark.django_db
@@ -263,7 +263,7 @@ def test_the_pool_pages_say_what_the_live_pool_waits_for(client, researcher, ann
     assert "demo-live" in page and f"job {job.pk}</a>" in page
     assert "queued: it starts when the server" in page and "0 of 20 continuations" in page
 
-    GenerationJob.objects.filter(pk=job.pk).update(status=JobStatus.CANCELLED)
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.CANCELLED)
     assert "cancelled: the pool will not appear" in client.get("/pools/").content.decode()
 
     Pool.objects.create(name=demo.LIVE_POOL, labels=["correct"])
@@ -330,7 +330,7 @@ def test_the_hand_written_texts_model_labels_the_demo_but_no_job_can_run_it(clie
     response = api.post("/api/generation-jobs/", {"model": demo.HAND_WRITTEN}, format="json")
     assert response.status_code == 400
     assert "has no weights to run" in str(response.json()["model"])
-    assert GenerationJob.objects.filter(model=hand_written).count() == 2  # the demo's own finished ones only
+    assert Job.objects.filter(model=hand_written).count() == 2  # the demo's own finished ones only
     # The demo judge's API model is not offered either, nor its judge for "Judge all": neither can run.
     assert "external-demo-judge" not in form
     response = api.post("/api/generation-jobs/", {"model": "external-demo-judge"}, format="json")

@@ -4,7 +4,7 @@ import pytest
 from django.urls import reverse
 
 from generation.jobs.services import job_create
-from generation.models import GenerationJob, JobStatus
+from generation.models import Job, JobStatus
 from tests.conftest import PASSWORD
 
 LIST = "/api/generation-jobs/"
@@ -24,7 +24,7 @@ class TestJobApi:
         assert body["status"] == "queued" and body["model"] == "smollm2-135m"
         assert (body["total_instances"], body["total_generations"]) == (8, 8 * 5)
         assert (body["total_units"], body["done_units"], body["total_items"], body["done_items"]) == (8, 0, 40, 0)
-        job = GenerationJob.objects.get()
+        job = Job.objects.get()
         assert job.pk == body["id"] and job.settings == ["post"] and job.created_by == admin_user
 
     @pytest.mark.parametrize(
@@ -45,13 +45,13 @@ class TestJobApi:
         response = api.post(LIST, payload, format="json")
         assert response.status_code == 400
         assert field in response.json()
-        assert GenerationJob.objects.count() == 0
+        assert Job.objects.count() == 0
 
     @pytest.mark.parametrize("role", ["researcher", "annotator", "outsider"])
     def test_it_lets_only_admins_queue(self, api, people, smollm2, demo_ruff, role):
         api.force_authenticate(people[role])
         assert api.post(LIST, {"dataset": "demo-ruff"}, format="json").status_code == 403
-        assert GenerationJob.objects.count() == 0
+        assert Job.objects.count() == 0
 
     @pytest.mark.parametrize(
         ("role", "expected"), [("admin", 200), ("researcher", 200), ("annotator", 403), ("outsider", 403)]
@@ -104,7 +104,7 @@ class TestJobApiProgressAndResume:
         response = api.post(LIST, payload, format="json")
         assert response.status_code == 400
         assert set(response.json()) == {"dataset", "samples", "top_p", "pronouns", "seed", "top_k"}
-        assert GenerationJob.objects.count() == 0
+        assert Job.objects.count() == 0
 
     def test_it_shows_elapsed_time_and_the_time_left(self, api, researcher, job):
         from datetime import timedelta
@@ -115,7 +115,7 @@ class TestJobApiProgressAndResume:
         body = api.get(f"{LIST}{job.pk}/").json()
         assert (body["elapsed_seconds"], body["eta_seconds"], body["resumes"]) == (None, None, 0)
         now = timezone.now()
-        GenerationJob.objects.filter(pk=job.pk).update(
+        Job.objects.filter(pk=job.pk).update(
             status=JobStatus.RUNNING,
             started_at=now - timedelta(seconds=60),
             run_started_at=now - timedelta(seconds=60),
@@ -128,7 +128,7 @@ class TestJobApiProgressAndResume:
         assert body in api.get(LIST).json() or body["id"] in [row["id"] for row in api.get(LIST).json()]
 
     def test_it_lets_an_admin_resume_an_unfinished_job(self, api, admin_user, researcher, job):
-        GenerationJob.objects.filter(pk=job.pk).update(status=JobStatus.FAILED, error="Traceback: boom")
+        Job.objects.filter(pk=job.pk).update(status=JobStatus.FAILED, error="Traceback: boom")
         api.force_authenticate(researcher)
         assert api.get(f"{LIST}{job.pk}/").json()["resumable"] is True
         assert api.post(f"{LIST}{job.pk}/resume/").status_code == 403
@@ -136,7 +136,7 @@ class TestJobApiProgressAndResume:
         response = api.post(f"{LIST}{job.pk}/resume/")
         assert response.status_code == 200, response.json()
         assert (response.json()["status"], response.json()["error"], response.json()["resumes"]) == ("queued", "", 1)
-        GenerationJob.objects.filter(pk=job.pk).update(status=JobStatus.DONE)
+        Job.objects.filter(pk=job.pk).update(status=JobStatus.DONE)
         assert api.post(f"{LIST}{job.pk}/resume/").status_code == 409
         assert api.post(f"{LIST}999999/resume/").status_code == 404
 
@@ -149,7 +149,7 @@ class TestJobApiProgressAndResume:
         from generation.models import JobChunk
 
         api.force_authenticate(researcher)
-        GenerationJob.objects.filter(pk=job.pk).update(status=JobStatus.RUNNING)
+        Job.objects.filter(pk=job.pk).update(status=JobStatus.RUNNING)
         chunk = job.chunks.first()
         JobChunk.objects.filter(pk=chunk.pk).update(
             lease_owner=lease_owner_new(), lease_expires_at=timezone.now() + timedelta(minutes=1)
@@ -157,5 +157,5 @@ class TestJobApiProgressAndResume:
         assert api.get(f"{LIST}{job.pk}/").json()["resumable"] is False  # a live runner works on it
         JobChunk.objects.filter(pk=chunk.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
         assert api.get(f"{LIST}{job.pk}/").json()["resumable"] is True  # its runner is gone
-        GenerationJob.objects.filter(pk=job.pk).update(status=JobStatus.QUEUED)
+        Job.objects.filter(pk=job.pk).update(status=JobStatus.QUEUED)
         assert api.get(f"{LIST}{job.pk}/").json()["resumable"] is False  # waiting for a runner

@@ -5,7 +5,7 @@ import pytest
 from django.utils import timezone
 
 from generation.jobs.services import job_create
-from generation.models import GenerationJob, JobStatus
+from generation.models import Job, JobStatus
 from tests.browser_support import browser_marks, log_in
 
 pytestmark = [*browser_marks, pytest.mark.django_db(transaction=True)]
@@ -40,7 +40,7 @@ def three_jobs(smollm2, demo_ruff, admin_user):
         job_create(model="smollm2-135m", dataset="demo-ruff", per_pronoun=1, created_by=admin_user, queue=False)
         for _ in range(3)
     ]
-    GenerationJob.objects.filter(pk=jobs[0].pk).update(status=JobStatus.RUNNING, started_at=timezone.now())
+    Job.objects.filter(pk=jobs[0].pk).update(status=JobStatus.RUNNING, started_at=timezone.now())
     return jobs
 
 

@@ -84,7 +84,7 @@ class Embedded:
     def job(self, job_id: int) -> dict:
         with sqlite3.connect(self.db, timeout=30) as db:
             status, done, total = db.execute(
-                "SELECT status, done_items, total_items FROM generation_generationjob WHERE id = ?",
+                "SELECT status, done_items, total_items FROM generation_job WHERE id = ?",
                 (job_id,),
             ).fetchone()
             rows = db.execute("SELECT count(*) FROM generation_generation WHERE job_id = ?", (job_id,)).fetchone()[0]

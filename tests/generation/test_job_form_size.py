@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from generation.forms import JobForm
-from generation.models import GenerationJob, Instance, JobChunk
+from generation.models import Instance, Job, JobChunk
 from tests.factories import GenerationJobFactory
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guide-admin.md"
@@ -63,7 +63,7 @@ def test_show_size_and_time_counts_the_job_and_queues_nothing(client, admin_user
 
     assert "4 instances × 2 settings × 3 samples = 24 continuations" in page
     assert "no time estimate yet" in page
-    assert GenerationJob.objects.count() == 0
+    assert Job.objects.count() == 0
     # The form comes back as sent and says so, so that its script leaves the settings as they were chosen.
     assert re.search(r'<form method="post" class="stack narrow" novalidate data-sent>', page)
     one = client.post(reverse("generation-job-new"), {**FORM, "settings": ["post"], "preview": "1"}).content.decode()
@@ -79,7 +79,7 @@ def test_show_size_and_time_counts_the_job_and_queues_nothing(client, admin_user
     )  # fmt: skip
     page = client.post(reverse("generation-job-new"), {**FORM, "preview": "1"}).content.decode()
     assert "about <strong>1 min 00 s</strong> (30 s–2 min 00 s)" in page  # 24 x 2.5 s
-    assert list(GenerationJob.objects.all()) == [earlier]
+    assert list(Job.objects.all()) == [earlier]
 
 
 @pytest.mark.django_db
@@ -95,7 +95,7 @@ def test_the_errors_are_summed_up_at_the_top_with_a_link_to_each(client, admin_u
     for anchor in links:
         assert f'id="{anchor}"' in page
     assert "data-scroll-into-view" in summary
-    assert GenerationJob.objects.count() == 0
+    assert Job.objects.count() == 0
 
 
 @pytest.mark.slow

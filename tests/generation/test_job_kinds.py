@@ -10,7 +10,7 @@ from generation.jobs import runner
 from generation.jobs.kinds import JobKind, job_kind_register, job_kinds
 from generation.jobs.progress import job_rows_write
 from generation.jobs.services import JobParameterError, JobStateError, job_cancel, job_create, job_resume, job_run
-from generation.models import GenerationJob, JobChunk, JobStatus
+from generation.models import Job, JobChunk, JobStatus
 
 WRITTEN: dict[int, list[int]] = defaultdict(list)  # job id -> units written, in order (the kind's "rows")
 
@@ -136,4 +136,4 @@ def test_it_checks_the_kind_its_options_and_whether_it_needs_a_dataset(tally, pa
     with pytest.raises(JobParameterError) as caught:
         job_create(model="smollm2-135m", queue=False, **parameters)
     assert field in caught.value.errors
-    assert GenerationJob.objects.count() == 0
+    assert Job.objects.count() == 0

@@ -8,7 +8,7 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from generation.forms import JobForm
-from generation.models import GenerationJob
+from generation.models import Job
 from generation.parameters import JobParameterError, JobParametersSerializer, job_parameters_validate
 
 LIST = "/api/generation-jobs/"
@@ -73,19 +73,19 @@ class TestEveryEntrance:
         assert response.status_code == 400
         body = response.json()
         assert set(body) == {"num_beams", "samples"} and "CONCORD_MAX_NUM_BEAMS" in body["num_beams"][0]
-        assert GenerationJob.objects.count() == 0
+        assert Job.objects.count() == 0
 
     def test_the_api_refuses_a_lone_surrogate_in_pronouns(self, api, admin_user, smollm2, demo_ruff):
         api.force_authenticate(admin_user)
         raw = '{"dataset": "demo-ruff", "pronouns": ["\\ud800"]}'
         response = api.post(LIST, raw, content_type="application/json")
         assert response.status_code == 400  # the JSON parser or the definition refuses it; either way, a 4xx
-        assert GenerationJob.objects.count() == 0
+        assert Job.objects.count() == 0
 
     def test_the_command_fails_naming_the_field(self, smollm2, demo_ruff):
         with pytest.raises(CommandError, match="num_beams: must be a whole number from 1 to 8"):
             call_command("generate", "--dataset=demo-ruff", "--num-beams=1000", stdout=StringIO(), stderr=StringIO())
-        assert GenerationJob.objects.count() == 0
+        assert Job.objects.count() == 0
 
     def test_the_form_shows_the_message_under_the_field(self, client, admin_user, smollm2, demo_ruff):
         client.force_login(admin_user)
@@ -96,4 +96,4 @@ class TestEveryEntrance:
         errors = response.context["form"].errors
         assert set(errors) == {"max_new_tokens", "num_beams"}
         assert "from 1 to 512" in errors["max_new_tokens"][0] and "from 1 to 8" in errors["num_beams"][0]
-        assert GenerationJob.objects.count() == 0
+        assert Job.objects.count() == 0

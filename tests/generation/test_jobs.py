@@ -12,7 +12,7 @@ from generation.jobs import runner
 from generation.jobs import services as job_services
 from generation.jobs.chunks import chunk_run
 from generation.jobs.services import JobParameterError, JobStateError, job_cancel, job_create, job_progress_refresh
-from generation.models import Generation, GenerationJob, JobChunk, JobStatus, ProbResult
+from generation.models import Generation, Job, JobChunk, JobStatus, ProbResult
 from generation.selectors import EXPORT_COLUMNS
 
 TINY = {"samples": 2, "max_new_tokens": 3, "per_pronoun": 1}
@@ -49,7 +49,7 @@ class TestJobCreate:
             job_create(**{"model": "smollm2-135m", "dataset": "demo-ruff", **override})
         assert field in caught.value.errors
         assert words in caught.value.errors[field]
-        assert GenerationJob.objects.count() == 0
+        assert Job.objects.count() == 0
 
     def test_it_reports_every_bad_field_at_once(self, smollm2, demo_ruff):
         with pytest.raises(JobParameterError) as caught:
@@ -119,7 +119,7 @@ class TestCancelAndFailure:
         assert tiny_job.chunks.first().attempts == 0
 
     def test_it_refuses_to_cancel_a_finished_job(self, tiny_job):
-        GenerationJob.objects.filter(pk=tiny_job.pk).update(status=JobStatus.DONE)
+        Job.objects.filter(pk=tiny_job.pk).update(status=JobStatus.DONE)
         tiny_job.refresh_from_db()
         with pytest.raises(JobStateError, match="done"):
             job_cancel(job=tiny_job)
@@ -183,7 +183,7 @@ class TestChunkRun:
             stderr=StringIO(),
         )
         summary = json.loads(out.getvalue().strip().splitlines()[-1])
-        job = GenerationJob.objects.get()
+        job = Job.objects.get()
         assert summary == {"job": job.pk, "status": "done", "instances": 4, "generations": 4}
         assert job.settings == ["pre"] and job.seed == 7
 
@@ -209,7 +209,7 @@ class TestCli:
             )
         with pytest.raises(CommandError, match="dataset: unknown dataset 'nope'"):
             call_command("generate", "--dataset=nope", stdout=StringIO(), stderr=StringIO())
-        assert GenerationJob.objects.count() == 0
+        assert Job.objects.count() == 0
 
     def test_it_says_which_job_is_missing_on_export(self, db, tmp_path):
         with pytest.raises(CommandError, match="no generation job 999"):

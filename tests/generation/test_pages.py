@@ -7,7 +7,7 @@ import pytest
 from django.urls import reverse
 
 from generation.jobs.services import job_create
-from generation.models import GenerationJob, JobStatus
+from generation.models import Job, JobStatus
 from tests.conftest import PASSWORD
 from tests.factories import GenerationFactory, ProbResultFactory
 
@@ -65,7 +65,7 @@ class TestPages:
         }
         response = client.post(reverse("generation-job-new"), data)
         assert response.status_code == 302
-        job = GenerationJob.objects.get()
+        job = Job.objects.get()
         assert (job.pronouns, job.settings, job.samples, job.seed, job.total_units) == (
             ["he", "xe"],
             ["pre"],
@@ -81,7 +81,7 @@ class TestPages:
         response = client.post(reverse("generation-job-new"), data)
         assert response.status_code == 200
         assert "must be in (0, 1]" in response.content.decode()
-        assert GenerationJob.objects.count() == 0
+        assert Job.objects.count() == 0
 
     def test_it_cancels_from_the_list_with_csrf(self, csrf_client, admin_user, job):
         assert csrf_client.login(username=admin_user.username, password=PASSWORD)
@@ -128,7 +128,7 @@ class TestJobPageActions:
         errors = response.context["form"].errors
         assert set(errors) == {"samples", "max_new_tokens", "top_k", "top_p", "num_beams", "seed", "per_pronoun"}
         assert "must be in (0, 1]" in response.content.decode()
-        assert GenerationJob.objects.count() == 0
+        assert Job.objects.count() == 0
 
     def test_the_pages_show_elapsed_time_and_time_left(self, client, researcher, job):
         from datetime import timedelta
@@ -136,7 +136,7 @@ class TestJobPageActions:
         from django.utils import timezone
 
         now = timezone.now()
-        GenerationJob.objects.filter(pk=job.pk).update(
+        Job.objects.filter(pk=job.pk).update(
             status=JobStatus.RUNNING,
             started_at=now - timedelta(seconds=125),
             run_started_at=now - timedelta(seconds=125),
@@ -150,7 +150,7 @@ class TestJobPageActions:
             assert "js/generation-jobs.js" in page
 
     def test_admins_resume_a_failed_job_from_its_page(self, csrf_client, client, researcher, admin_user, job):
-        GenerationJob.objects.filter(pk=job.pk).update(status=JobStatus.FAILED, error="Traceback: boom")
+        Job.objects.filter(pk=job.pk).update(status=JobStatus.FAILED, error="Traceback: boom")
         url = reverse("generation-job-resume", args=[job.pk])
         client.force_login(researcher)
         assert url not in client.get(reverse("generation-job-results", args=[job.pk])).content.decode()

@@ -13,12 +13,12 @@ from django.utils import timezone
 
 from generation.jobs import runner
 from generation.jobs.progress import job_requeue
-from generation.models import GenerationJob, JobChunk, JobStatus
+from generation.models import Job, JobChunk, JobStatus
 from generation.selectors import job_run_order, job_status_text, job_timing
 from tests.factories import GenerationJobFactory, LanguageModelFactory
 
 
-def queued(*, kind: str = "generation", sent_seconds_ago: float | None, model=None) -> GenerationJob:
+def queued(*, kind: str = "generation", sent_seconds_ago: float | None, model=None) -> Job:
     """A queued job with one chunk, handed to its runner `sent_seconds_ago` (None: not yet)."""
     job = GenerationJobFactory(
         kind=kind,
@@ -80,7 +80,7 @@ def test_a_job_that_never_ran_is_not_counted_as_resumed():
     job_requeue(job=job)  # and it restarts before the job began
     assert job.resumes == 0
 
-    GenerationJob.objects.filter(pk=job.pk).update(status=JobStatus.RUNNING, run_started_at=timezone.now())
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.RUNNING, run_started_at=timezone.now())
     job.refresh_from_db()
     job_requeue(job=job)  # one restart while it ran
     job_requeue(job=job)  # the next start, before it ran again
@@ -93,7 +93,7 @@ def test_a_running_job_has_a_range_from_its_models_recent_pace_before_its_own_fi
     model = LanguageModelFactory()
     now = timezone.now()
     job = queued(sent_seconds_ago=5, model=model)
-    GenerationJob.objects.filter(pk=job.pk).update(
+    Job.objects.filter(pk=job.pk).update(
         status=JobStatus.RUNNING, started_at=now, run_started_at=now, total_items=40, total_units=10
     )
     job.refresh_from_db()
@@ -121,7 +121,7 @@ def test_the_time_left_counts_down_when_a_new_reading_would_raise_it(client, res
     job = queued(sent_seconds_ago=5, model=model)
     job.chunks.all().delete()
     JobChunk.objects.bulk_create(JobChunk(job=job, index=i, unit_ids=[10 + i]) for i in range(10))
-    GenerationJob.objects.filter(pk=job.pk).update(
+    Job.objects.filter(pk=job.pk).update(
         status=JobStatus.RUNNING, started_at=now, run_started_at=now, total_items=40, total_units=10
     )
     job.refresh_from_db()
@@ -135,7 +135,7 @@ def test_the_time_left_counts_down_when_a_new_reading_would_raise_it(client, res
     # 120 s later the first chunk (4 rows) has finished: 30 s a row, 36 rows left, 1,080 s at that pace alone.
     first = job.chunks.get(index=0)
     JobChunk.objects.filter(pk=first.pk).update(started_at=now, finished_at=now + timedelta(seconds=120))
-    GenerationJob.objects.filter(pk=job.pk).update(done_items=4)
+    Job.objects.filter(pk=job.pk).update(done_items=4)
     job.refresh_from_db()
     later = job_timing(job=job, now=now + timedelta(seconds=120))
 

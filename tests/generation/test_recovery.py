@@ -22,7 +22,7 @@ from generation.jobs import generation_kind, runner
 from generation.jobs.chunks import chunk_run
 from generation.jobs.leases import Heartbeat, chunk_claim, lease_owner_gone, lease_owner_new
 from generation.jobs.services import JobStateError, chunks_requeue_stale, job_create, job_resume, job_run
-from generation.models import Generation, GenerationJob, JobChunk, JobStatus, ProbResult
+from generation.models import Generation, Job, JobChunk, JobStatus, ProbResult
 from generation.pronouns import BASES
 from generation.selectors import job_timing
 from generation.signals import chunk_finished
@@ -139,7 +139,7 @@ class TestTransientErrors:
         fake_model.fail = [OperationalError("terminating connection due to administrator command")]
         for chunk in tiny_job.chunks.order_by("index"):
             chunk_run(chunk_id=chunk.pk)
-        job = GenerationJob.objects.get(pk=tiny_job.pk)
+        job = Job.objects.get(pk=tiny_job.pk)
         assert (job.status, job.done_items, job.done_units) == (JobStatus.DONE, 16, 4)
         assert rows_of(job) == expected_rows(job) and ProbResult.objects.filter(job=job).count() == 4
         first = job.chunks.get(index=0)
@@ -155,7 +155,7 @@ class TestTransientErrors:
         fake_model.fail = [OperationalError("server closed the connection unexpectedly")] * 3
         with pytest.raises(OperationalError):
             chunk_run(chunk_id=chunks[1].pk)
-        job = GenerationJob.objects.get(pk=tiny_job.pk)
+        job = Job.objects.get(pk=tiny_job.pk)
         assert job.status == JobStatus.FAILED and "server closed the connection" in job.error
         assert fake_model.sample_calls == 2 + 3  # chunk 0's two settings, then 1 try + 2 retries
         chunks[1].refresh_from_db()
@@ -171,14 +171,14 @@ class TestTransientErrors:
         fake_model.fail = [RuntimeError("CUDA error: device-side assert")]
         with pytest.raises(RuntimeError):
             chunk_run(chunk_id=tiny_job.chunks.first().pk)
-        job = GenerationJob.objects.get(pk=tiny_job.pk)
+        job = Job.objects.get(pk=tiny_job.pk)
         assert job.status == JobStatus.FAILED and "device-side assert" in job.error
         assert fake_model.sample_calls == 1
 
 
 class TestResume:
     def test_it_refuses_a_finished_job_and_an_unknown_one(self, tiny_job):
-        GenerationJob.objects.filter(pk=tiny_job.pk).update(status=JobStatus.DONE)
+        Job.objects.filter(pk=tiny_job.pk).update(status=JobStatus.DONE)
         with pytest.raises(JobStateError, match="done"):
             job_resume(job_id=tiny_job.pk)
         with pytest.raises(JobStateError, match="no generation job 999999"):
@@ -195,7 +195,7 @@ class TestResume:
         later, earlier = timezone.now() + timedelta(minutes=1), timezone.now() - timedelta(minutes=1)
         JobChunk.objects.filter(pk=live.pk).update(lease_owner=lease_owner_new(), lease_expires_at=later)
         JobChunk.objects.filter(pk=stale.pk).update(lease_owner="elsewhere:1:2:3:4", lease_expires_at=earlier)
-        GenerationJob.objects.filter(pk=tiny_job.pk).update(status=JobStatus.FAILED, error="boom")
+        Job.objects.filter(pk=tiny_job.pk).update(status=JobStatus.FAILED, error="boom")
         with django_capture_on_commit_callbacks(execute=True):
             job = job_resume(job_id=tiny_job.pk)
         assert job.status == JobStatus.QUEUED and job.error == ""
@@ -220,7 +220,7 @@ class TestResume:
         JobChunk.objects.filter(pk=stale.pk).update(
             lease_owner="elsewhere:1:2:3:4", lease_expires_at=timezone.now() - timedelta(seconds=1)
         )
-        GenerationJob.objects.filter(pk=tiny_job.pk).update(status=JobStatus.CANCELLED)
+        Job.objects.filter(pk=tiny_job.pk).update(status=JobStatus.CANCELLED)
         assert chunks_requeue_stale() == []  # a cancelled job's chunks stay put
 
     def test_the_runner_waits_for_a_chunk_held_elsewhere_and_takes_it_over_when_the_lease_goes_stale(
@@ -238,7 +238,7 @@ class TestResume:
         failed = job_create(model="smollm2-135m", dataset="demo-ruff", queue=False, **TINY)
         abandoned = job_create(model="smollm2-135m", dataset="demo-ruff", queue=False, seed=1, **TINY)
         chunk_run(chunk_id=failed.chunks.get(index=0).pk)
-        GenerationJob.objects.filter(pk=failed.pk).update(status=JobStatus.FAILED, error="Traceback ...")
+        Job.objects.filter(pk=failed.pk).update(status=JobStatus.FAILED, error="Traceback ...")
         # A web server killed mid-chunk: the job stays running, its chunk leased to a process that is gone.
         host, namespace, _, token, run = lease_owner_new().split(":")
         chunk = abandoned.chunks.get(index=1)
@@ -359,7 +359,7 @@ class TestCancelIsFinal:
         real_sample = fake_model.sample
 
         def cancelled_while_sampling(**kwargs):
-            job_cancel(job=GenerationJob.objects.get(pk=tiny_job.pk))
+            job_cancel(job=Job.objects.get(pk=tiny_job.pk))
             return real_sample(**kwargs)
 
         hf_engine.sample_continuations = cancelled_while_sampling  # undone by the fixture's monkeypatch
@@ -377,7 +377,7 @@ class TestCancelIsFinal:
 
         def cancelled_mid_call(*, stop, **kwargs):  # what StopWhen does between decoding steps
             seen.append(stop())
-            job_cancel(job=GenerationJob.objects.get(pk=tiny_job.pk))
+            job_cancel(job=Job.objects.get(pk=tiny_job.pk))
             seen.append(stop())
             if seen[-1]:
                 raise Interrupted("stopped after 2 new tokens")
@@ -417,7 +417,7 @@ class TestBrokerLoss:
         response = api.post("/api/generation-jobs/", {"dataset": "demo-ruff", "per_pronoun": 1}, format="json")
         assert response.status_code == 503
         body = response.json()
-        job = GenerationJob.objects.get()
+        job = Job.objects.get()
         assert body["job"] == job.pk and body["resumable"] is True and "broker" in body["detail"]
         assert job.status == JobStatus.FAILED and "could not be reached" in job.error
         assert api.get(f"/api/generation-jobs/{job.pk}/").json()["resumable"] is True
@@ -435,7 +435,7 @@ class TestBrokerLoss:
         data |= {"samples": 1, "max_new_tokens": 5, "top_k": 5, "top_p": 0.9, "num_beams": 1, "seed": 0}
         response = client.post("/generation/jobs/new/", data)
         assert response.status_code == 503
-        job = GenerationJob.objects.get()
+        job = Job.objects.get()
         html = response.content.decode()
         assert "could not be reached" in html and f"/generation/jobs/{job.pk}/resume/" in html
 
@@ -461,7 +461,7 @@ class TestBrokerLoss:
         assert runner.chunks_resend_unclaimed(backlog=0) == [old.pk]  # it lost them: only the long-unclaimed one
         assert runner.chunks_resend_unclaimed(backlog=0) == []  # sent again just now: its clock restarted
         assert sent == [old.pk]
-        GenerationJob.objects.filter(pk=tiny_job.pk).update(status=JobStatus.CANCELLED)
+        Job.objects.filter(pk=tiny_job.pk).update(status=JobStatus.CANCELLED)
         JobChunk.objects.filter(job=tiny_job).update(sent_at=long_ago)
         assert runner.chunks_resend_unclaimed(backlog=0) == []  # never for a cancelled job
 
@@ -497,12 +497,12 @@ class TestTimeLeftAndQueue:
         first, second, third = (
             job_create(model="smollm2-135m", dataset="demo-ruff", queue=False, **TINY) for _ in range(3)
         )
-        GenerationJob.objects.filter(pk=first.pk).update(status=JobStatus.RUNNING)
+        Job.objects.filter(pk=first.pk).update(status=JobStatus.RUNNING)
         first.refresh_from_db()
         assert job_status_text(job=first) == "running"
         assert job_status_text(job=second) == f"queued, 2nd after job {first.pk}"
         assert job_status_text(job=third) == f"queued, 3rd after job {second.pk}"
         client.force_login(admin_user)
         assert f"queued, 2nd after job {first.pk}" in client.get("/generation/jobs/").content.decode()
-        GenerationJob.objects.filter(pk=first.pk).update(status=JobStatus.DONE)
+        Job.objects.filter(pk=first.pk).update(status=JobStatus.DONE)
         assert job_status_text(job=second) == "queued, next"

@@ -14,7 +14,7 @@ from generation.datasets.tango import dataset_import_tango
 from generation.engines.hf.scoring import sequence_loss
 from generation.heuristic import heuristic_verdict
 from generation.jobs.services import JobParameterError, job_parameters_validate, job_run
-from generation.models import Generation, GenerationJob, JobStatus, ProbResult, TangoTemplate
+from generation.models import Generation, Job, JobStatus, ProbResult, TangoTemplate
 from generation.pronouns import BASES
 from generation.rewriting import rewrite_continuations, template_fill
 from generation.services.tango import contraction_chooser, tango_score
@@ -54,7 +54,7 @@ def test_a_tango_job_samples_open_contexts_and_scores_prob_tango_per_generation(
     )  # fmt: skip
     summary = json.loads(out.getvalue().strip().splitlines()[-1])
 
-    job = GenerationJob.objects.get(pk=summary["job"])
+    job = Job.objects.get(pk=summary["job"])
     assert summary == {"job": job.pk, "status": "done", "instances": 4, "generations": 8}
     assert job.settings == ["open"] and job.done_units == 4
     assert not ProbResult.objects.filter(job=job).exists()  # TANGO has no mask to score
@@ -121,9 +121,7 @@ def test_the_export_carries_each_generations_prob_tango_verdict(demo_tango):
     from generation.selectors import job_export_rows
 
     model = LanguageModel.objects.create(name="m1", source_kind="hub", source="example/m1")
-    job = GenerationJob.objects.create(
-        model=model, dataset=demo_tango, pronouns=["xe"], settings=["open"], status=JobStatus.DONE
-    )
+    job = Job.objects.create(model=model, dataset=demo_tango, pronouns=["xe"], settings=["open"], status=JobStatus.DONE)
     instance = demo_tango.instances.filter(pronoun="xe").first()
     made, failed = (
         Generation.objects.create(
@@ -159,9 +157,7 @@ def test_the_job_page_shows_prob_tango_m_prob_failed_templates_and_each_rewrite(
     from generation.models import LanguageModel
 
     model = LanguageModel.objects.create(name="m1", source_kind="hub", source="example/m1")
-    job = GenerationJob.objects.create(
-        model=model, dataset=demo_tango, pronouns=["xe"], settings=["open"], status=JobStatus.DONE
-    )
+    job = Job.objects.create(model=model, dataset=demo_tango, pronouns=["xe"], settings=["open"], status=JobStatus.DONE)
     instance = demo_tango.instances.filter(pronoun="xe").first()
     texts = [" Xe smiles.", " Xe waves.", " Nobody came."]
     rows = [

@@ -16,7 +16,7 @@ from django.core.management import CommandError, call_command
 
 from generation.engines.hf.scoring import ScoreItem, score_instances, sequence_loss
 from generation.jobs.services import JobParameterError, job_parameters_validate
-from generation.models import Dataset, Generation, GenerationJob, Instance, ProbResult, PronounForm, Template
+from generation.models import Dataset, Generation, Instance, Job, ProbResult, PronounForm, Template
 from generation.pronouns import Codebook
 
 CODEBOOK = """base,nom,acc,pos_dep,pos_ind,ref
@@ -302,7 +302,7 @@ def test_a_job_scores_the_slots_candidates_and_checks_with_the_codebooks_omega(t
         "generate", "--dataset", "mine", "--per-pronoun", "2", "--samples", "1", "--max-new-tokens", "12",
         "--seed", "3", stdout=out, stderr=io.StringIO(),
     )  # fmt: skip
-    job = GenerationJob.objects.get(pk=json.loads(out.getvalue().strip().splitlines()[-1])["job"])
+    job = Job.objects.get(pk=json.loads(out.getvalue().strip().splitlines()[-1])["job"])
 
     assert job.prob_score == "mean" and job.status == "done"
     # The first 2 instances per family in file order: templates a1 and a2.

@@ -10,7 +10,7 @@ import time
 import pytest
 from django.db import connection
 
-from generation.models import Generation, GenerationJob, JobChunk, JobStatus, ProbResult
+from generation.models import Generation, Job, JobChunk, JobStatus, ProbResult
 from tests.conftest import REPO
 
 
@@ -156,7 +156,7 @@ class TestCeleryWorker:
             pytest.fail("the job did not finish; worker log:\n" + worker.read_text()[-3000:])
         assert result.returncode == 0, result.stderr[-3000:] + "\nworker log:\n" + worker.read_text()[-3000:]
         summary = json.loads(result.stdout.strip().splitlines()[-1])
-        job = GenerationJob.objects.get()
+        job = Job.objects.get()
         assert summary == {"job": job.pk, "status": "done", "instances": 4, "generations": 4}
         assert job.status == JobStatus.DONE and job.started_at and job.finished_at
         assert ProbResult.objects.filter(job=job).count() == 4
@@ -185,10 +185,10 @@ def _wait(condition, *, seconds: float, what: str, workers: Workers):
     pytest.fail(f"{what} within {seconds:.0f} s\n{workers.logs()}")
 
 
-def _wait_ended(job: GenerationJob, *, what: str, workers: Workers) -> None:
+def _wait_ended(job: Job, *, what: str, workers: Workers) -> None:
     """Until the job is done or failed (`_assert_exact` then says which)."""
     _wait(
-        lambda: GenerationJob.objects.get(pk=job.pk).status in (JobStatus.DONE, JobStatus.FAILED),
+        lambda: Job.objects.get(pk=job.pk).status in (JobStatus.DONE, JobStatus.FAILED),
         seconds=480,
         what=what,
         workers=workers,
@@ -206,17 +206,17 @@ def _chunk_mid_run():
 RECOVERY_PRONOUNS = ("he", "xe")  # a chunk each: one mid-run when the trouble comes, one still queued behind it
 
 
-def _recovery_job(workers: Workers) -> GenerationJob:
+def _recovery_job(workers: Workers) -> Job:
     """Queue (through `generate`, on the test broker) 2 instances, one chunk each, long enough to be caught
     mid-sampling (2 settings x 2 samples x 20 tokens per chunk)."""
     command = [sys.executable, "manage.py", "generate", "--dataset=demo-ruff", "--per-pronoun=1", "--samples=2"]
     command += [f"--pronouns={','.join(RECOVERY_PRONOUNS)}", "--max-new-tokens=20", "--seed=11", "--batch-size=1"]
     result = subprocess.run(command, cwd=REPO, env=_environment(), capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-3000:] + workers.logs()
-    return GenerationJob.objects.get(pk=json.loads(result.stdout.strip().splitlines()[-1])["job"])
+    return Job.objects.get(pk=json.loads(result.stdout.strip().splitlines()[-1])["job"])
 
 
-def _assert_exact(job: GenerationJob) -> None:
+def _assert_exact(job: Job) -> None:
     job.refresh_from_db()
     instances = len(RECOVERY_PRONOUNS)
     assert (job.status, job.done_units, job.done_items) == (JobStatus.DONE, instances, instances * 2 * 2)
@@ -259,7 +259,7 @@ class TestCrashRecovery:
 
         workers.start()
         _wait(
-            lambda: GenerationJob.objects.get(pk=job.pk).status == JobStatus.DONE,
+            lambda: Job.objects.get(pk=job.pk).status == JobStatus.DONE,
             seconds=480,  # about a minute on an idle 2-core machine; generous for a CI machine shared with others
             what="the job did not finish after the worker was killed",
             workers=workers,

@@ -80,7 +80,7 @@ def finished_run(*, judge, pool, labels: dict, mode: str = "likelihood"):
     """A finished judge run with the given labels (item -> (label, confidence, scores)), written as a job would."""
     from django.utils import timezone
 
-    from generation.models import GenerationJob, JobChunk
+    from generation.models import Job, JobChunk
     from judging.models import JudgeRun, MachineLabel
     from judging.selectors import item_prompt
     from judging.services.runs import judge_run_create
@@ -93,5 +93,5 @@ def finished_run(*, judge, pool, labels: dict, mode: str = "likelihood"):
         )  # fmt: skip
     assert run.job_id is not None
     JobChunk.objects.filter(job_id=run.job_id).update(finished_at=timezone.now())
-    GenerationJob.objects.filter(pk=run.job_id).update(status="done", finished_at=timezone.now())
+    Job.objects.filter(pk=run.job_id).update(status="done", finished_at=timezone.now())
     return JudgeRun.objects.select_related("judge", "job").get(pk=run.pk)

@@ -99,13 +99,13 @@ class TestActiveDraw:
     def test_a_run_without_probabilities_is_refused(self, verdict_study):
         from django.utils import timezone
 
-        from generation.models import GenerationJob
+        from generation.models import Job
         from judging.services.runs import judge_run_create
 
         job = GenerationJobFactory(model=verdict_study.job.model, pronouns=["xe"], settings=["pre"], samples=1)
         GenerationFactory(job=job, instance=InstanceFactory(pronoun="xe"))
         run, _ = judge_run_create(job=job.pk, judge=verdict_study.run.judge.name, queue=False)
-        GenerationJob.objects.filter(pk=run.job_id).update(status="done", finished_at=timezone.now())
+        Job.objects.filter(pk=run.job_id).update(status="done", finished_at=timezone.now())
         with pytest.raises(CommandError, match="has no probabilities"):
             call_command("sample_pool", "--name", "x", "--jobs", str(job.pk), "--active",
                          "--judge-run", str(run.pk), "--budget", "1")  # fmt: skip

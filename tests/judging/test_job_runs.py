@@ -12,7 +12,7 @@ import pytest
 from django.core.management import call_command
 
 from annotation.models import Assignment
-from generation.models import Generation, GenerationJob, JobChunk
+from generation.models import Generation, Job, JobChunk
 from generation.parameters import JobParameterError
 from judging.models import JudgeRun, MachineLabel
 from judging.selectors import generation_prompt, item_prompt
@@ -162,7 +162,7 @@ def test_admins_start_a_run_over_a_finished_job_from_the_jobs_page(client, admin
     assert response.status_code == 302
     run = JudgeRun.objects.get(source_job=job)
     assert run.judge == judge and run.job.kind == "judge" and run.created_by == admin_user
-    assert GenerationJob.objects.filter(kind="judge").count() == 1
+    assert Job.objects.filter(kind="judge").count() == 1
     client.force_login(researcher)
     assert client.post(f"/generation/jobs/{job.pk}/judge/", {"judge": judge.name}).status_code == 403
     assert f'/generation/jobs/{job.pk}/judge/"' not in client.get("/generation/jobs/").content.decode()
@@ -231,5 +231,5 @@ def test_a_run_over_the_pools_job_gives_the_report_a_new_version(study):
     other, _ = judge_run_create(job=study.job.pk, judge=study.run.judge.name, rerun=True, queue=False)
     assert report_data_version(pool=study.pool) != before
     during = report_data_version(pool=study.pool)
-    GenerationJob.objects.filter(pk=other.job_id).update(status="done", finished_at=timezone.now())
+    Job.objects.filter(pk=other.job_id).update(status="done", finished_at=timezone.now())
     assert report_data_version(pool=study.pool) != during

@@ -11,7 +11,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from annotation.services.label_files import LabelImportError, Upload
-from generation.models import GenerationJob, LanguageModel
+from generation.models import Job, LanguageModel
 from generation.parameters import JobParameterError
 from judging.models import Judge, JudgeMode, JudgeRun, MachineLabel
 from judging.services.imports import judge_labels_import, judge_labels_preview
@@ -77,10 +77,10 @@ class TestImport:
 
     def test_concord_never_runs_an_external_judge(self, study, tmp_path):
         last, _ = _import(write_judge(study, tmp_path / "judge.csv"), study.pool, "--model-id", "gpt-4o")
-        jobs = GenerationJob.objects.count()
+        jobs = Job.objects.count()
         with pytest.raises(JobParameterError, match="external judge"):
             judge_run_create(pool=study.pool.name, judge="gpt4-judge", queue=False)
-        assert GenerationJob.objects.count() == jobs
+        assert Job.objects.count() == jobs
 
 
 class TestRefusals:

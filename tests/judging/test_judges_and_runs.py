@@ -9,7 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from generation.jobs.services import JobParameterError
-from generation.models import GenerationJob
+from generation.models import Job
 from judging.kinds import judge_run_parameters_validate
 from judging.models import Judge, JudgeRun
 from judging.prompts import DEFAULT_TEMPLATE, TemplateError, default_options, template_check
@@ -75,11 +75,11 @@ def test_an_option_without_text_is_refused():
 def test_bad_run_input_is_a_clear_error_and_makes_no_job(judge, judged_pool, parameters, field):
     pool, _ = judged_pool
     arguments = {"pool": pool.name, "judge": judge.name, **parameters}
-    jobs = GenerationJob.objects.count()
+    jobs = Job.objects.count()
     with pytest.raises(JobParameterError) as caught:
         judge_run_create(queue=False, **arguments)
     assert field in caught.value.errors
-    assert JudgeRun.objects.count() == 0 and GenerationJob.objects.count() == jobs
+    assert JudgeRun.objects.count() == 0 and Job.objects.count() == jobs
 
 
 def test_an_unknown_model_for_a_judge_is_a_clear_error(db):
@@ -142,7 +142,7 @@ def test_the_generic_job_api_queues_a_judge_run_by_names(api, admin_user, judge,
         format="json",
     )
     assert response.status_code == 201, response.json()
-    job = GenerationJob.objects.get(pk=response.json()["id"])
+    job = Job.objects.get(pk=response.json()["id"])
     assert (job.kind, job.model_id, job.total_units, job.dataset_id) == ("judge", judge.model_id, len(items), None)
     run = judge_run_for_job(job=job)
     assert (run.judge_id, run.pool_id, run.mode, run.k, run.temperature, run.seed) == (

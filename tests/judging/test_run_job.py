@@ -10,7 +10,7 @@ import pytest
 from django.core.management import call_command
 
 from generation.jobs.services import job_cancel, job_run
-from generation.models import GenerationJob
+from generation.models import Job
 from judging.models import JudgeRun, MachineLabel
 from judging.selectors import item_prompt
 from judging.services.runs import judge_run_create
@@ -29,7 +29,7 @@ def test_it_labels_every_item_once_as_a_judge_job(judge, judged_pool, loaded_mod
     summary = _judge("--pool", pool.name, "--judge", judge.name)
     assert summary["state"] == "done" and summary["labels"] == len(items) and summary["created"]
     run = JudgeRun.objects.get(pk=summary["run"])
-    job = GenerationJob.objects.get(pk=run.job_id)
+    job = Job.objects.get(pk=run.job_id)
     assert (job.kind, job.status, job.done_units, job.total_units) == ("judge", "done", 5, 5)
     assert job.dataset is None and job.model_id == judge.model_id
     labels = {label.item_id: label for label in MachineLabel.objects.filter(run=run)}
@@ -47,7 +47,7 @@ def test_a_finished_run_is_not_run_again_unless_asked(judge, judged_pool, loaded
     first = _judge("--pool", pool.name, "--judge", judge.name)
     again = _judge("--pool", pool.name, "--judge", judge.name)
     assert again["run"] == first["run"] and not again["created"]
-    assert JudgeRun.objects.count() == 1 and GenerationJob.objects.filter(kind="judge").count() == 1
+    assert JudgeRun.objects.count() == 1 and Job.objects.filter(kind="judge").count() == 1
     rerun = _judge("--pool", pool.name, "--judge", judge.name, "--rerun")
     assert rerun["run"] != first["run"] and rerun["created"] and rerun["state"] == "done"
     assert MachineLabel.objects.filter(run_id=rerun["run"]).count() == 5

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from annotation.models import Adjudication, Pool
 from annotation.schema import DEFAULT_LABELS
-from generation.models import Generation, GenerationJob, JobChunk
+from generation.models import Generation, Job, JobChunk
 from judging.models import JudgeRun, MachineLabel
 from judging.scoring import likelihood_verdict
 from judging.selectors import generation_prompt
@@ -40,7 +40,7 @@ FEW = "yul"  # annotates only a few items: skipped by the Alt-Test
 
 @dataclass
 class Study:
-    job: GenerationJob
+    job: Job
     pool: Pool
     run: JudgeRun
     generations: list[Generation]
@@ -110,6 +110,6 @@ def build_study(*, judge, seed: int = 7, name: str = "verdict") -> Study:
             Adjudication.objects.create(item=item, label="no_pronoun", adjudicator=users["vera"])
             study.adjudicated[item.pk] = "no_pronoun"
     JobChunk.objects.filter(job_id=run.job_id).update(finished_at=timezone.now())
-    GenerationJob.objects.filter(pk=run.job_id).update(status="done", finished_at=timezone.now())
+    Job.objects.filter(pk=run.job_id).update(status="done", finished_at=timezone.now())
     study.run = JudgeRun.objects.select_related("judge", "job", "source_job").get(pk=run.pk)
     return study

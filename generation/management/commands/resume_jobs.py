@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 from generation.jobs.cli import job_follow_with_bar, job_run_with_bar
 from generation.jobs.runner import chunks_requeue_stale
 from generation.jobs.services import JobDispatchError, JobStateError, job_resume, jobs_unfinished
-from generation.models import GenerationJob
+from generation.models import Job
 from generation.signals import resuming_jobs
 
 
@@ -64,5 +64,5 @@ class Command(BaseCommand):
                 resumed.append(entry)
         return resumed
 
-    def _summary(self, job: GenerationJob) -> dict:
+    def _summary(self, job: Job) -> dict:
         return {"job": job.pk, "status": job.status, "generations": job.done_items}
