@@ -10,8 +10,8 @@ from annotation.services.pool import DRAW_INSTANCES, DRAW_PER_SAMPLE_INDEX, POOL
 class JobChoiceField(forms.ModelMultipleChoiceField):
     def label_from_instance(self, job) -> str:
         return (
-            f"job {job.pk}: {job.model.name} on {job.dataset.name} ({', '.join(job.settings)}; "
-            f"{', '.join(job.pronouns)}; {job.samples} samples)"
+            f"job {job.pk}: {job.model.name} on {job.dataset.name} ({', '.join(job.generation_run.settings)}; "
+            f"{', '.join(job.generation_run.pronouns)}; {job.generation_run.samples} samples)"
         )
 
 

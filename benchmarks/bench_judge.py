@@ -79,16 +79,17 @@ def bench_job(n: int) -> dict:
     from django.core.management import call_command
 
     from generation.engines.hf.loading import model_load
+    from generation.jobs.services import job_record
     from generation.models import (
         DEFAULT_MODEL_FIELDS,
         DEFAULT_MODEL_NAME,
         Dataset,
         Generation,
         Instance,
-        Job,
         LanguageModel,
         Template,
     )  # fmt: skip
+    from generation.parameters import JobParameters
     from judging.models import JudgeRun, MachineLabel
     from judging.scoring import likelihood_judge_plain, option_probabilities
     from judging.selectors import generation_prompt
@@ -97,8 +98,10 @@ def bench_job(n: int) -> dict:
     call_command("migrate", verbosity=0)
     model, _ = LanguageModel.objects.get_or_create(name=DEFAULT_MODEL_NAME, defaults=DEFAULT_MODEL_FIELDS)
     dataset = Dataset.objects.create(name="bench", kind="misgendered", source="bench", import_signature="bench")
-    job = Job.objects.create(
-        model=model, dataset=dataset, pronouns=PRONOUNS, settings=["pre"], samples=SAMPLES, status="done"
+    job = job_record(
+        params=JobParameters(model=model, dataset=dataset, pronouns=PRONOUNS, settings=["pre"], samples=SAMPLES),
+        units=0,
+        items=0,
     )
     prompts(n, samples=SAMPLES)  # fills CONTEXTS and CONTINUATIONS: each context's 5 samples in a row, as in a job
     for i in range(n):
@@ -126,7 +129,9 @@ def bench_job(n: int) -> dict:
         JobChunk(job=run.job, index=index, unit_ids=ids[start : start + size])
         for index, start in enumerate(range(0, len(ids), size))
     )
-    generations = list(Generation.objects.filter(job=job).select_related("instance", "job__dataset").order_by("id"))
+    generations = list(
+        Generation.objects.filter(job=job).select_related("instance", "job__generation_run__dataset").order_by("id")
+    )
     job_prompts = [generation_prompt(judge=judge, generation=g) for g in generations]
     likelihood_judge_plain(loaded=loaded, prompts=job_prompts[:1], options=judge.option_map)  # warm-up
     # Bracketed: the plain loop, the job, the plain loop again, in this process; the ratio takes the plain loop's mean.

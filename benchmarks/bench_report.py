@@ -144,7 +144,9 @@ def _build(seed: int) -> dict:
 
 def _build_jobs() -> tuple[list, dict[str, list]]:
     """The models, one dataset per kind with its templates and instances, and a finished job per model and dataset."""
-    from generation.models import Dataset, Instance, Job, JobStatus, LanguageModel, Template
+    from generation.jobs.services import job_record
+    from generation.models import Dataset, Instance, LanguageModel, Template
+    from generation.parameters import JobParameters
 
     models = LanguageModel.objects.bulk_create(
         [LanguageModel(name=m, source_kind="hub", source=f"bench/{m}") for m in MODELS]
@@ -187,8 +189,10 @@ def _build_jobs() -> tuple[list, dict[str, list]]:
             row.ordinal = ordinal
         instances[kind] = Instance.objects.bulk_create(rows, batch_size=5000)
     jobs = [
-        Job.objects.create(
-            model=model, dataset=datasets[kind], pronouns=PRONOUNS, settings=SETTINGS, status=JobStatus.DONE
+        job_record(
+            params=JobParameters(model=model, dataset=datasets[kind], pronouns=PRONOUNS, settings=SETTINGS),
+            units=0,
+            items=0,
         )
         for model in models
         for kind in SIZES

@@ -69,7 +69,9 @@ def _build(rng) -> dict:
     from annotation.services.assignment import assignments_create
     from annotation.services.guidelines import pool_guidelines_set
     from annotation.services.pool import pool_sample
+    from generation.jobs.services import job_record
     from generation.models import Dataset, Generation, Instance, Job, LanguageModel, ProbResult, Template
+    from generation.parameters import JobParameters
     from judging.models import MachineLabel
     from judging.services.judges import judge_add
     from judging.services.runs import judge_run_create
@@ -105,15 +107,12 @@ def _build(rng) -> dict:
                     )
             Instance.objects.bulk_create(instances)
             for model in models:
-                job = Job.objects.create(
-                    model=model,
-                    dataset=dataset,
-                    pronouns=PRONOUNS,
-                    settings=["pre", "post"],
-                    samples=SAMPLES,
-                    status="done",
-                    total_units=len(instances),
-                    done_units=len(instances),
+                job = job_record(
+                    params=JobParameters(
+                        model=model, dataset=dataset, pronouns=PRONOUNS, settings=["pre", "post"], samples=SAMPLES
+                    ),
+                    units=len(instances),
+                    items=len(instances) * 2 * SAMPLES,
                 )
                 jobs.append(job)
                 ProbResult.objects.bulk_create(

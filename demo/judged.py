@@ -22,7 +22,6 @@ import secrets
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.utils import timezone
 
 from accounts.roles import ANNOTATOR
 from accounts.services import user_create_or_update
@@ -34,10 +33,13 @@ from generation.contexts import build_context
 from generation.datasets.labels import dataset_label
 from generation.datasets.registry import codebook_for
 from generation.heuristic import heuristic_verdicts
-from generation.models import DEFAULT_MODEL_NAME, Dataset, Generation, Job, JobStatus, LanguageModel
-from judging.models import JUDGE_KIND, RUN_IMPORTED, JudgeMode, JudgeRun, MachineLabel
+from generation.jobs.services import job_record
+from generation.models import DEFAULT_MODEL_NAME, Dataset, Generation, Job, LanguageModel
+from generation.parameters import JobParameters
+from judging.models import JudgeMode, JudgeRun, MachineLabel
 from judging.services.imports import external_judge
 from judging.services.judges import judge_add
+from judging.services.runs import imported_run_record
 
 JUDGED_POOL = "demo-judged"
 JUDGED_DATASET = "demo-ruff"
@@ -111,23 +113,13 @@ def _job(dataset: Dataset) -> tuple[Job, list[tuple[Generation, str]]]:
     )
     codebook = codebook_for(dataset.kind)
     instances = list(dataset.instances.select_related("template").order_by("ordinal"))
-    now = timezone.now()
-    total = len(instances) * DEMO_JOB_SAMPLES
-    job = Job.objects.create(
-        model=model,
-        dataset=dataset,
-        pronouns=sorted({instance.pronoun for instance in instances}),
-        settings=["pre"],
-        samples=DEMO_JOB_SAMPLES,
-        seed=0,
-        status=JobStatus.DONE,
-        total_units=len(instances),
-        done_units=len(instances),
-        total_items=total,
-        done_items=total,
-        started_at=now,
-        finished_at=now,
-        run_started_at=now,
+    pronouns = sorted({instance.pronoun for instance in instances})
+    job = job_record(
+        params=JobParameters(
+            model=model, dataset=dataset, pronouns=pronouns, settings=["pre"], samples=DEMO_JOB_SAMPLES, seed=0
+        ),
+        units=len(instances),
+        items=len(instances) * DEMO_JOB_SAMPLES,
     )
     rows = []
     for instance in instances:
@@ -222,36 +214,8 @@ def judged_pool_load() -> tuple[Pool, bool]:
 def _judge_run(*, job: Job, labels: list[str], generations: list[tuple[Generation, str]]) -> JudgeRun:
     """The demo judge's finished run over the whole job: a label and confidence for each of its generations."""
     judge, _ = external_judge(name=DEMO_JUDGE, labels=labels, description=DEMO_JUDGE_DESCRIPTION)
-    now = timezone.now()
-    n = len(generations)
-    record = Job.objects.create(
-        kind=JUDGE_KIND,
-        model=judge.model,
-        dataset=None,
-        pronouns=[],
-        settings=[],
-        seed=0,
-        options={
-            "job_id": job.pk,
-            "judge_id": judge.pk,
-            "judge": judge.name,
-            "version": judge.version,
-            "mode": JudgeMode.IMPORTED,
-            "k": 1,
-            "temperature": 1.0,
-            "imported": "demo (written by load_demo)",
-        },
-        status=JobStatus.DONE,
-        total_units=n,
-        done_units=n,
-        total_items=n,
-        done_items=n,
-        started_at=now,
-        finished_at=now,
-        run_started_at=now,
-    )
-    run = JudgeRun.objects.create(
-        judge=judge, source_job=job, job=record, origin=RUN_IMPORTED, source_file="demo (written by load_demo)"
+    run = imported_run_record(
+        judge=judge, source_job=job, count=len(generations), source_file="demo (written by load_demo)"
     )
     rows = []
     for index, (generation, intended) in enumerate(generations):

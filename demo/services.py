@@ -33,6 +33,7 @@ from annotation.services import assignments_create, generations_import, pool_sam
 from demo.models import LiveJob
 from generation.datasets.labels import dataset_label
 from generation.datasets.ruff import RUFF
+from generation.jobs.services import job_record
 from generation.models import (
     DEFAULT_MODEL_NAME,
     Dataset,
@@ -43,6 +44,7 @@ from generation.models import (
     LanguageModel,
     Template,
 )
+from generation.parameters import JobParameters
 
 logger = logging.getLogger(__name__)
 
@@ -210,17 +212,10 @@ def _distractor_items(*, pool: Pool) -> None:
         defaults={"source_kind": LanguageModel.SourceKind.NONE, "source": "demo/ (texts written by hand, not a model)"},
     )
     count = len(DISTRACTOR_CONTINUATIONS)
-    job = Job.objects.create(
-        model=model,
-        dataset=dataset,
-        pronouns=["xe"],
-        settings=["pre"],
-        samples=count,
-        status=JobStatus.DONE,
-        total_units=1,
-        done_units=1,
-        total_items=count,
-        done_items=count,
+    job = job_record(
+        params=JobParameters(model=model, dataset=dataset, pronouns=["xe"], settings=["pre"], samples=count),
+        units=1,
+        items=count,
     )
     for index, (text, first, correct) in enumerate(DISTRACTOR_CONTINUATIONS):
         generation = Generation.objects.create(
@@ -253,7 +248,9 @@ def _distractor_items(*, pool: Pool) -> None:
 
 def live_jobs() -> list[Job]:
     """The demo's own job over each live demo dataset, as `load_demo` recorded it (one each once it has queued them)."""
-    recorded = {row.dataset_name: row.job for row in LiveJob.objects.select_related("job", "job__dataset")}
+    recorded = {
+        row.dataset_name: row.job for row in LiveJob.objects.select_related("job", "job__generation_run__dataset")
+    }
     return [recorded[name] for name in LIVE_DATASETS if name in recorded]
 
 
@@ -269,7 +266,10 @@ def live_job_adopt(*, dataset_name: str) -> Job | None:
     queued over the dataset (one instance per pronoun, seed 0). Recorded and returned; None when there is none."""
     job = (
         Job.objects.filter(
-            dataset__name=dataset_name, model__name=DEFAULT_MODEL_NAME, per_pronoun=LIVE_PER_PRONOUN, seed=0
+            generation_run__dataset__name=dataset_name,
+            model__name=DEFAULT_MODEL_NAME,
+            generation_run__per_pronoun=LIVE_PER_PRONOUN,
+            generation_run__seed=0,
         )
         .order_by("pk")
         .first()

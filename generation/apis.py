@@ -38,9 +38,31 @@ def _rounded(seconds: float | None) -> float | None:
     return None if seconds is None else round(seconds, 1)
 
 
+def _kind_parameter(field_class: type[serializers.Field], **kwargs) -> serializers.Field:
+    """A key the job's kind gives (`JobKind.parameters`: a generation job's decoding parameters, a judge run's seed
+    and options); null when its kind has no such parameter."""
+
+    class KindParameter(field_class):  # type: ignore[valid-type,misc]
+        def get_attribute(self, instance: Job):
+            return self.parent.kind_parameters(instance).get(self.field_name)
+
+    return KindParameter(read_only=True, allow_null=True, **kwargs)
+
+
 class JobOutputSerializer(serializers.ModelSerializer):
     model = serializers.CharField(source="model.name")
     dataset = serializers.CharField(source="dataset.name", allow_null=True)
+    pronouns = _kind_parameter(serializers.ListField, child=serializers.CharField())
+    settings = _kind_parameter(serializers.ListField, child=serializers.CharField())
+    samples = _kind_parameter(serializers.IntegerField)
+    max_new_tokens = _kind_parameter(serializers.IntegerField)
+    top_k = _kind_parameter(serializers.IntegerField)
+    top_p = _kind_parameter(serializers.FloatField)
+    num_beams = _kind_parameter(serializers.IntegerField)
+    seed = _kind_parameter(serializers.IntegerField)
+    per_pronoun = _kind_parameter(serializers.IntegerField)
+    prob_score = _kind_parameter(serializers.CharField)
+    options = _kind_parameter(serializers.DictField)
     description = serializers.SerializerMethodField()
     status_text = serializers.SerializerMethodField()
     queue_position = serializers.SerializerMethodField()
@@ -113,6 +135,14 @@ class JobOutputSerializer(serializers.ModelSerializer):
         source = self.KEYS_OF_FIELDS[field_name]
         field_class, kwargs = super().build_field(source, info, model_class, nested_depth)
         return field_class, {**kwargs, "source": source}
+
+    def kind_parameters(self, job: Job) -> dict:
+        """The job's parameters as its kind gives them, read once per job."""
+        cache: dict[int, dict] = self.__dict__.setdefault("_parameters", {})
+        if job.pk not in cache:
+            handler = job_kind_get(job.kind)
+            cache[job.pk] = handler.parameters(job=job) if handler is not None else {"options": dict(job.options)}
+        return cache[job.pk]
 
     def _timing(self, job: Job) -> JobTiming:
         """One reading of the chunks per job, for the four timing keys."""

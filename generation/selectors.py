@@ -29,7 +29,7 @@ from generation.pronouns import Codebook
 
 
 def job_list() -> QuerySet[Job]:
-    return Job.objects.select_related("model", "dataset", "created_by").order_by("-created_at", "-id")
+    return Job.objects.select_related("model", "generation_run__dataset", "created_by").order_by("-created_at", "-id")
 
 
 def job_get(*, job_id: int) -> Job | None:
@@ -374,5 +374,5 @@ def job_export_rows(*, job: Job, batch: int = 2000) -> Iterator[dict]:
             "ruff_uid": instance.ruff_uid,
             "confuse_pronoun": instance.confuse_pronoun,
             "heuristic_validity": "" if instance.distractors is None else HEURISTIC_NOT_VALID,
-            "prob_score": job.prob_score,
+            "prob_score": job.generation_run.prob_score,
         }

@@ -259,8 +259,9 @@ def job_export_page(request, job_id: int):
 @role_required(RESEARCHER)
 def job_results_page(request, job_id: int):
     job = _job_or_404(job_id)
+    run = job.generation_run_or_none  # None: a job of another kind, whose page shows no generations
     setting = request.GET.get("setting") or None
-    if setting not in job.settings:  # pre, post, or TANGO's open; anything else shows them all
+    if run is None or setting not in run.settings:  # pre, post, or TANGO's open; anything else shows them all
         setting = None
     page = Paginator(job_generations(job=job, setting=setting), PAGE_SIZE).get_page(request.GET.get("page"))
     summary = job_prob_summary(job=job)
@@ -276,6 +277,7 @@ def job_results_page(request, job_id: int):
         "generation/job_results.html",
         {
             "job": job,
+            "run": run,
             "job_row": _job_row(job, can_manage=has_role(request.user, ADMIN)),
             "page": page,
             "rows": rows,

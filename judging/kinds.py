@@ -2,12 +2,11 @@
 chunks, leases, progress, estimate, cancel, resume and retries of generation jobs.
 
 The job's units are the pool's item ids (in id order), or, for a run over a generation job, that job's generation
-ids (in id order), one machine label each. The job holds the run's parameters, validated here once
+ids (in id order), one machine label each. A run's parameters are validated here once
 (`judge_run_parameters_validate`, for the generic jobs API through `JudgeKind.options_validate` and for
-`judge_run_create`): its `options` say which run it does (`pool_id` or `job_id`, `judge_id`, `mode`, `k`,
-`temperature`, with `pool`, `judge` and `version` for the pages), its `seed` column is the run's seed, its `model` the
-judge's own and its `total_units` the run's items. `JudgeRun` is the judging app's row for the job (created with it by
-`judge_run_create`, or on its first chunk when the job came from the generic jobs API); it reads these from the job.
+`judge_run_create`) and stored once, in the kind's own table: `JudgeRun` (its pool or job, judge, mode, `k`,
+temperature and seed), written with the job by `JudgeKind.rows_create`. The job holds only what every job has: the
+judge's own model, the status and progress (`total_units`: the run's items).
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ from generation.jobs.kinds import JobKind
 from generation.jobs.progress import job_rows_write
 from generation.models import GENERATION_KIND, Generation, Job, JobChunk, JobStatus
 from generation.parameters import MAX_SEED, JobParameterError, JobParameters
-from judging.models import Judge, JudgeMode, JudgeRun, MachineLabel
+from judging.models import RUN_CONCORD, RUN_IMPORTED, Judge, JudgeMode, JudgeRun, MachineLabel
 from judging.services.judges import judge_latest
 
 DEFAULT_K = 5
@@ -42,21 +41,13 @@ class RunParameters:
     source_job: Job | None = None
 
     def options(self) -> dict[str, Any]:
-        """The job's `options` for this run (the seed is the job's own column)."""
-        scope = (
-            {"pool_id": self.pool.pk, "pool": self.pool.name}
+        """The run's parameters as the judge kind's `rows_create` reads them (the seed is the job's parameter)."""
+        scope: dict[str, int | None] = (
+            {"pool_id": self.pool.pk}
             if self.pool is not None
             else {"job_id": self.source_job.pk if self.source_job is not None else None}
         )
-        return {
-            **scope,
-            "judge_id": self.judge.pk,
-            "judge": self.judge.name,
-            "version": self.judge.version,
-            "mode": self.mode,
-            "k": self.k,
-            "temperature": self.temperature,
-        }
+        return {**scope, "judge_id": self.judge.pk, "mode": self.mode, "k": self.k, "temperature": self.temperature}
 
 
 def _is_int(value) -> bool:
@@ -152,21 +143,8 @@ def judge_run_parameters_validate(
 
 
 def judge_run_for_job(*, job: Job) -> JudgeRun:
-    """The job's run row (made from its options when the job was queued without one)."""
-    run = JudgeRun.objects.select_related("judge__model", "pool", "job").filter(job=job).first()
-    if run is not None:
-        return run
-    options = job.options
-    run, _ = JudgeRun.objects.get_or_create(
-        job=job,
-        defaults={
-            "judge": Judge.objects.get(pk=options["judge_id"]),
-            "pool": Pool.objects.get(pk=options["pool_id"]) if options.get("pool_id") is not None else None,
-            "source_job": (Job.objects.get(pk=options["job_id"]) if options.get("job_id") is not None else None),
-            "created_by": job.created_by,
-        },
-    )
-    return JudgeRun.objects.select_related("judge__model", "pool", "job").get(pk=run.pk)
+    """The job's run row, written with the job (`JudgeKind.rows_create`)."""
+    return JudgeRun.objects.select_related("judge__model", "pool", "job").get(job=job)
 
 
 class JudgeKind(JobKind[JobParameters]):
@@ -193,6 +171,41 @@ class JudgeKind(JobKind[JobParameters]):
             raise serializers.ValidationError(exc.errors) from None
         values["model"] = params.judge.model
         return params.options()
+
+    def options_kept(self, *, params: JobParameters) -> dict[str, Any]:
+        return {}  # the run's parameters are its row's (rows_create)
+
+    def rows_create(self, *, job: Job, params: JobParameters) -> None:
+        options = params.options
+        JudgeRun.objects.create(
+            job=job,
+            judge_id=options["judge_id"],
+            pool_id=options.get("pool_id"),
+            source_job_id=options.get("job_id"),
+            mode=options["mode"],
+            k=options["k"],
+            temperature=options["temperature"],
+            seed=params.seed,
+            origin=options.get("origin", RUN_CONCORD),
+            source_file=options.get("source_file", ""),
+            created_by=job.created_by,
+        )
+
+    def parameters(self, *, job: Job) -> dict[str, Any]:
+        """The run's parameters as the jobs API has always given them: the seed, and under `options` what it
+        judges (by id and name), the judge version, mode, k and temperature."""
+        run = JudgeRun.objects.select_related("judge", "pool").get(job=job)
+        scope = (
+            {"pool_id": run.pool_id, "pool": run.pool.name} if run.pool is not None else {"job_id": run.source_job_id}
+        )
+        imported = {"imported": run.source_file} if run.origin == RUN_IMPORTED else {}
+        return {
+            "seed": run.seed,
+            "options": {
+                **scope, "judge_id": run.judge_id, "judge": run.judge.name, "version": run.judge.version,
+                "mode": run.mode, "k": run.k, "temperature": run.temperature, **imported,
+            },
+        }  # fmt: skip
 
     def units(self, *, params: JobParameters) -> list[int]:
         if params.options.get("job_id") is not None:
@@ -222,9 +235,8 @@ class JudgeKind(JobKind[JobParameters]):
         return done, done
 
     def describe(self, *, job: Job) -> str:
-        options = job.options
-        scope = f"job {options['job_id']}" if options.get("job_id") is not None else f"pool {options.get('pool')}"
-        return f"judge {options.get('judge')} v{options.get('version')} ({options.get('mode')}) on {scope}"
+        run = judge_run_for_job(job=job)
+        return f"judge {run.judge.name} v{run.judge.version} ({run.mode}) on {run.scope}"
 
 
 def _row_or_name(options: dict[str, Any], what: str):

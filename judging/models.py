@@ -66,10 +66,10 @@ RUN_ORIGINS = [(RUN_CONCORD, "run by Concord"), (RUN_IMPORTED, "imported from a 
 
 class JudgeRun(models.Model):
     """One judge version over one pool's items, or over every generation of one generation job (`source_job`):
-    exactly one of the two. Its work runs as a job of kind `judge` (chunks, leases, progress, cancel, resume); `job`
-    is that job, which holds the run's parameters (judging/kinds.py): `mode`, `k`, `temperature`, `seed` and
-    `total_items` read them from it. A run over a generation job counts for every pool drawn from that job: each pool
-    item takes the label of its generation."""
+    exactly one of the two, with its mode, samples per item (`k`), temperature and seed. The judge kind's own table
+    (judging/kinds.py): its work runs as `job`, a job of kind `judge` (chunks, leases, progress, cancel, resume),
+    and the run is written with that job, before any worker sees it. A run over a generation job counts for every
+    pool drawn from that job: each pool item takes the label of its generation."""
 
     judge = models.ForeignKey(Judge, on_delete=models.PROTECT, related_name="runs")
     pool = models.ForeignKey(Pool, null=True, blank=True, on_delete=models.CASCADE, related_name="judge_runs")
@@ -82,11 +82,12 @@ class JudgeRun(models.Model):
         help_text="the generation job whose generations the run labels (a run over a job)",
     )
     job = models.OneToOneField(
-        Job,
-        on_delete=models.CASCADE,
-        related_name="judge_run",
-        help_text="the judge job that does the run's work and holds its parameters",
+        Job, on_delete=models.CASCADE, related_name="judge_run", help_text="the judge job that does the run's work"
     )
+    mode = models.CharField(max_length=10, choices=JudgeMode.choices, help_text="likelihood, sampling or imported")
+    k = models.PositiveIntegerField(default=1, help_text="samples per item (sampling mode; 1 otherwise)")
+    temperature = models.FloatField(default=1.0, help_text="the sampling temperature (sampling mode; 1.0 otherwise)")
+    seed = models.BigIntegerField(default=0)
     # `concord`: Concord ran it; `imported`: an external judge's labels read from a file (judging.services.imports),
     # its job a finished record that no worker runs.
     origin = models.CharField(max_length=16, choices=RUN_ORIGINS, default=RUN_CONCORD)
@@ -102,6 +103,8 @@ class JudgeRun(models.Model):
                 | (Q(pool__isnull=True) & Q(source_job__isnull=False)),
                 name="judge_run_pool_or_job",
             ),
+            models.CheckConstraint(condition=Q(k__gte=1), name="judge_run_k_positive"),
+            models.CheckConstraint(condition=Q(temperature__gt=0), name="judge_run_temperature_positive"),
         ]
 
     def __str__(self) -> str:
@@ -111,25 +114,6 @@ class JudgeRun(models.Model):
     def scope(self) -> str:
         """What the run labels: "pool NAME" or "job ID"."""
         return f"pool {self.pool}" if self.pool_id is not None else f"job {self.source_job_id}"
-
-    @property
-    def mode(self) -> str:
-        """likelihood or sampling (JudgeMode)."""
-        return str(self.job.options["mode"])
-
-    @property
-    def k(self) -> int:
-        """Samples per item (sampling mode; 1 in likelihood mode)."""
-        return int(self.job.options["k"])
-
-    @property
-    def temperature(self) -> float:
-        """The sampling temperature (sampling mode; 1.0 in likelihood mode)."""
-        return float(self.job.options["temperature"])
-
-    @property
-    def seed(self) -> int:
-        return self.job.seed
 
     @property
     def total_items(self) -> int:

@@ -105,7 +105,7 @@ def covering_runs(*, pool: Pool) -> list[JudgeRun]:
     newest finished run over each of the pool's jobs; ordered by judge name, then id."""
     runs = (
         JudgeRun.objects.filter(Q(pool=pool) | Q(source_job__in=pool.jobs.all()))
-        .select_related("judge__model", "job", "source_job__model", "source_job__dataset")
+        .select_related("judge__model", "job", "source_job__model", "source_job__generation_run__dataset")
         .order_by("id")
     )
     newest: dict[tuple[str, str], JudgeRun] = {}
@@ -220,7 +220,7 @@ def generation_label_rows(*, run: JudgeRun, pool: Pool | None = None) -> list[di
         shown[generation_id].append(public_id)
     labels = (
         MachineLabel.objects.filter(run=run, generation__isnull=False)
-        .select_related("generation__instance", "generation__job__model", "generation__job__dataset")
+        .select_related("generation__instance", "generation__job__model", "generation__job__generation_run__dataset")
         .order_by("generation_id")
     )
     for label in labels:

@@ -12,6 +12,7 @@ from generation.heuristic import heuristic_verdict
 from generation.models import (
     Dataset,
     Generation,
+    GenerationRun,
     Instance,
     Job,
     JobStatus,
@@ -72,7 +73,14 @@ class LanguageModelFactory(factory.django.DjangoModelFactory):
     source = "example/test-model"
 
 
+# The generation kind's own row's parameters, which the factory takes as the job's.
+RUN_FIELDS = {field.name for field in GenerationRun._meta.concrete_fields} - {"id", "job"}
+
+
 class GenerationJobFactory(factory.django.DjangoModelFactory):
+    """A generation job with its `GenerationRun`: the run's parameters (dataset, pronouns, settings, samples, seed,
+    ...) are given as the job's keywords."""
+
     class Meta:
         model = Job
 
@@ -81,6 +89,13 @@ class GenerationJobFactory(factory.django.DjangoModelFactory):
     pronouns = factory.LazyFunction(lambda: ["he", "she", "they", "xe"])
     settings = factory.LazyFunction(lambda: ["pre", "post"])
     status = JobStatus.DONE
+
+    @classmethod
+    def _create(cls, model_class, *args, **kwargs):
+        run = {name: kwargs.pop(name) for name in list(kwargs) if name in RUN_FIELDS}
+        job = super()._create(model_class, *args, **kwargs)
+        GenerationRun.objects.create(job=job, **run)
+        return job
 
 
 class ProbResultFactory(factory.django.DjangoModelFactory):

@@ -131,7 +131,7 @@ def _active_run(pool: Pool) -> tuple[JudgeRun, str] | None:
     if pool.active_run_id is None or positive is None:
         return None
     run = (
-        JudgeRun.objects.select_related("judge", "job", "source_job__model", "source_job__dataset")
+        JudgeRun.objects.select_related("judge", "job", "source_job__model", "source_job__generation_run__dataset")
         .filter(pk=pool.active_run_id)
         .first()
     )
@@ -154,7 +154,7 @@ def active_rates(*, pool: Pool, frame: pd.DataFrame) -> list[ActiveRateRow]:
     rows = []
     job = run.source_job
     assert job is not None  # _active_run gives runs over a job only
-    for pronoun, members in _strata(units, list(job.pronouns)):
+    for pronoun, members in _strata(units, list(job.generation_run.pronouns)):
         figures = active_mean(
             yhat=[u.yhat for u in members],
             y=[u.y if u.labelled else math.nan for u in members],
@@ -199,7 +199,7 @@ def stratified_ppi_rows(
         if positive not in run.judge.option_map:
             continue
         units = _job_units(run=run, pool=pool, side=side, positive=positive)
-        strata = _strata(units, list(run.source_job.pronouns) if run.source_job else [])
+        strata = _strata(units, list(run.source_job.generation_run.pronouns) if run.source_job else [])
         if not strata:
             continue
         combined = stratified_ppi(

@@ -32,8 +32,8 @@ def pool_job_ids(*, pool: Pool) -> list[int]:
 def _jobs_frame(job_ids: list[int]) -> pd.DataFrame:
     return pd.DataFrame.from_records(
         Job.objects.filter(id__in=job_ids)
-        .annotate(label=dataset_label_expression("dataset"))
-        .values_list("id", "model__name", "label", "prob_score"),
+        .annotate(label=dataset_label_expression("generation_run__dataset"))
+        .values_list("id", "model__name", "label", "generation_run__prob_score"),
         columns=["job_id", "model", "dataset", "prob_score"],
     )
 
@@ -70,7 +70,7 @@ def instance_frame(*, job_ids: list[int]) -> pd.DataFrame:
         columns=["job_id", "instance_id", "m_prob"],
     )
     pronouns = pd.DataFrame.from_records(
-        Instance.objects.filter(dataset__jobs__id__in=job_ids).distinct().values_list("id", "pronoun"),
+        Instance.objects.filter(dataset__generation_runs__job_id__in=job_ids).distinct().values_list("id", "pronoun"),
         columns=["instance_id", "pronoun"],
     )
     frame = generations.merge(probs, on=["job_id", "instance_id"], how="left").merge(pronouns, on="instance_id")
@@ -113,7 +113,12 @@ def repetition(*, job_ids: list[int]) -> list[RepetitionRow]:
     out; `n` counts the rest)."""
     rows = (
         RepetitionRate.objects.filter(job_id__in=job_ids, rate__isnull=False)
-        .values("setting", "pronoun", model=F("job__model__name"), dataset=dataset_label_expression("job__dataset"))
+        .values(
+            "setting",
+            "pronoun",
+            model=F("job__model__name"),
+            dataset=dataset_label_expression("job__generation_run__dataset"),
+        )
         .annotate(mean=Avg("rate"), std=StdDev("rate", sample=False), n=Count("pk"))
         .order_by(*CELL)
     )

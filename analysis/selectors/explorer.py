@@ -112,7 +112,9 @@ class ExplorerPage:
 
 
 def _cell_jobs(*, pool: Pool, cell: dict):
-    return Job.objects.filter(dataset_label_q("dataset", cell["dataset"]), pools=pool, model__name=cell["model"])
+    return Job.objects.filter(
+        dataset_label_q("generation_run__dataset", cell["dataset"]), pools=pool, model__name=cell["model"]
+    )
 
 
 def _scalar_count(queryset, column: str = "id", *, distinct: bool = False) -> Coalesce:
@@ -353,7 +355,7 @@ def pool_cells(*, pool: Pool, **filters: str) -> list[dict]:
         .values(
             "setting",
             model=F("job__model__name"),
-            dataset=dataset_label_expression("job__dataset"),
+            dataset=dataset_label_expression("job__generation_run__dataset"),
             pronoun=F("instance__pronoun"),
         )
         .annotate(instances=Count("instance", distinct=True))

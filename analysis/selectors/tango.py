@@ -37,7 +37,7 @@ def tango_frame(*, job_ids: list[int]) -> pd.DataFrame:
     """One row per generation of the TANGO jobs among `job_ids`: m_gen (the heuristic), whether Prob-TANGO has run
     on it (`scored`), `failed`, and m_prob (NaN when failed or not scored), plus the cell columns."""
     rows = list(
-        Generation.objects.filter(job_id__in=job_ids, job__dataset__kind=TANGO.kind)
+        Generation.objects.filter(job_id__in=job_ids, job__generation_run__dataset__kind=TANGO.kind)
         .order_by("job_id", "instance_id", "sample_index")
         .values_list(
             "job_id",

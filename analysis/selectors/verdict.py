@@ -375,7 +375,7 @@ def run_prediction_powered(*, run: JudgeRun, pool: Pool, side: HumanSide, positi
             continue
         labelled[context_of[generation_id]].append((float(label == positive), probability[generation_id]))
     out = []
-    for pronoun in [p for p in job.pronouns if p in set(pronoun_of.values())]:
+    for pronoun in [p for p in job.generation_run.pronouns if p in set(pronoun_of.values())]:
         keep = {context for context, base in pronoun_of.items() if base == pronoun}
         out.append(
             _stratum_rows(

@@ -213,7 +213,7 @@ def _manifest(data: bytes) -> dict:
     if not isinstance(pool, dict) or not isinstance(pool.get("name", ""), str):
         raise BundleError("pool must be an object with a name", file=MANIFEST_FILE, line=json_line(text, "pool"))
     files = manifest.get("files")
-    required = {f"{table.name}.jsonl" for table in TABLES} | {REPORT_FILE}
+    required = {f"{table.name}.jsonl" for table in TABLES if table.since <= version} | {REPORT_FILE}
     if not isinstance(files, dict) or not required <= set(files):
         absent = sorted(required - set(files)) if isinstance(files, dict) else ["files"]
         raise BundleError(f"does not list {', '.join(absent)}", file=MANIFEST_FILE, line=json_line(text, "files"))

@@ -31,21 +31,14 @@ from annotation.machine import HUMAN
 from annotation.models import Adjudication, Annotation, Assignment, ExtraneousSpan, Pool, Referent
 from common.audit import audit_record
 from common.version import VERSION, concord_commit
+from generation.jobs.kinds import job_kind_handler
 from generation.models import Dataset, Job, LanguageModel
-from generation.parameters import JobParametersSerializer
 from judging.models import Judge, MachineLabel
 
 NOTES_WARNING = (
     "this bundle holds the annotators' and adjudicators' notes word for word: they may name people or say more than "
     "the study needs; read them before sharing the bundle"
 )
-
-
-def _job_parameters() -> list[str]:
-    """A job's parameters as the job's own columns (the rest, the engine among them, are in its `options`): the
-    fields of generation's parameter definition, so that a parameter added there reaches the manifest too."""
-    columns = {field.name for field in Job._meta.get_fields()}
-    return [name for name in JobParametersSerializer().fields if name in columns and name not in ("model", "dataset")]
 
 
 def _width(count: int) -> int:
@@ -155,7 +148,7 @@ def row_columns(table: Table) -> set[str]:
 
 def _manifest(*, scope: Scope, pseudonyms: dict[int, str], files: dict[str, dict], report: dict, notes: bool) -> dict:
     pool = scope.pool
-    jobs = Job.objects.filter(pk__in=scope.job_ids).select_related("model", "dataset").order_by("pk")
+    jobs = Job.objects.filter(pk__in=scope.job_ids).select_related("model", "generation_run__dataset").order_by("pk")
     return {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -179,12 +172,14 @@ def _manifest(*, scope: Scope, pseudonyms: dict[int, str], files: dict[str, dict
         ],
         "datasets": [dataset_provenance(d) for d in Dataset.objects.filter(pk__in=scope.dataset_ids).order_by("pk")],
         "models": [model_provenance(m) for m in LanguageModel.objects.filter(pk__in=scope.model_ids).order_by("pk")],
+        # Each job's parameters as its kind gives them (a generation job's decoding and seed, a judge run's).
         "jobs": [
             {
                 "id": job.pk,
+                "kind": job.kind,
                 "model": job.model.name,
                 "dataset": job.dataset.name if job.dataset else None,
-                **{name: getattr(job, name) for name in _job_parameters()},
+                **job_kind_handler(job.kind).parameters(job=job),
                 "status": job.status,
             }
             for job in jobs

@@ -40,12 +40,12 @@ from analysis.study.archive import (
 )
 from analysis.study.figures import figures_compare
 from analysis.study.isolated import isolated_database
-from analysis.study.tables import OPTION_REFERENCES, TABLES, Table, columns, references
+from analysis.study.tables import TABLES, Table, columns, references
 from annotation.forms import PoolSampleForm
 from annotation.machine import HUMAN
 from annotation.models import Annotation, ExtraneousSpan, Pool, PoolItem, Referent, new_public_id
 from common.audit import CREATE, audit_record
-from generation.models import Dataset, Job, LanguageModel
+from generation.models import Dataset, LanguageModel
 from generation.models.datasets import BASE_CHOICES
 from judging.models import Judge
 
@@ -109,8 +109,8 @@ def _number(value: Any) -> bool:
 # The shape of JSON columns the report reads (for every other one, the type of the column's default is checked).
 JSON_SHAPES: dict[tuple[str, str], tuple[str, Callable[[Any], bool]]] = {
     ("pool", "labels"): ("a list of labels", _text_list),
-    ("job", "pronouns"): ("a list of pronouns", _text_list),
-    ("job", "settings"): ("a list of settings", _text_list),
+    ("generationrun", "pronouns"): ("a list of pronouns", _text_list),
+    ("generationrun", "settings"): ("a list of settings", _text_list),
     ("judge", "options"): (
         "a list of [label, option text] pairs",
         lambda value: isinstance(value, list) and all(_text_list(pair) and len(pair) == 2 for pair in value),
@@ -211,8 +211,45 @@ class Imported:
     ids: dict[str, dict[int, int]] = field(default_factory=dict)
 
 
+# What a version-1 bundle kept in a generation job's row (version 2: generation_runs.jsonl), and in its options.
+V1_JOB_PARAMETERS = ("dataset_id", "pronouns", "settings", "samples", "max_new_tokens", "top_k", "top_p", "num_beams",
+                     "seed", "per_pronoun", "prob_score")  # fmt: skip
+V1_JOB_OPTIONS = ("engine", "distractors", "sample_seed")
+
+
+def _version_1_upgraded(bundle: Bundle) -> None:
+    """A version-1 bundle's rows as today's tables hold them: each generation job's parameters (its row's columns
+    and options) become a row of generation_runs (on the job's line, under the job's id), and each judge run takes
+    its mode, k, temperature and seed from its job's options and seed. Every value is then checked as any row's."""
+    version = bundle.manifest.get("format_version")
+    if not isinstance(version, int) or version >= 2 or "generation_runs" in bundle._rows:
+        return
+    jobs = bundle.numbered_rows("jobs")
+    by_id = {row["id"]: row for _, row in jobs}
+    runs = []
+    for line, row in jobs:
+        options: dict = row["options"] if isinstance(row.get("options"), dict) else {}
+        if row.get("kind", "generation") != "generation":
+            continue
+        run = {"id": row["id"], "job_id": row["id"], **{name: row[name] for name in V1_JOB_PARAMETERS if name in row}}
+        run.update({name: options[name] for name in V1_JOB_OPTIONS if options.get(name) is not None})
+        runs.append((line, run))
+        row["options"] = {key: value for key, value in options.items() if key not in V1_JOB_OPTIONS}
+    bundle._rows["generation_runs"] = runs
+    for _, row in bundle.numbered_rows("judge_runs"):
+        job = by_id.get(row.get("job_id"))
+        if job is None or "mode" in row:
+            continue
+        options = job["options"] if isinstance(job.get("options"), dict) else {}
+        row["mode"] = options.get("mode") or ("imported" if row.get("origin") == "imported" else "likelihood")
+        row["k"], row["temperature"] = options.get("k", 1), options.get("temperature", 1.0)
+        row["seed"] = job.get("seed", 0)
+        job["options"] = {}
+
+
 class _Importer:
     def __init__(self, bundle: Bundle, pool_name: str):
+        _version_1_upgraded(bundle)
         self.bundle = bundle
         self.pool_name = pool_name
         self.ids: dict[str, dict[int, int]] = {}
@@ -284,13 +321,6 @@ class _Importer:
                 obj.name = f"{obj.name}{self.suffix}"[:64]
         if isinstance(obj, Pool):
             obj.name = self.pool_name
-        if isinstance(obj, Job) and isinstance(obj.options, dict):
-            obj.options = {  # a job named in the options is in this very table: mapped once it is written
-                key: self.ids[OPTION_REFERENCES[key]].get(value, value)
-                if key in OPTION_REFERENCES and OPTION_REFERENCES[key] in self.ids and is_id(value)
-                else value
-                for key, value in obj.options.items()
-            }
         return None
 
     def table(self, table: Table) -> int:
@@ -321,8 +351,6 @@ class _Importer:
         if table.model is Pool:
             self._pool_jobs(rows[0])
         written = [obj for _, _, obj in pending]
-        if table.model is Job:
-            self._job_options([obj for obj in written if isinstance(obj, Job)])
         if table.model is PoolItem:
             self.text_lengths = {obj.pk: len(obj.continuation) for obj in written if isinstance(obj, PoolItem)}
         if table.model is Annotation:
@@ -356,19 +384,6 @@ class _Importer:
         if not isinstance(jobs, list) or not all(is_id(job) for job in jobs):
             raise BundleError("jobs must be a list of job ids", file="pools.jsonl", line=line)
         self.pool_jobs = jobs
-
-    def _job_options(self, jobs: list[Job]) -> None:
-        """A judge job's options name the generation job it judges (`job_id`): now that every job is written, the
-        new id."""
-        changed = []
-        for job in jobs:
-            for key, target in OPTION_REFERENCES.items():
-                value = job.options.get(key) if isinstance(job.options, dict) else None
-                if target == "jobs" and is_id(value) and value in self.ids["jobs"]:
-                    job.options = {**job.options, key: self.ids["jobs"][job.options[key]]}
-                    changed.append(job)
-        if changed:
-            Job.objects.bulk_update(changed, ["options"], batch_size=BATCH)
 
     @staticmethod
     def _item_ids(items: list) -> None:

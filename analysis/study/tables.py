@@ -18,13 +18,15 @@ from django.db import models
 from django.db.models import Q, QuerySet
 
 from annotation.models import Adjudication, Annotation, Assignment, Pool, PoolGuideline, PoolItem
-from generation.models import Dataset, Generation, Instance, Job, LanguageModel, ProbResult
+from generation.models import Dataset, Generation, GenerationRun, Instance, Job, LanguageModel, ProbResult
 from generation.models.datasets import PronounForm, Template
 from generation.models.tango import TangoTemplate
 from judging.models import Judge, JudgeRun, MachineLabel
 
 FORMAT = "concord-study"
-FORMAT_VERSION = 1
+# 2: a generation job's parameters in generation_runs.jsonl and a judge run's in its own row (version 1 kept both in
+# jobs.jsonl; analysis.study.load reads it still).
+FORMAT_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -50,7 +52,9 @@ class Scope:
         return cls(
             pool=pool,
             job_ids=job_ids,
-            dataset_ids=sorted(set(jobs.exclude(dataset=None).values_list("dataset_id", flat=True))),
+            dataset_ids=sorted(
+                set(GenerationRun.objects.filter(job_id__in=job_ids).values_list("dataset_id", flat=True))
+            ),
             model_ids=sorted({*jobs.values_list("model_id", flat=True), *judges.values_list("model_id", flat=True)}),
             judge_names=judge_names,
         )
@@ -74,6 +78,8 @@ class Table:
     private: tuple[str, ...] = ()
     # Columns that may hold a path on the server: written as the file's name only.
     paths: tuple[str, ...] = ()
+    # The first format version with the table's file (an older bundle's rows are read from its other files).
+    since: int = 1
 
 
 TABLES: list[Table] = [
@@ -87,8 +93,9 @@ TABLES: list[Table] = [
     # The pool's row carries its jobs' ids too (`jobs`), and the guidelines every version of their text.
     Table("pools", Pool, lambda s: Pool.objects.filter(pk=s.pool.pk)),
     Table("guidelines", PoolGuideline, lambda s: PoolGuideline.objects.filter(pool=s.pool)),
-    # The jobs' parameters and seeds; a judge job's options name its pool and judge by id (mapped on import).
+    # The jobs (kind, model, status, progress) and what each generation job ran: its dataset, decoding and seed.
     Table("jobs", Job, lambda s: Job.objects.filter(pk__in=s.job_ids), drop=("error",)),
+    Table("generation_runs", GenerationRun, lambda s: GenerationRun.objects.filter(job_id__in=s.job_ids), since=2),
     Table("generations", Generation, lambda s: Generation.objects.filter(job_id__in=s.job_ids)),
     Table("prob_results", ProbResult, lambda s: ProbResult.objects.filter(job_id__in=s.job_ids)),
     Table("tango_templates", TangoTemplate, lambda s: TangoTemplate.objects.filter(job_id__in=s.job_ids)),
@@ -121,8 +128,6 @@ TABLES: list[Table] = [
     Table("machine_labels", MachineLabel, lambda s: MachineLabel.objects.filter(run__in=judge_runs(s.pool))),
 ]
 TABLE_OF_MODEL: dict[type[models.Model], str] = {table.model: table.name for table in TABLES}
-# Keys of a job's options that name a row of a bundle table (a judge job's pool, judge, or the job it judges).
-OPTION_REFERENCES = {"pool_id": "pools", "judge_id": "judges", "job_id": "jobs"}
 
 
 def columns(table: Table, *, private: bool = False) -> list[models.Field]:

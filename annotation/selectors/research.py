@@ -125,7 +125,9 @@ def finished_jobs() -> QuerySet[Job]:
     """The jobs a pool can be drawn from, for the pool form's list."""
     # Generation jobs only: other job kinds (judge runs, generation/jobs/kinds.py) have no generations to draw.
     return (
-        Job.objects.filter(status=JobStatus.DONE, kind="generation").select_related("model", "dataset").order_by("pk")
+        Job.objects.filter(status=JobStatus.DONE, kind="generation")
+        .select_related("model", "generation_run__dataset")
+        .order_by("pk")
     )
 
 

@@ -92,7 +92,7 @@ def _cell_rng(seed: int, *parts: object) -> random.Random:
 
 def _jobs_to_sample(*, job_ids: list[int] | None) -> list[Job]:
     """The named jobs (each must exist and be finished), or every finished job."""
-    jobs_qs = Job.objects.filter(kind="generation").select_related("model", "dataset").order_by("pk")
+    jobs_qs = Job.objects.filter(kind="generation").select_related("model", "generation_run__dataset").order_by("pk")
     if not job_ids:
         jobs = list(jobs_qs.filter(status=JobStatus.DONE))
         if not jobs:
@@ -158,8 +158,8 @@ def _job_cells(job: Job, found: dict) -> Iterator[tuple[tuple[str, str, int | No
     xe (whatever order the job lists them in); a distractor set has one cell per distractor count it holds."""
     counts = sorted({count for _, _, count in found}, key=lambda count: -1 if count is None else count) or [None]
     kind = dataset_label(job.dataset)
-    for setting in _in_order(list(job.settings), ALL_SETTINGS):
-        for pronoun in _in_order(list(job.pronouns), BASES):
+    for setting in _in_order(list(job.generation_run.settings), ALL_SETTINGS):
+        for pronoun in _in_order(list(job.generation_run.pronouns), BASES):
             for count in counts:
                 dataset = kind if count is None else f"{kind} ({count} distractors)"
                 yield (setting, pronoun, count), (job.model.name, dataset, setting, pronoun)
@@ -173,34 +173,38 @@ def _draw_whole_instances(job: Job, *, instances: int, seed: int, result: PoolSa
     for key, cell in _job_cells(job, found):
         by_instance = found.get(key, {})
         complete = sorted(
-            (ordinal for ordinal, samples in by_instance.items() if all(i in samples for i in range(job.samples))),
+            (
+                ordinal
+                for ordinal, samples in by_instance.items()
+                if all(i in samples for i in range(job.generation_run.samples))
+            ),
             key=frame_order.__getitem__,
         )
         if len(complete) < instances:
-            result.short.append(_short(cell, None, instances, len(complete), samples=job.samples))
+            result.short.append(_short(cell, None, instances, len(complete), samples=job.generation_run.samples))
             picked = complete
         else:
             picked = _seed_sample(complete, instances, seed)
         # The released files' order: sample column first, the drawn instances in draw order within each.
-        for index in range(job.samples):
+        for index in range(job.generation_run.samples):
             chosen.extend((job, by_instance[ordinal][index]) for ordinal in picked)
-        result.cells[cell] = len(picked) * job.samples
+        result.cells[cell] = len(picked) * job.generation_run.samples
     return chosen
 
 
 def _draw_per_sample_index(job: Job, *, per_cell: int, seed: int, result: PoolSampleResult) -> list[tuple[Job, int]]:
     """`per_cell / samples` random instances drawn separately from each sample index of each cell."""
-    if per_cell % job.samples:
+    if per_cell % job.generation_run.samples:
         raise PoolSampleError(
-            f"per-cell {per_cell} does not split evenly across the {job.samples} sample indices of job {job.pk}"
+            f"per-cell {per_cell} does not split evenly across the {job.generation_run.samples} sample indices of job {job.pk}"
         )
-    per_index = per_cell // job.samples
+    per_index = per_cell // job.generation_run.samples
     chosen: list[tuple[Job, int]] = []
     found = _generations_by_instance(job)
     for key, cell in _job_cells(job, found):
         by_instance = found.get(key, {})
         drawn = 0
-        for index in range(job.samples):
+        for index in range(job.generation_run.samples):
             candidates = sorted(
                 (ordinal, samples[index]) for ordinal, samples in by_instance.items() if index in samples
             )
@@ -345,7 +349,7 @@ def pool_sample(
             "use --allow-short to keep what there is):\n  " + "\n  ".join(map(str, result.short))
         )
 
-    sizes = {job.samples for job in jobs}
+    sizes = {job.generation_run.samples for job in jobs}
     stored_per_cell = (
         per_cell if draw == DRAW_PER_SAMPLE_INDEX else (instances * sizes.pop() if len(sizes) == 1 else None)
     )

@@ -30,7 +30,7 @@ def dataset_label(dataset: Dataset | None) -> str:
 
 
 def dataset_label_expression(dataset: str) -> Case:
-    """`dataset_label` in SQL, for the dataset reached by the lookup path `dataset` ("job__dataset", ...)."""
+    """`dataset_label` in SQL, for the dataset reached by the lookup path `dataset` ("job__generation_run__dataset", ...)."""
     return Case(
         When(**{f"{dataset}__kind__in": NAMED_KINDS}, then=F(f"{dataset}__name")),
         default=F(f"{dataset}__kind"),

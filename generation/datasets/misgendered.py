@@ -223,7 +223,7 @@ def _replace_names(
                 f"Run again with --replace to redraw them, or import under another name (--name)"
             ]
         )
-    jobs = list(dataset.jobs.order_by("pk").values_list("pk", flat=True))
+    jobs = list(dataset.generation_runs.order_by("job_id").values_list("job_id", flat=True))
     if changed and jobs:
         raise ImportFailed(
             [

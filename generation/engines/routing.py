@@ -22,7 +22,9 @@ def task_route(name: str, args: Any, kwargs: Any, options: Any, task: Any = None
         return None
     from generation.models import JobChunk
 
-    options_ = JobChunk.objects.filter(pk=chunk_id).values_list("job__options", flat=True).first() or {}
-    engine = ENGINES.get(str((options_ or {}).get("engine") or ""))
+    engine_name = (
+        JobChunk.objects.filter(pk=chunk_id).values_list("job__generation_run__engine", flat=True).first() or ""
+    )
+    engine = ENGINES.get(engine_name)
     queue = engine.queue() if engine is not None else None
     return {"queue": queue} if queue else None

@@ -74,7 +74,7 @@ def chunk_run(*, chunk_id: int, progress: Progress | None = None) -> Job:
 
 
 def _chunk_run_once(*, chunk_id: int, owner: str, progress: Progress | None) -> Job:
-    chunk = JobChunk.objects.select_related("job__model", "job__dataset").get(pk=chunk_id)
+    chunk = JobChunk.objects.select_related("job__model", "job__generation_run__dataset").get(pk=chunk_id)
     job = chunk.job
     if job.status not in ACTIVE or chunk.finished_at is not None:
         return job

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any
 
 from django.db.models import Count
 
@@ -27,7 +28,7 @@ from generation.engines.hf.scoring import ScoreItem, score_instances
 from generation.heuristic import heuristic_verdicts
 from generation.jobs.kinds import JobKind
 from generation.jobs.progress import job_rows_write
-from generation.models import Generation, Instance, Job, JobChunk, ProbResult
+from generation.models import Generation, GenerationRun, Instance, Job, JobChunk, ProbResult
 from generation.parameters import JobParameters
 from generation.pronouns import Codebook
 from generation.seeds import seed_derive
@@ -37,6 +38,10 @@ from generation.signals import chunk_finished
 
 logger = logging.getLogger(__name__)
 
+# The parameters a generation run keeps in its columns of the same name (besides its dataset, engine and filters).
+RUN_PARAMETERS = ("pronouns", "settings", "samples", "max_new_tokens", "top_k", "top_p", "num_beams", "seed",
+                  "per_pronoun", "prob_score")  # fmt: skip
+
 
 def chunk_seed(*, job_seed: int, chunk_index: int, setting: str) -> int:
     """The seed of one chunk's sampling for one setting: a re-run chunk draws the same numbers."""
@@ -45,7 +50,8 @@ def chunk_seed(*, job_seed: int, chunk_index: int, setting: str) -> int:
 
 
 def _score(job: Job, loaded: LoadedModel, instances: list[Instance], codebook: Codebook) -> None:
-    if job.dataset is None or dataset_kind(job.dataset.kind).scores_per_generation:
+    run = job.generation_run
+    if dataset_kind(run.dataset.kind).scores_per_generation:
         return  # no mask: Prob-TANGO scores each generation once it is written (tango_templates_fill)
     scored = set(ProbResult.objects.filter(job=job, instance__in=instances).values_list("instance_id", flat=True))
     todo = [instance for instance in instances if instance.pk not in scored]
@@ -58,7 +64,7 @@ def _score(job: Job, loaded: LoadedModel, instances: list[Instance], codebook: C
             form=instance.template.form,
             correct_form=instance.correct_form,
             codebook=codebook,
-            prob_score=job.prob_score,
+            prob_score=run.prob_score,
         )
         for instance in todo
     ]
@@ -82,24 +88,25 @@ def _sample(
     stop: Callable[[], bool],
 ) -> bool:
     """Sample and write one setting of the chunk; False, with nothing written, when `stop` interrupted the call."""
+    run = job.generation_run
     existing = Generation.objects.filter(job=job, instance__in=instances, setting=setting).count()
-    if existing == len(instances) * job.samples:
+    if existing == len(instances) * run.samples:
         return True
     contexts = [
         build_context(instance.text, instance.template.mask, instance.correct_form, setting) for instance in instances
     ]
     decoding = Decoding(
-        samples=job.samples,
-        max_new_tokens=job.max_new_tokens,
-        top_k=job.top_k,
-        top_p=job.top_p,
-        num_beams=job.num_beams,
+        samples=run.samples,
+        max_new_tokens=run.max_new_tokens,
+        top_k=run.top_k,
+        top_p=run.top_p,
+        num_beams=run.num_beams,
     )
     # The whole chunk is sampled again even when some rows exist: the same batch and seed reproduce the same text.
-    seed = chunk_seed(job_seed=job.seed, chunk_index=chunk.index, setting=setting)
+    seed = chunk_seed(job_seed=run.seed, chunk_index=chunk.index, setting=setting)
     try:
         continuations = engine_sample(
-            engine=(job.options or {}).get("engine"),  # the job's, else this worker's (generation/engines/)
+            engine=run.engine or None,  # the job's, else this worker's (generation/engines/)
             language_model=job.model,
             loaded=loaded,
             contexts=contexts,
@@ -166,15 +173,14 @@ class GenerationKind(JobKind[JobParameters]):
 
     def run_chunk(self, *, job: Job, chunk: JobChunk, stop: Callable[[], bool], step_done: Callable[[], None]) -> bool:
         loaded = model_load(language_model=job.model)
-        assert job.dataset is not None
-        codebook = dataset_codebook(dataset=job.dataset)
+        codebook = dataset_codebook(dataset=job.generation_run.dataset)
         by_id = Instance.objects.select_related("template").in_bulk(chunk.unit_ids)
         instances = [by_id[instance_id] for instance_id in chunk.unit_ids]
         if stop():
             return False
         _score(job, loaded, instances, codebook)
         step_done()
-        for setting in job.settings:
+        for setting in job.generation_run.settings:
             if stop():
                 return False
             if not _sample(job, chunk, loaded, instances, setting, codebook, stop):
@@ -186,18 +192,43 @@ class GenerationKind(JobKind[JobParameters]):
         return True
 
     def counts(self, *, job: Job) -> tuple[int, int]:
-        per_instance = len(job.settings) * job.samples
+        run = job.generation_run
+        per_instance = len(run.settings) * run.samples
         generations = Generation.objects.filter(job=job)
         complete = generations.values("instance").annotate(n=Count("id")).filter(n=per_instance).values("instance")
-        assert job.dataset is not None
-        if dataset_kind(job.dataset.kind).scores_per_generation:  # Prob-TANGO is per generation
+        if dataset_kind(run.dataset.kind).scores_per_generation:  # Prob-TANGO is per generation
             done_instances = tango_instances_done(job=job, complete=complete)
         else:
             done_instances = ProbResult.objects.filter(job=job, instance__in=complete).count()
         return done_instances, generations.count()
 
     def describe(self, *, job: Job) -> str:
-        return f"{job.model.name} on {job.dataset.name if job.dataset else '(no dataset)'}"
+        return f"{job.model.name} on {job.generation_run.dataset.name}"
+
+    def options_kept(self, *, params: JobParameters) -> dict[str, Any]:
+        return {}  # every parameter is a column of the kind's own table
+
+    def rows_create(self, *, job: Job, params: JobParameters) -> None:
+        assert params.dataset is not None  # the parameters say a generation job needs one
+        GenerationRun.objects.create(
+            job=job,
+            dataset=params.dataset,
+            **{name: getattr(params, name) for name in RUN_PARAMETERS},
+            engine=params.engine or "",
+            distractors=params.distractors,
+            sample_seed=params.sample_seed,
+        )
+
+    def parameters(self, *, job: Job) -> dict[str, Any]:
+        """The run's parameters as the API has always given them: the columns, with the engine and RUFF's
+        distractor filters under `options` when set."""
+        run = job.generation_run
+        extra = {"engine": run.engine or None, "distractors": run.distractors, "sample_seed": run.sample_seed}
+        return {
+            "dataset": run.dataset.name,
+            **{name: getattr(run, name) for name in RUN_PARAMETERS},
+            "options": {key: value for key, value in extra.items() if value is not None},
+        }
 
     def chunk_finished(self, *, job: Job, unit_ids: list[int]) -> None:
         for receiver, response in chunk_finished.send_robust(sender=Job, job_id=job.pk, instance_ids=unit_ids):

@@ -16,6 +16,10 @@ its work is, through a handler, a subclass of `JobKind`:
   `step_done()` after each written batch so that progress moves. Return True when every unit is stored.
 - `counts(job=...)`: (done units, done items), recounted from the stored rows (a re-run never counts twice).
 - `describe(job=...)`: one line for the jobs page ("judge smollm2 on pool 3").
+- `rows_create(job=..., params=...)`: write the kind's own row for a new job (its parameters, in the kind's table:
+  `GenerationRun`, `JudgeRun`), in the transaction that creates the job, so that no worker ever makes it; and
+  `parameters(job=...)`: those parameters as a dict, for the API, the pages and the audit trail. A kind without a
+  table of its own keeps the default: its validated `options` stay in the job's `options` (`options_kept`).
 - optional: `needs_dataset` (False for a kind without one; the pages then show the description instead),
   `options_validate(options=..., values=...)` to check the kind's `options` (raise
   `rest_framework.serializers.ValidationError`), `chunk_finished(job=..., unit_ids=...)` after a chunk is stored,
@@ -48,6 +52,16 @@ class JobKind(Generic[Params]):
 
     def options_validate(self, *, options: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
         return options
+
+    def options_kept(self, *, params: Params) -> dict[str, Any]:
+        """What the job keeps in its `options`: a kind without a table of its own keeps its validated options."""
+        return dict(params.options)  # type: ignore[attr-defined]
+
+    def rows_create(self, *, job: Job, params: Params) -> None:
+        return None
+
+    def parameters(self, *, job: Job) -> dict[str, Any]:
+        return {"options": dict(job.options)}
 
     def units(self, *, params: Params) -> list[int]:
         raise NotImplementedError

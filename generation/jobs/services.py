@@ -43,6 +43,7 @@ __all__ = [  # job_start, job_fail, job_progress_refresh (progress.py) and the r
     "chunks_requeue_stale",
     "job_cancel",
     "job_create",
+    "job_record",
     "job_dispatch",
     "job_fail",
     "job_parameters_validate",
@@ -103,20 +104,9 @@ def job_chunk_size(*, instances: int, batch_size: int) -> int:
     return max(1, min(batch_size, math.ceil(instances / TARGET_CHUNKS)))
 
 
-def _columns_and_options(params: JobParameters) -> dict:
-    """The job's row: each parameter into its column of the same name, the others into `options`."""
-    columns = {f.name for f in Job._meta.concrete_fields} - {"id", "options"}
-    values: dict = {}
-    options = dict(params.options)
-    for field in dataclasses.fields(params):
-        value = getattr(params, field.name)
-        if field.name == "options":
-            continue
-        if field.name in columns or field.name in ("model", "dataset"):
-            values[field.name] = value
-        elif value is not None:  # a field left at "none given" adds nothing to options
-            options[field.name] = value
-    return {**values, "options": options}
+def _audited(parameters: dict) -> dict:
+    """What a new job's audit row keeps of its parameters: the dataset, the seed and the kind's options."""
+    return {key: value for key, value in parameters.items() if key in ("dataset", "seed", "options")}
 
 
 def job_create(*, created_by=None, queue: bool = True, params: JobParameters | None = None, **parameters) -> Job:
@@ -140,17 +130,21 @@ def job_create(*, created_by=None, queue: bool = True, params: JobParameters | N
     chunk_size = job_chunk_size(instances=len(unit_ids), batch_size=params.batch_size_or_model())
     with transaction.atomic():
         job = Job.objects.create(
-            **_columns_and_options(params),
+            kind=params.kind,
+            model=params.model,
+            batch_size=params.batch_size,
+            options=handler.options_kept(params=params),
             total_units=len(unit_ids),
             total_items=len(unit_ids) * handler.items_per_unit(params=params),
             created_by=created_by,
         )
+        handler.rows_create(job=job, params=params)
         audit_record(
             event="job.create",
             obj=job,
             actor=created_by,
             action=CREATE,
-            data={"kind": job.kind, "model": job.model.name, "seed": job.seed, "options": job.options},
+            data={"kind": job.kind, "model": job.model.name, **_audited(handler.parameters(job=job))},
         )
         JobChunk.objects.bulk_create(
             JobChunk(job=job, index=index, unit_ids=unit_ids[start : start + chunk_size])
@@ -160,6 +154,32 @@ def job_create(*, created_by=None, queue: bool = True, params: JobParameters | N
         # Right away when no transaction is open (the error reaches the caller); at the commit of an outer one.
         transaction.on_commit(lambda: job_dispatch(job_id=job.pk))
     job.refresh_from_db(fields=["status", "error"])
+    return job
+
+
+def job_record(*, params: JobParameters, units: int, items: int, created_by=None) -> Job:
+    """A finished job whose rows were made elsewhere (texts written by hand, an external judge's labels, a bench's
+    fixture): written done with its kind's own row, never queued. The caller writes the result rows in the same
+    transaction."""
+    handler = job_kind_handler(params.kind)
+    now = timezone.now()
+    with transaction.atomic():
+        job = Job.objects.create(
+            kind=params.kind,
+            model=params.model,
+            batch_size=params.batch_size,
+            options=handler.options_kept(params=params),
+            status=JobStatus.DONE,
+            total_units=units,
+            done_units=units,
+            total_items=items,
+            done_items=items,
+            started_at=now,
+            finished_at=now,
+            run_started_at=now,
+            created_by=created_by,
+        )
+        handler.rows_create(job=job, params=params)
     return job
 
 

@@ -1,3 +1,5 @@
+from __future__ import annotations
+
 from dataclasses import dataclass
 
 from django.conf import settings as django_settings
@@ -91,33 +93,22 @@ GENERATION_KIND = "generation"
 
 
 class Job(models.Model):
-    """A long run cut into chunks: a generation job, or a job of another registered kind (a judge run, ...).
+    """A long run cut into chunks, of any registered kind (generation/jobs/kinds.py): a generation run, a judge
+    run, ...
 
-    `kind` names its handler in generation/jobs/kinds.py; kind-specific parameters live in `options`. A kind
-    without a dataset leaves `dataset` empty. The decoding fields are those of generation/parameters.py. Progress
-    counts the kind's units (`total_units`, `done_units`) and the items they give (`total_items`, `done_items`).
+    The job holds what every kind has: its kind, the model it runs, its chunk size, status, progress and times; its
+    chunks hold the leases. What a kind is asked to do lives in the kind's own table, written with the job
+    (`GenerationRun` for generation, `judging.JudgeRun` for a judge), never here and never twice. A kind without a
+    table of its own (a test's, a small app's) keeps its validated parameters in `options`. Progress counts the
+    kind's units (`total_units`, `done_units`) and the items they give (`total_items`, `done_items`).
     """
 
     kind = models.CharField(max_length=32, default=GENERATION_KIND, help_text="the job kind's registered name")
-    options = models.JSONField(default=dict, blank=True, help_text="the kind's own parameters")
-    model = models.ForeignKey(LanguageModel, on_delete=models.PROTECT, related_name="jobs")
-    dataset = models.ForeignKey(Dataset, null=True, blank=True, on_delete=models.PROTECT, related_name="jobs")
-    pronouns = models.JSONField(help_text='base pronouns, e.g. ["he", "xe"]')
-    settings = models.JSONField(help_text='["pre", "post"] or a subset')
-    samples = models.PositiveSmallIntegerField(default=JOB_DEFAULTS.samples)
-    max_new_tokens = models.PositiveSmallIntegerField(default=JOB_DEFAULTS.max_new_tokens)
-    top_k = models.PositiveIntegerField(default=JOB_DEFAULTS.top_k)
-    top_p = models.FloatField(default=JOB_DEFAULTS.top_p)
-    num_beams = models.PositiveSmallIntegerField(default=JOB_DEFAULTS.num_beams)
-    seed = models.BigIntegerField(default=JOB_DEFAULTS.seed)
-    per_pronoun = models.PositiveIntegerField(null=True, blank=True, help_text="first N instances per pronoun")
-    batch_size = models.PositiveIntegerField(null=True, blank=True, help_text="instances per chunk; empty: the model's")
-    prob_score = models.CharField(
-        max_length=8,
-        choices=[("mean", "mean token loss"), ("sum", "summed log-probability")],
-        default="mean",
-        help_text="how probability scoring scores a candidate: mean (the paper's) or sum (RUFF's)",
+    options = models.JSONField(
+        default=dict, blank=True, help_text="the parameters of a kind without a table of its own (validated by it)"
     )
+    model = models.ForeignKey(LanguageModel, on_delete=models.PROTECT, related_name="jobs")
+    batch_size = models.PositiveIntegerField(null=True, blank=True, help_text="units per chunk; empty: the model's")
 
     status = models.CharField(max_length=10, choices=JobStatus.choices, default=JobStatus.QUEUED)
     # Progress, in the kind's units (generation: instances; judge: pool items or generations) and in the result rows
@@ -140,23 +131,74 @@ class Job(models.Model):
     class Meta:
         ordering = ["-created_at"]
         constraints = [
-            models.CheckConstraint(condition=Q(samples__gte=1), name="job_samples_positive"),
-            models.CheckConstraint(condition=Q(max_new_tokens__gte=1), name="job_max_new_tokens_positive"),
-            models.CheckConstraint(condition=Q(top_p__gt=0) & Q(top_p__lte=1), name="job_top_p_range"),
-            models.CheckConstraint(condition=Q(num_beams__gte=1), name="job_num_beams_positive"),
             models.CheckConstraint(
                 condition=Q(batch_size__isnull=True) | Q(batch_size__gte=1), name="job_batch_size_positive"
-            ),
-            models.CheckConstraint(
-                condition=~Q(kind=GENERATION_KIND) | Q(dataset__isnull=False), name="job_generation_has_dataset"
             ),
         ]
         indexes = [models.Index(fields=["status", "created_at"], name="job_status_created")]
 
     def __str__(self) -> str:
-        if self.dataset_id is None:
+        run = self.generation_run_or_none
+        if run is None:
             return f"job {self.pk}: {self.kind} with {self.model}"
-        return f"job {self.pk}: {self.model} on {self.dataset}"
+        return f"job {self.pk}: {self.model} on {run.dataset}"
+
+    @property
+    def generation_run_or_none(self) -> GenerationRun | None:
+        """The generation kind's row; None for a job of another kind."""
+        try:
+            return self.generation_run
+        except GenerationRun.DoesNotExist:
+            return None
+
+    @property
+    def dataset(self) -> Dataset | None:
+        """The dataset a generation job runs over; None for a job of another kind (a judge run's is its pool's)."""
+        run = self.generation_run_or_none
+        return None if run is None else run.dataset
+
+
+class GenerationRun(models.Model):
+    """What a generation job does (docs/domain.md, 'Decoding'): the model of its `job` over this dataset's
+    instances, with these pronouns, settings and decoding parameters. Written with the job, never changed. The
+    parameters are those of generation/parameters.py; `engine`, `distractors` and `sample_seed` are empty when the
+    job left them to the worker or to the whole dataset."""
+
+    job = models.OneToOneField(Job, on_delete=models.CASCADE, related_name="generation_run")
+    dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="generation_runs")
+    pronouns = models.JSONField(help_text='base pronouns, e.g. ["he", "xe"]')
+    settings = models.JSONField(help_text='["pre", "post"] or a subset')
+    samples = models.PositiveSmallIntegerField(default=JOB_DEFAULTS.samples)
+    max_new_tokens = models.PositiveSmallIntegerField(default=JOB_DEFAULTS.max_new_tokens)
+    top_k = models.PositiveIntegerField(default=JOB_DEFAULTS.top_k)
+    top_p = models.FloatField(default=JOB_DEFAULTS.top_p)
+    num_beams = models.PositiveSmallIntegerField(default=JOB_DEFAULTS.num_beams)
+    seed = models.BigIntegerField(default=JOB_DEFAULTS.seed)
+    per_pronoun = models.PositiveIntegerField(null=True, blank=True, help_text="first N instances per pronoun")
+    prob_score = models.CharField(
+        max_length=8,
+        choices=[("mean", "mean token loss"), ("sum", "summed log-probability")],
+        default="mean",
+        help_text="how probability scoring scores a candidate: mean (the paper's) or sum (RUFF's)",
+    )
+    engine = models.CharField(max_length=16, blank=True, help_text="hf or vllm; empty: the worker's (CONCORD_ENGINE)")
+    distractors = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="RUFF with distractors: only instances with this many distractor sentences"
+    )
+    sample_seed = models.PositiveIntegerField(
+        null=True, blank=True, help_text="RUFF with distractors: only RUFF's evaluation sample drawn with this seed"
+    )
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(samples__gte=1), name="job_samples_positive"),
+            models.CheckConstraint(condition=Q(max_new_tokens__gte=1), name="job_max_new_tokens_positive"),
+            models.CheckConstraint(condition=Q(top_p__gt=0) & Q(top_p__lte=1), name="job_top_p_range"),
+            models.CheckConstraint(condition=Q(num_beams__gte=1), name="job_num_beams_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"generation job {self.job_id}: {self.dataset}"
 
 
 class ProbResult(models.Model):

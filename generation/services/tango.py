@@ -102,7 +102,7 @@ def tango_templates_fill(*, job: Job, loaded: LoadedModel, instance_ids: Sequenc
         contexts=[generation.context for generation in todo],
         continuations=[generation.continuation for generation in todo],
         pronouns=[generation.instance.pronoun for generation in todo],
-        prob_score=job.prob_score,
+        prob_score=job.generation_run.prob_score,
     )
     rows = [
         TangoTemplate(

@@ -14,11 +14,9 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from pathlib import PurePath
 
 from django.db import IntegrityError, transaction
 from django.db.models import Max
-from django.utils import timezone
 from django.utils.text import slugify
 
 from annotation.models import Pool
@@ -26,9 +24,10 @@ from annotation.schema import label_display
 from annotation.services.imports.reading import source_name
 from annotation.services.label_files import LabelImportError, Source, pool_items_named, table_read
 from common.audit import CREATE, audit_record
-from generation.models import Job, JobStatus, LanguageModel
-from judging.models import JUDGE_KIND, RUN_IMPORTED, Judge, JudgeMode, JudgeRun, MachineLabel
+from generation.models import LanguageModel
+from judging.models import Judge, JudgeMode, JudgeRun, MachineLabel
 from judging.services.judges import NAME, judge_latest
+from judging.services.runs import imported_run_record
 
 TOLERANCE = 1e-6
 NO_PROMPT = "(the prompt was not given)"
@@ -238,25 +237,8 @@ def judge_labels_import(
             name=judge, labels=list(pool.labels), model_id=model_id, description=description, prompt=prompt,
             created_by=created_by,
         )  # fmt: skip
-        now = timezone.now()
-        n = len(plan.rows)
-        job = Job.objects.create(
-            kind=JUDGE_KIND, model=chosen.model, dataset=None, pronouns=[], settings=[], seed=0,
-            options={
-                "pool_id": pool.pk, "pool": pool.name, "judge_id": chosen.pk, "judge": chosen.name,
-                "version": chosen.version, "mode": JudgeMode.IMPORTED, "k": 1, "temperature": 1.0,
-                "imported": PurePath(plan.file).name,
-            },
-            status=JobStatus.DONE, total_units=n, done_units=n, total_items=n, done_items=n,
-            started_at=now, finished_at=now, run_started_at=now, created_by=created_by,
-        )  # fmt: skip
-        run = JudgeRun.objects.create(
-            judge=chosen,
-            pool=pool,
-            job=job,
-            origin=RUN_IMPORTED,
-            source_file=PurePath(plan.file).name[:300],
-            created_by=created_by,
+        run = imported_run_record(
+            judge=chosen, pool=pool, count=len(plan.rows), source_file=plan.file, created_by=created_by
         )
         MachineLabel.objects.bulk_create(
             [

@@ -52,7 +52,7 @@ def judge_chunk_label(
     units: list[Generation] | list[PoolItem]
     prompts: list[str]
     if over_job:
-        generations = Generation.objects.select_related("instance", "job__dataset").in_bulk(item_ids)
+        generations = Generation.objects.select_related("instance", "job__generation_run__dataset").in_bulk(item_ids)
         units = [generations[i] for i in item_ids if i in generations and not (likelihood and i in done)]
         prompts = [generation_prompt(judge=judge, generation=row) for row in units]
     else:

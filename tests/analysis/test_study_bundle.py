@@ -66,6 +66,45 @@ def rewritten(bundle: bytes, *, drop: str = "", change: dict | None = None) -> b
     return out.getvalue()
 
 
+def version_1(bundle: bytes) -> bytes:
+    """The bundle as Concord wrote it in format version 1: each generation run's columns (and its engine and
+    filters, as options) in its job's row, each judge run's mode, k and temperature in its job's options and its
+    seed as the job's, and no generation_runs.jsonl."""
+
+    def rows(name: str) -> list[dict]:
+        return [json.loads(line) for line in source.read(name).decode().splitlines() if line.strip()]
+
+    with zipfile.ZipFile(io.BytesIO(bundle)) as source:
+        files = {name: source.read(name) for name in source.namelist()}
+        jobs = {row["id"]: row for row in rows("jobs.jsonl")}
+        for run in rows("generation_runs.jsonl"):
+            job = jobs[run.pop("job_id")]
+            run.pop("id")
+            extra = {name: run.pop(name) for name in ("engine", "distractors", "sample_seed")}
+            job.update(run)
+            job["options"] = {**job["options"], **{k: v for k, v in extra.items() if v not in (None, "")}}
+        judge_runs = rows("judge_runs.jsonl")
+        for run in judge_runs:
+            job = jobs[run["job_id"]]
+            job["seed"] = run.pop("seed")
+            job["options"] = {"pool_id": run["pool_id"], "judge_id": run["judge_id"], "mode": run.pop("mode"),
+                              "k": run.pop("k"), "temperature": run.pop("temperature")}  # fmt: skip
+    files["jobs.jsonl"] = "".join(json.dumps(row) + "\n" for row in jobs.values()).encode()
+    files["judge_runs.jsonl"] = "".join(json.dumps(row) + "\n" for row in judge_runs).encode()
+    del files["generation_runs.jsonl"]
+    manifest = json.loads(files["manifest.json"])
+    manifest["format_version"] = 1
+    del manifest["files"]["generation_runs.jsonl"]
+    for name in ("jobs.jsonl", "judge_runs.jsonl"):
+        manifest["files"][name]["sha256"] = hashlib.sha256(files[name]).hexdigest()
+    files["manifest.json"] = json.dumps(manifest).encode()
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as target:
+        for name, data in files.items():
+            target.writestr(name, data)
+    return out.getvalue()
+
+
 def clear_study_data():
     """An empty database as far as a study goes: what the bundle brings back is what the check reads."""
     Pool.objects.all().delete()
@@ -227,6 +266,25 @@ class TestImport:
         bundle = study_bundle_read(io.BytesIO(export_bytes(study)))
         with pytest.raises(BundleError, match="already exists"):
             study_import(bundle=bundle, pool_name=study.name)
+
+    def test_a_version_1_bundle_keeps_its_jobs_and_judge_runs_parameters(self, study):
+        """Version 1 kept a generation job's parameters in its jobs.jsonl row and a judge run's in its job's options
+        and seed: an import today puts them in the kinds' own tables, with the same values."""
+        from generation.models import GenerationRun
+        from judging.models import JudgeRun
+
+        def parameters(runs):
+            return sorted((run.dataset.name.split("-old")[0], run.pronouns, run.settings, run.samples, run.seed,
+                           run.prob_score) for run in runs.select_related("dataset"))  # fmt: skip
+
+        original = parameters(GenerationRun.objects.filter(job__pools=study))
+        assert original
+        JudgeRun.objects.filter(pool=study).update(mode="sampling", k=3, temperature=0.5, seed=9)
+        imported = study_import(bundle=study_bundle_read(io.BytesIO(version_1(export_bytes(study)))), pool_name="old")
+
+        assert parameters(GenerationRun.objects.filter(job__pools=imported.pool)) == original
+        [run] = JudgeRun.objects.filter(pool=imported.pool)
+        assert (run.mode, run.k, run.temperature, run.seed, run.job.options) == ("sampling", 3, 0.5, 9, {})
 
     def test_a_changed_bundle_is_not_imported(self, study):
         bundle = export_bytes(study)

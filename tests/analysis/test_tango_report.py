@@ -16,9 +16,9 @@ from analysis.report.build import report_data
 from analysis.report.exports.csv import report_csv
 from analysis.report.exports.html import report_html
 from generation.datasets.tango import dataset_import_tango
-from generation.models import Generation, Job, JobStatus, LanguageModel, TangoTemplate
+from generation.models import Generation, JobStatus, LanguageModel, TangoTemplate
 from tests.conftest import DEMO
-from tests.factories import PoolFactory
+from tests.factories import GenerationJobFactory, PoolFactory
 
 FAILED = None
 # Per instance, its 5 (m_gen, m_prob of the template made from that generation; FAILED when the template failed).
@@ -41,7 +41,7 @@ INSTANCES = {
 def tango_pool(db):
     dataset = dataset_import_tango(templates_path=DEMO / "tango_misgendering.jsonl", name="demo-tango").dataset
     model = LanguageModel.objects.create(name="m1", source_kind="hub", source="example/m1")
-    job = Job.objects.create(
+    job = GenerationJobFactory(
         model=model, dataset=dataset, pronouns=["he", "xe"], settings=["open"], status=JobStatus.DONE
     )
     for pronoun, instances in INSTANCES.items():

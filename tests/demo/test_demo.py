@@ -40,10 +40,10 @@ def demo_job(dataset_name: str, *, status: str) -> Job:
     job = GenerationJobFactory(
         model=model, dataset=dataset, samples=5, status=status, settings=list(demo.LIVE_SETTINGS)
     )
-    for pronoun in job.pronouns:
+    for pronoun in job.generation_run.pronouns:
         for n in range(2):
             instance = InstanceFactory(template=TemplateFactory(dataset=dataset), pronoun=pronoun, name=f"P{n}")
-            for setting in job.settings:
+            for setting in job.generation_run.settings:
                 for index in range(5):
                     GenerationFactory(job=job, instance=instance, setting=setting, sample_index=index)
     return job
@@ -104,11 +104,11 @@ def test_load_demo_makes_the_hand_written_pool_ready_and_only_queues_the_live_jo
     assert set(pool.items.values_list("dataset", flat=True)) == {"misgendered", "ruff"}
     for name in demo.ANNOTATORS:
         assert Assignment.objects.filter(pool=pool, annotator__username=name).count() == 32
-    jobs = Job.objects.filter(dataset__name__in=demo.DATASETS, model__name=DEFAULT_MODEL_NAME)
+    jobs = Job.objects.filter(generation_run__dataset__name__in=demo.DATASETS, model__name=DEFAULT_MODEL_NAME)
     # One job: one instance per pronoun x one setting x 5 samples, small enough to finish within minutes on a busy CPU.
-    assert list(jobs.values_list("dataset__name", "status", "total_items", "settings")) == [
-        ("demo-misgendered", JobStatus.QUEUED, 20, ["pre"])
-    ]
+    assert list(
+        jobs.values_list("generation_run__dataset__name", "status", "total_items", "generation_run__settings")
+    ) == [("demo-misgendered", JobStatus.QUEUED, 20, ["pre"])]
     assert not jobs.filter(generations__isnull=False).exists()
     assert "/generation/jobs/" in output
 
@@ -249,7 +249,7 @@ def test_load_demo_records_its_own_job_once(capsys):
     other = GenerationJobFactory(model=job.model, dataset=job.dataset, status=JobStatus.CANCELLED)
     call_command("load_demo")
     assert demo.live_jobs() == [job] and other.pk > job.pk
-    assert Job.objects.filter(dataset=job.dataset).count() == 2
+    assert Job.objects.filter(generation_run__dataset=job.dataset).count() == 2
 
 
 @pytest.mark.django_db

@@ -25,7 +25,7 @@ class TestJobApi:
         assert (body["total_instances"], body["total_generations"]) == (8, 8 * 5)
         assert (body["total_units"], body["done_units"], body["total_items"], body["done_items"]) == (8, 0, 40, 0)
         job = Job.objects.get()
-        assert job.pk == body["id"] and job.settings == ["post"] and job.created_by == admin_user
+        assert job.pk == body["id"] and job.generation_run.settings == ["post"] and job.created_by == admin_user
 
     @pytest.mark.parametrize(
         ("payload", "field"),

@@ -35,9 +35,9 @@ class TestEngineChoice:
 
     def test_it_stores_the_engine_a_job_names(self, smollm2, demo_ruff):
         job = job_create(model="smollm2-135m", dataset="demo-ruff", queue=False, engine="hf", **TINY)
-        assert job.options["engine"] == "hf"
+        assert job.generation_run.engine == "hf" and job.options == {}
         default = job_create(model="smollm2-135m", dataset="demo-ruff", queue=False, **TINY)
-        assert default.options.get("engine") is None
+        assert default.generation_run.engine == ""
 
     def test_it_refuses_an_unknown_engine_naming_the_field(self, smollm2, demo_ruff):
         with pytest.raises(JobParameterError) as caught:

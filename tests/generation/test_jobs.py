@@ -68,7 +68,7 @@ class TestJobCreate:
         assert sorted(ids) == sorted(expected)
         assert ids == sorted(ids, key=lambda i: demo_ruff.instances.get(pk=i).ordinal)
         assert (job.total_units, job.total_items) == (4, 4 * 2 * 5)
-        assert job.pronouns == ["he", "xe"] and job.status == JobStatus.QUEUED
+        assert job.generation_run.pronouns == ["he", "xe"] and job.status == JobStatus.QUEUED
 
     def test_it_cuts_a_small_job_finer_than_the_batch_size_so_its_progress_moves(self, tiny_job):
         sizes = [len(c.unit_ids) for c in tiny_job.chunks.order_by("index")]
@@ -185,7 +185,7 @@ class TestChunkRun:
         summary = json.loads(out.getvalue().strip().splitlines()[-1])
         job = Job.objects.get()
         assert summary == {"job": job.pk, "status": "done", "instances": 4, "generations": 4}
-        assert job.settings == ["pre"] and job.seed == 7
+        assert job.generation_run.settings == ["pre"] and job.generation_run.seed == 7
 
         path = tmp_path / "gens.csv"
         call_command("export_generations", f"--job={job.pk}", f"--out={path}", stdout=StringIO())

@@ -66,7 +66,13 @@ class TestPages:
         response = client.post(reverse("generation-job-new"), data)
         assert response.status_code == 302
         job = Job.objects.get()
-        assert (job.pronouns, job.settings, job.samples, job.seed, job.total_units) == (
+        assert (
+            job.generation_run.pronouns,
+            job.generation_run.settings,
+            job.generation_run.samples,
+            job.generation_run.seed,
+            job.total_units,
+        ) == (
             ["he", "xe"],
             ["pre"],
             2,

@@ -11,7 +11,7 @@ def test_the_job_defaults_are_defined_once_and_read_everywhere(smollm2, demo_ruf
     from generation.apis import JobListCreateApi
     from generation.forms import JobForm
     from generation.management.commands.generate import Command
-    from generation.models import JOB_DEFAULTS, Job
+    from generation.models import JOB_DEFAULTS, GenerationRun
     from generation.parameters import JobParameters
 
     documented = {"samples": 5, "max_new_tokens": 50, "top_k": 50, "top_p": 0.95, "num_beams": 1, "seed": 0}
@@ -22,7 +22,7 @@ def test_the_job_defaults_are_defined_once_and_read_everywhere(smollm2, demo_ruf
     api = JobListCreateApi.InputSerializer().fields
     form = JobForm().fields
     for name, value in documented.items():
-        assert Job._meta.get_field(name).default == value, name
+        assert GenerationRun._meta.get_field(name).default == value, name
         assert parser.get_default(name) == value, name
         assert service[name].default == value, name
         assert api[name].default == value, name

@@ -69,7 +69,12 @@ def rows_of(job) -> list[tuple]:
 
 def expected_rows(job) -> list[tuple]:
     ids = [i for chunk in job.chunks.all() for i in chunk.unit_ids]
-    return sorted((i, setting, index) for i in ids for setting in job.settings for index in range(job.samples))
+    return sorted(
+        (i, setting, index)
+        for i in ids
+        for setting in job.generation_run.settings
+        for index in range(job.generation_run.samples)
+    )
 
 
 def dead_pid() -> int:

@@ -19,6 +19,7 @@ from generation.pronouns import BASES
 from generation.rewriting import rewrite_continuations, template_fill
 from generation.services.tango import contraction_chooser, tango_score
 from tests.conftest import DEMO
+from tests.factories import GenerationJobFactory
 
 
 @pytest.fixture
@@ -56,7 +57,7 @@ def test_a_tango_job_samples_open_contexts_and_scores_prob_tango_per_generation(
 
     job = Job.objects.get(pk=summary["job"])
     assert summary == {"job": job.pk, "status": "done", "instances": 4, "generations": 8}
-    assert job.settings == ["open"] and job.done_units == 4
+    assert job.generation_run.settings == ["open"] and job.done_units == 4
     assert not ProbResult.objects.filter(job=job).exists()  # TANGO has no mask to score
     generations = list(Generation.objects.filter(job=job).select_related("instance__template", "tango_template"))
     assert len(generations) == 8
@@ -121,7 +122,9 @@ def test_the_export_carries_each_generations_prob_tango_verdict(demo_tango):
     from generation.selectors import job_export_rows
 
     model = LanguageModel.objects.create(name="m1", source_kind="hub", source="example/m1")
-    job = Job.objects.create(model=model, dataset=demo_tango, pronouns=["xe"], settings=["open"], status=JobStatus.DONE)
+    job = GenerationJobFactory(
+        model=model, dataset=demo_tango, pronouns=["xe"], settings=["open"], status=JobStatus.DONE
+    )
     instance = demo_tango.instances.filter(pronoun="xe").first()
     made, failed = (
         Generation.objects.create(
@@ -157,7 +160,9 @@ def test_the_job_page_shows_prob_tango_m_prob_failed_templates_and_each_rewrite(
     from generation.models import LanguageModel
 
     model = LanguageModel.objects.create(name="m1", source_kind="hub", source="example/m1")
-    job = Job.objects.create(model=model, dataset=demo_tango, pronouns=["xe"], settings=["open"], status=JobStatus.DONE)
+    job = GenerationJobFactory(
+        model=model, dataset=demo_tango, pronouns=["xe"], settings=["open"], status=JobStatus.DONE
+    )
     instance = demo_tango.instances.filter(pronoun="xe").first()
     texts = [" Xe smiles.", " Xe waves.", " Nobody came."]
     rows = [

@@ -304,7 +304,7 @@ def test_a_job_scores_the_slots_candidates_and_checks_with_the_codebooks_omega(t
     )  # fmt: skip
     job = Job.objects.get(pk=json.loads(out.getvalue().strip().splitlines()[-1])["job"])
 
-    assert job.prob_score == "mean" and job.status == "done"
+    assert job.generation_run.prob_score == "mean" and job.status == "done"
     # The first 2 instances per family in file order: templates a1 and a2.
     chosen = Instance.objects.filter(prob_results__job=job)
     assert sorted(chosen.values_list("template__source_id", "pronoun")) == sorted(
@@ -487,7 +487,7 @@ def test_a_judge_over_a_whole_templates_job_is_prompted_with_the_datasets_own_fa
     pool = pool_sample(name="mine-pool", job_ids=[job.pk], instances=1, seed=0).pool
     assert pool is not None
 
-    for generation in Generation.objects.filter(job=job).select_related("instance", "job__dataset"):
+    for generation in Generation.objects.filter(job=job).select_related("instance", "job__generation_run__dataset"):
         prompt = generation_prompt(judge=judge, generation=generation)
         declared = {"ey": "ey/em/eir/eirs/emself", "fae": "fae/faer/faers/faerself"}[generation.instance.pronoun]
         assert f"declared pronouns are {declared}" in prompt

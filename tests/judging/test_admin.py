@@ -41,7 +41,7 @@ def test_adding_a_run_in_the_admin_queues_a_judge_job(client, admin_user, judge,
     response = client.post("/admin/judging/judgerun/add/", form)
     assert response.status_code == 302
     run = JudgeRun.objects.get()
-    assert (run.job.kind, run.job.options["k"], run.k, run.temperature, run.seed) == ("judge", 3, 3, 0.5, 4)
+    assert (run.job.kind, run.job.options, run.k, run.temperature, run.seed) == ("judge", {}, 3, 0.5, 4)
     bad = {**form, "k": 0}
     assert client.post("/admin/judging/judgerun/add/", bad).status_code == 200
     assert JudgeRun.objects.count() == 1

@@ -44,7 +44,7 @@ def test_a_run_over_a_job_is_a_judge_job_whose_units_are_the_jobs_generations(ju
     generations = [GenerationFactory(job=job, sample_index=index) for index in range(3)]
     run, created = judge_run_create(job=job.pk, judge=judge.name, queue=False)
     assert created and run.pool is None and run.source_job == job and run.total_items == 3
-    assert run.job.kind == "judge" and run.job.options["job_id"] == job.pk and "pool_id" not in run.job.options
+    assert run.job.kind == "judge" and run.job.options == {}  # the run's parameters are its own row's, stored once
     units = [unit for chunk in JobChunk.objects.filter(job=run.job).order_by("index") for unit in chunk.unit_ids]
     assert units == [generation.pk for generation in generations]
     again, created_again = judge_run_create(job=job.pk, judge=judge.name, queue=False)
@@ -216,7 +216,7 @@ def test_adding_a_run_over_a_job_in_the_admin_queues_it(client, admin_user, judg
     form = {"judge": judge.pk, "source_job": job.pk, "mode": "likelihood", "k": 1, "temperature": 1.0, "seed": 0}
     assert client.post("/admin/judging/judgerun/add/", form).status_code == 302
     run = JudgeRun.objects.get()
-    assert run.source_job == job and run.pool is None and run.job.options["job_id"] == job.pk
+    assert run.source_job == job and run.pool is None and run.job.options == {}
     both = {**form, "pool": judged_pool[0].pk}
     assert client.post("/admin/judging/judgerun/add/", both).status_code == 200  # not both: the form says so
     assert JudgeRun.objects.count() == 1

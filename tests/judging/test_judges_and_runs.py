@@ -143,7 +143,9 @@ def test_the_generic_job_api_queues_a_judge_run_by_names(api, admin_user, judge,
     )
     assert response.status_code == 201, response.json()
     job = Job.objects.get(pk=response.json()["id"])
-    assert (job.kind, job.model_id, job.total_units, job.dataset_id) == ("judge", judge.model_id, len(items), None)
+    assert (job.kind, job.model_id, job.total_units, job.dataset, job.options) == (
+        "judge", judge.model_id, len(items), None, {}
+    )  # fmt: skip
     run = judge_run_for_job(job=job)
     assert (run.judge_id, run.pool_id, run.mode, run.k, run.temperature, run.seed) == (
         judge.pk, pool.pk, "sampling", 2, 0.7, 3,

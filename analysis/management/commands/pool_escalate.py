@@ -29,7 +29,7 @@ class Command(BaseCommand):
         if pool_row is None:
             raise CommandError(f"No pool named {pool!r}.")
         run_row = (
-            JudgeRun.objects.select_related("judge", "job", "source_job__model", "source_job__dataset")
+            JudgeRun.objects.select_related("judge", "job", "source_job__model", "source_job__generation_run__dataset")
             .filter(pk=run)
             .first()
         )

@@ -100,7 +100,7 @@ class Command(BaseCommand):
         Queued without dispatching: this command ends before the job would, so the web server's embedded runner
         runs it (it resumes queued jobs when it starts; with Celery workers, `resume_jobs` sends it to them).
         """
-        existing = {job.dataset_id: job for job in demo.live_jobs()}
+        existing = {job.generation_run.dataset_id: job for job in demo.live_jobs()}
         for dataset in datasets:
             if dataset.name not in demo.LIVE_DATASETS:
                 continue
