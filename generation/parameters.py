@@ -12,8 +12,8 @@ How to add a field (e.g. `engine`, `distractors`):
 2. add a serializer field of the same name to `JobParametersSerializer` (`help_text` becomes the form's help and the
    command's `--help`); a rule that involves other fields (only for some datasets, ...) goes into
    `JobParametersSerializer.check_together`, adding its message under the field's name;
-3. to keep it in a column, add a `Job` field of the same name (and a migration); a field without a column
-   is kept in the job's `options`.
+3. keep it in a column of the same name of the generation kind's table, `GenerationRun` (and a migration), listed
+   in `RUN_PARAMETERS` (generation/jobs/generation_kind.py); another kind keeps it in its own table.
 The form gets a field, the API a key and `generate` a flag (`--field-name`) without further edits: integer, float,
 choice, boolean and text fields map themselves (see generation/forms.py and the command's `add_arguments`).
 

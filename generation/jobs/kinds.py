@@ -18,7 +18,8 @@ its work is, through a handler, a subclass of `JobKind`:
 - `describe(job=...)`: one line for the jobs page ("judge smollm2 on pool 3").
 - `rows_create(job=..., params=...)`: write the kind's own row for a new job (its parameters, in the kind's table:
   `GenerationRun`, `JudgeRun`), in the transaction that creates the job, so that no worker ever makes it; and
-  `parameters(job=...)`: those parameters as a dict, for the API, the pages and the audit trail. A kind without a
+  `parameters(job=...)`: those parameters as a dict keyed as the jobs API gives them (a generation job's
+  `pronouns`, `samples`, ...; every kind's `options`), for the API, the bundle's manifest and the audit trail. A kind without a
   table of its own keeps the default: its validated `options` stay in the job's `options` (`options_kept`).
 - optional: `needs_dataset` (False for a kind without one; the pages then show the description instead),
   `options_validate(options=..., values=...)` to check the kind's `options` (raise
