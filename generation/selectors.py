@@ -13,6 +13,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from generation.datasets.registry import dataset_kind
+from generation.jobs.kinds import job_kind_handler, job_kinds
 from generation.models import (
     Dataset,
     Generation,
@@ -29,7 +30,9 @@ from generation.pronouns import Codebook
 
 
 def job_list() -> QuerySet[Job]:
-    return Job.objects.select_related("model", "generation_run__dataset", "created_by").order_by("-created_at", "-id")
+    # Each kind's own row is read with its job (`JobKind.rows_related`).
+    related = [path for name in job_kinds() for path in job_kind_handler(name).rows_related]
+    return Job.objects.select_related("model", "created_by", *related).order_by("-created_at", "-id")
 
 
 def job_get(*, job_id: int) -> Job | None:

@@ -149,6 +149,7 @@ def judge_run_for_job(*, job: Job) -> JudgeRun:
 
 class JudgeKind(JobKind[JobParameters]):
     needs_dataset = False
+    rows_related = ("judge_run__judge", "judge_run__pool")
     unit_label = "items"
     item_label = "labels"
 
@@ -194,7 +195,7 @@ class JudgeKind(JobKind[JobParameters]):
     def parameters(self, *, job: Job) -> dict[str, Any]:
         """The run's parameters as the jobs API has always given them: the seed, and under `options` what it
         judges (by id and name), the judge version, mode, k and temperature."""
-        run = JudgeRun.objects.select_related("judge", "pool").get(job=job)
+        run = job.judge_run  # the jobs list reads it with the job (generation.selectors.job_list)
         scope = (
             {"pool_id": run.pool_id, "pool": run.pool.name} if run.pool is not None else {"job_id": run.source_job_id}
         )
@@ -235,7 +236,7 @@ class JudgeKind(JobKind[JobParameters]):
         return done, done
 
     def describe(self, *, job: Job) -> str:
-        run = judge_run_for_job(job=job)
+        run = job.judge_run
         return f"judge {run.judge.name} v{run.judge.version} ({run.mode}) on {run.scope}"
 
 

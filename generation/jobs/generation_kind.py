@@ -144,6 +144,7 @@ class GenerationKind(JobKind[JobParameters]):
     """The generation kind: a job's units are instances of its dataset; each gives settings x samples generations
     and, on the masked datasets, one probability result (TANGO: one Prob-TANGO template per generation)."""
 
+    rows_related = ("generation_run__dataset",)
     unit_label = "instances"
     item_label = "generations"
 

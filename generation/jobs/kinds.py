@@ -48,6 +48,8 @@ class JobKind(Generic[Params]):
     """The interface of a job kind's handler (see the module docstring); subclass it and override what applies."""
 
     needs_dataset: bool = True
+    # The lookups that read the kind's own row with its job (select_related), for the jobs list.
+    rows_related: tuple[str, ...] = ()
     unit_label: str = "units"
     item_label: str = "items"
 
