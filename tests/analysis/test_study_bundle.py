@@ -36,6 +36,11 @@ TABLE_FILES = ["generations.jsonl", "pool_items.jsonl", "annotations.jsonl", "ad
 def study(annotator, second_annotator, researcher):
     """The hand-built study of tests/analysis/factories.py, with two guideline versions, an assignment-only
     annotator and a finished judge run over four of its items."""
+    return study_pool_build(annotator=annotator, second_annotator=second_annotator, researcher=researcher)
+
+
+def study_pool_build(*, annotator, second_annotator, researcher):
+    """The `study` fixture's pool, built from these people."""
     pool = study_build(ana=annotator, bo=second_annotator)
     pool_guidelines_set(pool=pool, text="# v1\nLabel the pronouns.", user=researcher)
     pool_guidelines_set(pool=pool, text="# v2\nLabel the pronouns carefully.", user=researcher)

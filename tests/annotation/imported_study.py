@@ -34,9 +34,12 @@ class Study:
 
 
 def build_pool(*, name: str = "byo", seed: int = 7, labels: list[str] | None = None) -> Study:
+    from annotation.models import PoolItem
+
     rng = random.Random(seed)
     pool = PoolFactory(name=name, labels=list(labels or LABELS))
     study = Study(pool=pool)
+    unsaved = []  # the 320 items, written with one INSERT (one each took 0.3 s a test)
     for model in MODELS:
         for pronoun in PRONOUNS:
             rate = 0.35 if pronoun == "xe" else 0.15
@@ -44,10 +47,11 @@ def build_pool(*, name: str = "byo", seed: int = 7, labels: list[str] | None = N
                 text = f"{model} context {context} about a person whose pronoun is {pronoun}. "
                 for sample in range(SAMPLES):
                     external = f"{model}-{pronoun}-{context}-{sample}"
-                    item = PoolItemFactory(
+                    item = PoolItemFactory.build(
                         pool=pool, model_name=model, dataset="mystudy", setting="pre", pronoun=pronoun,
                         sample_index=sample, context=text, continuation=f"text {external}", external_id=external,
                     )  # fmt: skip
+                    unsaved.append(item)
                     study.items[external] = item
                     study.context_of[external] = (model, pronoun, context)
                     truth = "misgendering" if rng.random() < rate else "correct"
@@ -62,6 +66,7 @@ def build_pool(*, name: str = "byo", seed: int = 7, labels: list[str] | None = N
                     study.judge[external] = label
                     p = rng.uniform(0.55, 0.99)
                     study.probabilities[external] = {label: p, _other(label): 1 - p}
+    PoolItem.objects.bulk_create(unsaved)  # sets each item's pk (PostgreSQL and SQLite return them)
     return study
 
 

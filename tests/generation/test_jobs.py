@@ -224,10 +224,11 @@ def test_the_generate_command_reads_settings_as_generation_settings_from_the_she
     import sys
 
     from tests.conftest import REPO
+    from tests.db_template import sqlite_migrated
 
     env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}", "HF_HUB_OFFLINE": "1"}
     env.pop("CELERY_BROKER_URL", None)
-    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=REPO, env=env, check=True)
+    sqlite_migrated(tmp_path / "db.sqlite3", env)
     result = subprocess.run(
         [
             sys.executable,

@@ -79,12 +79,20 @@ def test_rows_hold_at_most_the_node_budget_and_are_about_equally_full(loaded_mod
     assert len(trees) == len(greedy) and max(sizes) - min(sizes) <= max(greedy) - min(greedy)
 
 
+@pytest.fixture(scope="module")
+def plain_probabilities(loaded_model) -> list[dict[str, float]]:
+    """The per-option loop's probabilities for each of `_job_prompts()`, computed once for the module's tests (30
+    forward passes of the reference, the same for every batch size)."""
+    return [_plain_probabilities(loaded_model, prompt) for prompt in _job_prompts()]
+
+
 @pytest.mark.parametrize("batch_size", [None, 3])
-def test_a_job_of_samples_gets_the_per_option_loops_labels_and_probabilities(loaded_model, batch_size):
+def test_a_job_of_samples_gets_the_per_option_loops_labels_and_probabilities(
+    loaded_model, plain_probabilities, batch_size
+):
     prompts = _job_prompts()
     verdicts = likelihood_judge(loaded=loaded_model, prompts=prompts, options=OPTIONS, batch_size=batch_size)
-    for prompt, verdict in zip(prompts, verdicts, strict=True):
-        expected = _plain_probabilities(loaded_model, prompt)
+    for verdict, expected in zip(verdicts, plain_probabilities, strict=True):
         got = option_probabilities("likelihood", OPTIONS, verdict.scores)
         assert got == pytest.approx(expected, abs=1e-5)
         assert verdict.label == max(expected, key=lambda label: expected[label])
