@@ -50,10 +50,6 @@ def label_import_kind_register(name: str, kind: LabelImportKind) -> None:
     _kinds[name] = kind
 
 
-def label_import_kinds() -> list[str]:
-    return list(_kinds)
-
-
 def label_import_kind(name: str) -> LabelImportKind:
     """The kind's handler; KeyError for an unknown one."""
     return _kinds[name]

@@ -79,8 +79,8 @@ def read_tango(path: Path, per_pronoun: int) -> list[tuple[str, str]]:
 
 
 def bench_tango(args, loaded, decoding, timed) -> dict:
+    from benchmarks.reference import sequence_loss
     from generation.engines.hf.sampling import sample_continuations
-    from generation.engines.hf.scoring import sequence_loss
     from generation.rewriting import rewrite_continuations, spacy_pipeline
     from generation.services.tango import contraction_chooser, tango_candidates, tango_score
 
@@ -194,10 +194,11 @@ def _timer(loaded):
 
 
 def bench_ruff(args, loaded, language_model, timed) -> dict:
+    from benchmarks.reference import sample_one_context, score_one_at_a_time
     from generation.contexts import build_context
     from generation.engines import engine_get
-    from generation.engines.hf.sampling import Decoding, sample_continuations, sample_one_context
-    from generation.engines.hf.scoring import score_instances, score_one_at_a_time
+    from generation.engines.hf.sampling import Decoding, sample_continuations
+    from generation.engines.hf.scoring import score_instances
 
     items = read_ruff(args.templates, args.per_pronoun)
     contexts = [build_context(i.text, i.mask, i.correct_form, s) for i in items for s in ("pre", "post")]

@@ -11,7 +11,7 @@ prints generations per second each way, the ratio, and the projected time of a f
 
 Builds the default judge prompt (judging/prompts.py) for N items: the demo pool's style of item (a declared pronoun,
 a context, a 50-token-long continuation), each prompt different. The plain loop runs one forward pass per item and
-option (the prompt and the option together, as `judging.scoring.likelihood_judge_plain` does); the judge runs each
+option (the prompt and the option together, as `benchmarks.reference.likelihood_judge_plain` does); the judge runs each
 prompt once and the options from its key/value cache, batched. Checks that both give the same scores (to 1e-4) and
 prints one JSON line: items judged per second each way and the ratio.
 """
@@ -78,6 +78,7 @@ def bench_job(n: int) -> dict:
     import torch
     from django.core.management import call_command
 
+    from benchmarks.reference import likelihood_judge_plain
     from generation.engines.hf.loading import model_load
     from generation.jobs.services import job_record
     from generation.models import (
@@ -91,7 +92,7 @@ def bench_job(n: int) -> dict:
     )  # fmt: skip
     from generation.parameters import JobParameters
     from judging.models import JudgeRun, MachineLabel
-    from judging.scoring import likelihood_judge_plain, option_probabilities
+    from judging.scoring import option_probabilities
     from judging.selectors import generation_prompt
     from judging.services.judges import judge_add
 
@@ -201,10 +202,11 @@ def main() -> None:
     django.setup()
     import torch
 
+    from benchmarks.reference import likelihood_judge_plain
     from generation.engines.hf.loading import model_load
     from generation.models import DEFAULT_MODEL_FIELDS, DEFAULT_MODEL_NAME, LanguageModel
     from judging.prompts import default_options
-    from judging.scoring import likelihood_judge, likelihood_judge_plain
+    from judging.scoring import likelihood_judge
 
     loaded = model_load(language_model=LanguageModel(name=DEFAULT_MODEL_NAME, **DEFAULT_MODEL_FIELDS))
     texts = prompts(arguments.items)

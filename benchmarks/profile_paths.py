@@ -43,6 +43,16 @@ def _modules():
     return loading, sampling, scoring, codebook_for, MASKS
 
 
+def _plain_loops(sampling, scoring):
+    """The plain loops (`score_one_at_a_time`, `sample_one_context`): in the tree's app modules before they moved to
+    benchmarks/reference.py, else from the tree's benchmarks/reference.py."""
+    if hasattr(scoring, "score_one_at_a_time"):
+        return scoring.score_one_at_a_time, sampling.sample_one_context
+    from benchmarks.reference import sample_one_context, score_one_at_a_time
+
+    return score_one_at_a_time, sample_one_context
+
+
 def _items(scoring, codebook_for, masks, path: Path, per_pronoun: int):
     codebook = codebook_for("ruff")
     taken: dict[str, int] = {}
@@ -93,6 +103,7 @@ def worker(args: argparse.Namespace) -> None:
 
     torch.set_num_threads(args.threads)
     loading, sampling, scoring, codebook_for, masks = _modules()
+    score_one_at_a_time, sample_one_context = _plain_loops(sampling, scoring)
     from generation.contexts import build_context
     from generation.models import DEFAULT_MODEL_FIELDS, DEFAULT_MODEL_NAME, LanguageModel
 
@@ -112,16 +123,16 @@ def worker(args: argparse.Namespace) -> None:
         for item in items:
             for setting in ("pre", "post"):
                 context = build_context(item.text, item.mask, item.correct_form, setting)
-                sampling.sample_one_context(loaded=loaded, context=context, decoding=decoding, seed=0)
+                sample_one_context(loaded=loaded, context=context, decoding=decoding, seed=0)
 
     paths = {
         "scoring, Concord": lambda: scoring.score_instances(loaded=loaded, items=items),
-        "scoring, plain loop": lambda: scoring.score_one_at_a_time(loaded=loaded, items=items),
+        "scoring, plain loop": lambda: score_one_at_a_time(loaded=loaded, items=items),
         "sampling, Concord": concord_sampling,
         "sampling, plain loop": plain_sampling,
     }
     scoring.score_instances(loaded=loaded, items=items[:2])  # warm-up (and the tree pass's check)
-    sampling.sample_one_context(
+    sample_one_context(
         loaded=loaded, context="Robin said", decoding=sampling.Decoding(samples=1, max_new_tokens=2), seed=0
     )
     result: dict = {"root": root, "instances": len(items), "threads": torch.get_num_threads(), "paths": {}}

@@ -60,25 +60,6 @@ def likelihood_judge(
     return [likelihood_verdict(options=options, scores=[-loss for loss in row]) for row in losses]
 
 
-def likelihood_judge_plain(*, loaded: LoadedModel, prompts: Sequence[str], options: dict[str, str]) -> list[Verdict]:
-    """The plain loop, one forward pass per prompt and option (the benchmark's baseline)."""
-    import torch
-
-    suffixes = option_ids(loaded=loaded, options=options)
-    verdicts = []
-    with torch.inference_mode():
-        for prompt in prompts:
-            prefix = loaded.tokenizer(prompt).input_ids
-            scores = []
-            for suffix in suffixes:
-                ids = torch.tensor([prefix + suffix], device=loaded.device)
-                logprobs = torch.log_softmax(loaded.model(input_ids=ids).logits[0, :-1].float(), dim=-1)
-                targets = ids[0, len(prefix) :]
-                scores.append(float(logprobs[len(prefix) - 1 :].gather(-1, targets[:, None]).mean()))
-            verdicts.append(likelihood_verdict(options=options, scores=scores))
-    return verdicts
-
-
 def option_probabilities(mode: str, options: dict[str, str], scores: dict) -> dict[str, float]:
     """Each option's probability, in option order: the softmax of the mean log-probabilities (likelihood mode) or
     the vote shares (sampling mode; a missing share is 0)."""

@@ -2,6 +2,7 @@
 
 import pytest
 
+from benchmarks.reference import sequence_loss
 from generation.datasets.registry import codebook_for
 from generation.engines.hf.scoring import (
     ScoreItem,
@@ -9,7 +10,6 @@ from generation.engines.hf.scoring import (
     score_candidates,
     score_instances,
     score_suffixes,
-    sequence_loss,
 )
 from generation.models import Instance
 from generation.pronouns import BASES

@@ -9,9 +9,9 @@ import json
 import pytest
 from django.core.management import call_command
 
+from benchmarks.reference import sequence_loss
 from generation.datasets.registry import codebook_for
 from generation.datasets.tango import dataset_import_tango
-from generation.engines.hf.scoring import sequence_loss
 from generation.heuristic import heuristic_verdict
 from generation.jobs.services import JobParameterError, job_parameters_validate, job_run
 from generation.models import Generation, Job, JobStatus, ProbResult, TangoTemplate

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from generation.engines.hf.scoring import ScoreItem, score_instances, sequence_loss
+from benchmarks.reference import sequence_loss
+from generation.engines.hf.scoring import ScoreItem, score_instances
 from generation.jobs.services import JobParameterError, job_parameters_validate
 from generation.models import Dataset, Generation, Instance, Job, ProbResult, PronounForm, Template
 from generation.pronouns import Codebook

@@ -311,25 +311,3 @@ def sample_continuations(
     finally:
         tokenizer.padding_side = previous_side
     return results
-
-
-def sample_one_context(*, loaded: LoadedModel, context: str, decoding: Decoding, seed: int) -> list[str]:
-    """The plain loop's step (the benchmark's baseline): one plain `generate` call of all samples for one context."""
-    import torch
-    from transformers import set_seed
-
-    set_seed(seed)
-    encoded = loaded.tokenizer(context, return_tensors="pt").to(loaded.device)
-    with torch.inference_mode():
-        output = loaded.model.generate(
-            **encoded,
-            do_sample=True,
-            max_new_tokens=decoding.max_new_tokens,
-            min_new_tokens=decoding.max_new_tokens,
-            top_k=decoding.top_k,
-            top_p=decoding.top_p,
-            num_beams=decoding.num_beams,
-            num_return_sequences=decoding.samples,
-            pad_token_id=loaded.tokenizer.pad_token_id,
-        )
-    return loaded.tokenizer.batch_decode(output[:, encoded.input_ids.shape[1] :], skip_special_tokens=True)

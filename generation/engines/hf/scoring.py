@@ -71,31 +71,6 @@ def _result(item: ScoreItem, losses: dict[str, float]) -> ScoreResult:
     )
 
 
-def sequence_loss(*, loaded: LoadedModel, text: str, prob_score: str = DEFAULT_PROB_SCORE) -> float:
-    """One text's mean token loss (or, with `prob_score="sum"`, its summed token loss), the plain way (the reference
-    the batched path must equal)."""
-    import torch
-
-    ids = loaded.tokenizer(text, return_tensors="pt").input_ids.to(loaded.device)
-    with torch.inference_mode():
-        mean = float(loaded.model(input_ids=ids, labels=ids).loss)
-    return mean * (ids.shape[-1] - 1) if prob_score == "sum" else mean
-
-
-def score_one_at_a_time(*, loaded: LoadedModel, items: Sequence[ScoreItem]) -> list[ScoreResult]:
-    """The plain loop: one forward pass per candidate. Used as the reference in tests and the benchmark."""
-    return [
-        _result(
-            item,
-            {
-                base: sequence_loss(loaded=loaded, text=text, prob_score=item.prob_score)
-                for base, text in candidate_texts(item)
-            },
-        )
-        for item in items
-    ]
-
-
 @dataclass
 class _Prepared:
     index: int
