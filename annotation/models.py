@@ -310,7 +310,8 @@ class ImportJob(models.Model):
     its files are stored as `ImportFileChunk`s until it ends, so that a worker on another machine reads them."""
 
     QUEUED, READING, WRITING, DONE, FAILED = "queued", "reading", "writing", "done", "failed"
-    STATUS_CHOICES = [(s, s) for s in (QUEUED, READING, WRITING, DONE, FAILED)]
+    CANCELLED = "canceled"  # 8 letters: the column's width
+    STATUS_CHOICES = [(s, s) for s in (QUEUED, READING, WRITING, DONE, FAILED, CANCELLED)]
 
     pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="import_jobs")
     kind = models.CharField(max_length=8, choices=ITEM_KINDS, default=STUDY)

@@ -17,6 +17,7 @@ urlpatterns = [
     path("pools/<slug:name>/assign/", views.pool_assign_page, name="pool-assign"),
     path("pools/<slug:name>/adjudicate/", views.pool_adjudicate, name="pool-adjudicate"),
     path("pools/<slug:name>/import/", views.pool_import, name="pool-import"),
+    path("pools/<slug:name>/imports/<int:job_id>/cancel/", views.pool_import_cancel, name="pool-import-cancel"),
     path("pools/<slug:name>/labels/", label_views.pool_label_import, name="pool-label-import"),
     path("pools/<slug:name>/guidelines/", views.pool_guidelines, name="pool-guidelines"),
     path("pools/<slug:name>/items.csv", item_views.pool_items_download, name="pool-items"),

@@ -7,14 +7,14 @@ from django.core.exceptions import BadRequest
 from django.http import Http404, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_http_methods, require_safe
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from accounts.roles import ADMIN, ANNOTATOR, RESEARCHER, role_required
 from annotation import selectors
 from annotation.forms import AdjudicationForm, AssignForm, ImportGenerationsForm, PoolSampleForm
 from annotation.machine import machine_labels
 from annotation.middleware import PARTICIPANT_SESSION_KEY
-from annotation.models import Pool, PoolItem, Recruitment
+from annotation.models import ImportJob, Pool, PoolItem, Recruitment
 from annotation.referents import item_people
 from annotation.schema import LABEL_NAMES, TAGS, label_guideline
 from annotation.selectors import research
@@ -27,7 +27,7 @@ from annotation.services import (
 )
 from annotation.services.adjudication import AdjudicationError
 from annotation.services.guidelines import GuidelineError, pool_guideline, pool_guidelines_set
-from annotation.services.imports.jobs import ImportJobError, import_job_create, import_job_progress
+from annotation.services.imports.jobs import ImportJobError, import_job_cancel, import_job_create, import_job_progress
 from annotation.services.qualification import (
     QualificationError,
     pass_mark_parse,
@@ -35,6 +35,7 @@ from annotation.services.qualification import (
     qualification_reset,
 )
 from annotation.services.recruitment import study_path
+from generation.services.upload_runs import UploadRunStateError
 
 
 @require_safe
@@ -148,6 +149,20 @@ def pool_import(request, name: str):
     response = render(request, "annotation/pool_detail.html", _pool_detail_context(pool, form))
     response.status_code = 400
     return response
+
+
+@require_POST
+@role_required(RESEARCHER)
+def pool_import_cancel(request, name: str, job_id: int):
+    """Cancel a queued or running import of the pool (its uploader's role): it stops at its next batch."""
+    job = get_object_or_404(ImportJob, pk=job_id, pool__name=name)
+    try:
+        import_job_cancel(job=job, user=request.user)
+    except UploadRunStateError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Import {job.pk} cancelled; the rows it had written stay in the pool.")
+    return redirect(f"{reverse('annotation:pool-detail', kwargs={'name': name})}#import")
 
 
 @require_http_methods(["GET", "HEAD", "POST"])

@@ -5,6 +5,11 @@ from generation import apis, views  # noqa: F401
 urlpatterns = [
     path("generation/jobs/", views.job_list_page, name="generation-jobs"),
     path("generation/datasets/", views.dataset_list_page, name="generation-datasets"),
+    path(
+        "generation/datasets/imports/<int:job_id>/cancel/",
+        views.dataset_import_cancel_page,
+        name="generation-dataset-import-cancel",
+    ),
     path("generation/jobs/new/", views.job_new_page, name="generation-job-new"),
     path("generation/jobs/<int:job_id>/", views.job_results_page, name="generation-job-results"),
     path("generation/jobs/<int:job_id>/cancel/", views.job_cancel_page, name="generation-job-cancel"),

@@ -43,7 +43,13 @@ from generation.selectors import (
     job_timing,
 )
 from generation.services.dataset_import_run import dataset_import_progress
-from generation.services.dataset_imports import DatasetImportError, dataset_import_create, upload_is_large
+from generation.services.dataset_imports import (
+    DatasetImportError,
+    dataset_import_cancel,
+    dataset_import_create,
+    upload_is_large,
+)
+from generation.services.upload_runs import UploadRunStateError
 from generation.textfiles import MAX_ERRORS_SHOWN
 
 PAGE_SIZE = 50
@@ -176,10 +182,23 @@ def dataset_list_page(request):
             "form": form,
             "can_manage": can_manage,
             "imports": imports,
-            "imports_running": any(row["status"] not in ("done", "failed") for row in imports),
+            "imports_running": any(row["cancellable"] for row in imports),
         },
         status=400 if form is not None and form.errors else 200,
     )
+
+
+@require_POST
+@role_required(ADMIN)
+def dataset_import_cancel_page(request, job_id: int):
+    """Cancel a background upload of a templates dataset (the admin's, as uploading is): it writes nothing."""
+    try:
+        dataset_import_cancel(job_id=job_id, user=request.user)
+    except UploadRunStateError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Import {job_id} cancelled: nothing written.")
+    return redirect(f"{reverse('generation-datasets')}#dataset-imports")
 
 
 @require_POST

@@ -54,6 +54,7 @@ ACCESS: dict[str, dict[str, str]] = {
     "pools/<slug:name>/assign/": {"GET": ADMIN, "POST": ADMIN},
     "pools/<slug:name>/adjudicate/": {"GET": RESEARCHER, "POST": RESEARCHER},
     "pools/<slug:name>/import/": {"GET": RESEARCHER, "POST": RESEARCHER},  # GET goes back to the pool page
+    "pools/<slug:name>/imports/<int:job_id>/cancel/": {"POST": RESEARCHER},
     "pools/<slug:name>/labels/": {"GET": RESEARCHER, "POST": RESEARCHER},  # GET goes back to the pool page
     "pools/<slug:name>/qualification/": {"GET": RESEARCHER, "POST": RESEARCHER},  # GET goes back to the pool page
     "pools/<slug:name>/guidelines/": {"GET": RESEARCHER, "POST": RESEARCHER},
@@ -76,6 +77,7 @@ ACCESS: dict[str, dict[str, str]] = {
     "generation/jobs/": {"GET": RESEARCHER},
     "generation/jobs/new/": {"GET": ADMIN, "POST": ADMIN},
     "generation/datasets/": {"GET": RESEARCHER, "POST": ADMIN},
+    "generation/datasets/imports/<int:job_id>/cancel/": {"POST": ADMIN},
     "generation/jobs/<int:job_id>/": {"GET": RESEARCHER},
     "generation/jobs/<int:job_id>/cancel/": {"POST": ADMIN},
     "generation/jobs/<int:job_id>/resume/": {"POST": ADMIN},

@@ -48,7 +48,8 @@ DEFAULT_NAMES_PER_TEMPLATE = 15
 BATCH = 5000
 CHECK_PROGRESS_EVERY = 1000  # templates checked between two progress calls
 # progress(phase, count): "checking" with the templates checked so far, "checked" with the instances the import
-# will write, "writing" with the instances written so far (inside the import's transaction).
+# will write, "writing" with the instances written so far and "written" with them all, the last call inside the
+# import's transaction, before it commits.
 Progress = Callable[[str, int], None]
 
 
@@ -161,8 +162,13 @@ def dataset_import_templates(
     return _write(plan, name=name, signature=signature, progress=progress)
 
 
+def _unheard(phase: str, count: int) -> None:
+    pass
+
+
 @transaction.atomic
 def _write(plan: _Plan, *, name: str, signature: str, progress: Progress | None = None) -> ImportResult:
+    hear = progress or _unheard
     existing = Dataset.objects.select_for_update().filter(name=name).first()
     if existing is not None:
         return already_imported(existing, signature=signature)
@@ -221,12 +227,10 @@ def _write(plan: _Plan, *, name: str, signature: str, progress: Progress | None 
             if len(instances) >= BATCH:
                 Instance.objects.bulk_create(instances)
                 instances = []
-                if progress is not None:
-                    progress("writing", ordinal)
+                hear("writing", ordinal)
         Instance.objects.bulk_create(instances)
         batch.clear()
-        if progress is not None:
-            progress("writing", ordinal)
+        hear("writing", ordinal)
 
     position: dict[str, int] = {}
     for index, template in enumerate(plan.templates_read()):
@@ -235,6 +239,7 @@ def _write(plan: _Plan, *, name: str, signature: str, progress: Progress | None 
         if len(batch) * len(codebook.bases) * len(draws[0]) >= BATCH:
             flush()
     flush()
+    hear("written", ordinal)
     return ImportResult(dataset=dataset, created=True, instances=ordinal, per_pronoun=per_pronoun)
 
 

@@ -1,7 +1,7 @@
 """A templates dataset uploaded on the datasets page and imported in the background (docs/domain.md, 'Your own
 templates'), as a pool's imports are: the request stores the files and answers at once; a Celery worker
 (production) or a thread of the web process (the embedded default) checks and writes them
-(generation/services/dataset_import_run.py)."""
+(generation/services/dataset_import_run.py, under generation/services/upload_runs.py's lease)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ class DatasetImport(models.Model):
     `DatasetImportFile` pieces until it ends, so that a worker on another machine reads them."""
 
     QUEUED, CHECKING, WRITING, DONE, FAILED = "queued", "checking", "writing", "done", "failed"
-    STATUS_CHOICES = [(s, s) for s in (QUEUED, CHECKING, WRITING, DONE, FAILED)]
+    CANCELLED = "canceled"  # 8 letters: the column's width
+    STATUS_CHOICES = [(s, s) for s in (QUEUED, CHECKING, WRITING, DONE, FAILED, CANCELLED)]
 
     name = models.CharField(max_length=64, help_text="the dataset's name")
     names_per_template = models.PositiveIntegerField(default=15)

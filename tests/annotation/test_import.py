@@ -363,10 +363,11 @@ class TestImportJobs:
 
         from annotation.models import ImportJob
         from annotation.services.imports import jobs
+        from generation.services import upload_runs
         from tests.factories import PoolFactory
 
         # Pieces of 7 bytes cut multi-byte characters (é, the emoji) and CRLF line ends in two.
-        monkeypatch.setattr(jobs, "CHUNK_BYTES", 7)
+        monkeypatch.setattr(upload_runs, "PIECE_BYTES", 7)
         rows = [
             [MIS, MIS_PRE + "Xe smiled at the café \U0001f389.", "1.0", "xe", "modèle-a"],
             [MIS, MIS_PRE + "He left.\r\nThen xe came back.", "1.0", "xe", "modèle-a"],
@@ -396,9 +397,10 @@ class TestImportJobs:
 
         from annotation.models import ImportJob
         from annotation.services.imports import jobs
+        from generation.services import upload_runs
         from tests.factories import PoolFactory
 
-        monkeypatch.setattr(jobs, "CHUNK_BYTES", 5)
+        monkeypatch.setattr(upload_runs, "PIECE_BYTES", 5)
         body = b"template,random_pre_gen,correct,pronoun,model\n" + "é,é,1,xe,m\n".encode() * 3 + b"\xff\n"
         pool = PoolFactory(name="bad-bytes")
 
@@ -606,6 +608,84 @@ class TestImportsLeftByAStoppedProcess:
         assert (job.status, job.items_created, job.lease_owner, job.lease_expires_at) == ("done", 3, "", None)
         assert len(leases) == 3 and len({owner for owner, _ in leases}) == 1 and leases[0][0]
         assert all(left > 0 for _, left in leases)  # 1.5 s of work under a 0.6 s lease: renewed, never lapsed
+
+    def test_a_cancelled_import_is_never_run_again_and_its_files_go(self, left_writing, researcher):
+        from auditlog.models import LogEntry
+        from django.utils import timezone
+
+        from annotation.models import ImportFileChunk, ImportJob
+        from annotation.services.imports.jobs import import_job_cancel, import_job_run, imports_resume_on_start
+        from generation.services.upload_runs import UploadRunStateError
+
+        import_job_cancel(job=left_writing, user=researcher)
+
+        job = ImportJob.objects.get(pk=left_writing.pk)
+        assert (job.status, job.lease_owner) == ("canceled", "") and job.finished_at is not None
+        assert not ImportFileChunk.objects.filter(job=job).exists()
+        assert imports_resume_on_start(started_before=timezone.now()) == []
+        assert import_job_run(job_id=job.pk, restart=True) is None
+        assert not PoolItem.objects.filter(pool__name="killed").exists()
+        entry = LogEntry.objects.get(additional_data__event="import.cancel")
+        assert (entry.object_pk, entry.actor_id) == (str(job.pk), researcher.pk)
+        with pytest.raises(UploadRunStateError, match="only a queued or running one can be cancelled"):
+            import_job_cancel(job=job)
+
+    def test_the_pool_page_cancels_an_unfinished_import(self, left_writing, researcher, client):
+        from annotation.models import ImportJob
+
+        client.force_login(researcher)
+        url = f"/pools/killed/imports/{left_writing.pk}/cancel/"
+        assert f'action="{url}"' in client.get("/pools/killed/").content.decode()
+
+        response = client.post(url)
+
+        assert response.status_code == 302 and response["Location"].endswith("/pools/killed/#import")
+        assert ImportJob.objects.get(pk=left_writing.pk).status == "canceled"
+        page = client.get("/pools/killed/").content.decode()
+        assert f'id="import-{left_writing.pk}" data-status="canceled"' in page and url not in page
+        assert client.post(f"/pools/other/imports/{left_writing.pk}/cancel/").status_code == 404  # not that pool's
+
+    def test_a_running_import_cancelled_stops_at_its_next_batch(self, researcher, tmp_path):
+        import threading
+
+        from django.core.files.uploadedfile import SimpleUploadedFile
+        from django.db import connections
+
+        from annotation.models import ImportJob
+        from annotation.services import imports
+        from annotation.services.imports import jobs
+        from tests.factories import PoolFactory
+
+        original = imports._verdicts
+
+        def cancelled_in_the_first_batch(rows):
+            if not PoolItem.objects.exists():
+                job = ImportJob.objects.get()
+
+                def cancel() -> None:
+                    try:
+                        jobs.import_job_cancel(job=job)
+                    finally:
+                        connections.close_all()
+
+                thread = threading.Thread(target=cancel)
+                thread.start()
+                thread.join()
+            return original(rows)
+
+        rows = [[MIS, MIS_PRE + f"Xe smiled, row {n}.", "1.0", "xe", "model-a"] for n in range(3)]
+        body = write(tmp_path / "gens.csv", "random_pre_gen", rows).read_bytes()
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(imports, "BATCH_ROWS", 1)
+            patch.setattr(imports, "_verdicts", cancelled_in_the_first_batch)
+            job = jobs.import_job_create(
+                pool=PoolFactory(name="cancelled"), kind="study", files=[SimpleUploadedFile("g.csv", body)]
+            )
+            join_import_threads()
+
+        job = ImportJob.objects.get(pk=job.pk)
+        assert (job.status, job.items_created, job.lease_owner) == ("canceled", 0, "")
+        assert PoolItem.objects.filter(pool__name="cancelled").count() == 1  # the batch under way, committed
 
     def test_resume_jobs_resumes_an_import_whose_runner_is_gone(self, left_writing, pre_file):
         from io import StringIO

@@ -1,18 +1,22 @@
 """A large templates upload on the datasets page runs in the background (generation/services/dataset_imports.py):
 the request stores the files and answers at once, the import reports how far it got and how it ended, errors name
-the uploaded files with line and field, and a failed or stopped import leaves no row behind."""
+the uploaded files with line and field, and a failed, stopped or cancelled import leaves no row behind."""
 
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
+from auditlog.models import LogEntry
 from django.core.cache import cache
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection, connections
 
 from generation.models import Dataset, DatasetImport, DatasetImportFile, Instance, PronounForm, Template
 from generation.services import dataset_import_run as run_module
 from generation.services import dataset_imports
+from generation.services.upload_runs import UploadRunStateError
 from tests.generation.test_templates_kind import CODEBOOK, NAMES, TEMPLATES, exported, run_import, write_files
 from tests.generation.test_templates_upload_errors import csv_bytes
 
@@ -183,4 +187,148 @@ class TestBackgroundImports:
 
         job = DatasetImport.objects.get()
         assert resumed == [{"import": f"dataset-{job.pk}", "status": "done", "instances": 24}]
+        assert Instance.objects.filter(dataset__name="uploaded").count() == 24
+
+
+def cancel_url(job_id: int) -> str:
+    return f"/generation/datasets/imports/{job_id}/cancel/"
+
+
+def in_another_connection(function) -> threading.Thread:
+    """Run `function` in a thread of its own (its own database connection), started here."""
+
+    def run() -> None:
+        try:
+            function()
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
+
+
+def waiting_on_a_lock() -> bool:
+    """Whether another connection of this database waits for a row lock (PostgreSQL; inside a transaction the
+    statistics are read once unless their snapshot is cleared)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_clear_snapshot()")
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        )
+        return cursor.fetchone()[0] > 0
+
+
+def listening(monkeypatch, hear, *, after: bool = False) -> None:
+    """The import's progress calls `hear(phase, count, job_id)` before its own handler (`after`: after it)."""
+    original = run_module.templates_pieces_import
+
+    def wrapped(**kwargs):
+        inner = kwargs["progress"]
+        job_id = DatasetImport.objects.get().pk
+
+        def both(phase: str, count: int) -> None:
+            if not after:
+                hear(phase, count, job_id)
+            inner(phase, count)
+            if after:
+                hear(phase, count, job_id)
+
+        return original(**{**kwargs, "progress": both})
+
+    monkeypatch.setattr("generation.datasets.templates.BATCH", 4)
+    monkeypatch.setattr(run_module, "templates_pieces_import", wrapped)
+
+
+@pytest.mark.django_db(transaction=True)  # the import and the cancel run in connections of their own
+class TestCancel:
+    def test_a_queued_import_is_cancelled_from_the_page_and_never_runs(self, client, admin_user, large, monkeypatch):
+        monkeypatch.setattr(dataset_imports, "dataset_import_dispatch", lambda **kwargs: None)  # not sent yet
+        client.force_login(admin_user)
+        client.post(URL, upload())
+        job = DatasetImport.objects.get()
+        assert f'action="{cancel_url(job.pk)}"' in client.get(URL).content.decode()
+
+        response = client.post(cancel_url(job.pk))
+
+        assert response.status_code == 302 and response["Location"].endswith("#dataset-imports")
+        job.refresh_from_db()
+        assert (job.status, job.lease_owner) == ("canceled", "") and job.finished_at is not None
+        assert not DatasetImportFile.objects.exists()  # its stored files are deleted
+        assert run_module.dataset_import_run(job_id=job.pk, restart=True) is None  # a late delivery leaves it
+        assert dataset_imports.dataset_imports_resume(foreground=True) == []  # and nothing resumes it
+        assert nothing_written() and DatasetImport.objects.get().status == "canceled"
+        entry = LogEntry.objects.get(additional_data__event="dataset.import.cancel")
+        assert (entry.object_pk, entry.actor_id) == (str(job.pk), admin_user.pk)
+        page = client.get(URL).content.decode()
+        assert 'data-status="canceled"' in page and "Cancelled, nothing written." in page
+        assert cancel_url(job.pk) not in page and 'http-equiv="refresh"' not in page
+
+    def test_an_ended_import_cannot_be_cancelled(self, client, admin_user, large):
+        client.force_login(admin_user)
+        client.post(URL, upload())
+        wait_for_imports()
+        job = DatasetImport.objects.get()
+
+        with pytest.raises(UploadRunStateError, match="only a queued or running one can be cancelled"):
+            dataset_imports.dataset_import_cancel(job_id=job.pk)
+        client.post(cancel_url(job.pk))
+
+        assert DatasetImport.objects.get().status == "done"
+        assert Instance.objects.filter(dataset__name="uploaded").count() == 24
+
+    def test_cancelling_is_for_the_admin_role(self, client, researcher):
+        job = DatasetImport.objects.create(name="big", file_names={"templates": "t.csv"})
+        client.force_login(researcher)
+
+        assert client.post(cancel_url(job.pk)).status_code == 403
+        assert DatasetImport.objects.get().status == "queued"
+
+    @pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite lets one connection write at a time")
+    def test_an_import_cancelled_while_it_writes_writes_nothing(self, client, admin_user, large, monkeypatch):
+        cancelled: list[str] = []
+
+        def cancel_at_the_first_batch(phase: str, count: int, job_id: int) -> None:
+            if phase == "writing" and not cancelled:
+                # Its transaction holds rows written already; the cancel commits beside it.
+                in_another_connection(lambda: dataset_imports.dataset_import_cancel(job_id=job_id)).join()
+                cancelled.append(DatasetImport.objects.get(pk=job_id).status)
+
+        listening(monkeypatch, cancel_at_the_first_batch)
+        client.force_login(admin_user)
+
+        client.post(URL, upload())
+        wait_for_imports()
+
+        assert cancelled == ["canceled"] and DatasetImport.objects.get().status == "canceled"
+        assert nothing_written() and not PronounForm.objects.exists() and not DatasetImportFile.objects.exists()
+
+    @pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite lets one connection write at a time")
+    def test_a_cancel_that_comes_as_the_write_commits_finds_it_ended(self, client, admin_user, large, monkeypatch):
+        refused: list[Exception] = []
+        threads: list[threading.Thread] = []
+
+        def cancel(job_id: int) -> None:
+            try:
+                dataset_imports.dataset_import_cancel(job_id=job_id)
+            except UploadRunStateError as exc:
+                refused.append(exc)
+
+        def cancel_after_the_last_write(phase: str, count: int, job_id: int) -> None:
+            if phase == "written":  # the import's transaction is about to commit: the cancel waits for it
+                thread = in_another_connection(lambda: cancel(job_id))
+                threads.append(thread)
+                while thread.is_alive() and not waiting_on_a_lock():
+                    time.sleep(0.01)
+
+        listening(monkeypatch, cancel_after_the_last_write, after=True)  # after the import marked itself ended
+        client.force_login(admin_user)
+
+        client.post(URL, upload())
+        wait_for_imports()
+        for thread in threads:
+            thread.join(timeout=60)
+
+        assert len(threads) == 1 and len(refused) == 1
+        assert DatasetImport.objects.get().status == "done"
         assert Instance.objects.filter(dataset__name="uploaded").count() == 24
