@@ -310,12 +310,12 @@ class ImportJob(models.Model):
     its files are stored as `ImportFileChunk`s until it ends, so that a worker on another machine reads them."""
 
     QUEUED, READING, WRITING, DONE, FAILED = "queued", "reading", "writing", "done", "failed"
-    CANCELLED = "canceled"  # 8 letters: the column's width
+    CANCELLED = "cancelled"  # as a job's
     STATUS_CHOICES = [(s, s) for s in (QUEUED, READING, WRITING, DONE, FAILED, CANCELLED)]
 
     pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="import_jobs")
     kind = models.CharField(max_length=8, choices=ITEM_KINDS, default=STUDY)
-    status = models.CharField(max_length=8, choices=STATUS_CHOICES, default=QUEUED)
+    status = models.CharField(max_length=9, choices=STATUS_CHOICES, default=QUEUED)
     file_names = models.JSONField(default=list)
     bytes_total = models.BigIntegerField(default=0)
     rows_read = models.PositiveIntegerField(default=0)

@@ -14,7 +14,7 @@ class DatasetImport(models.Model):
     `DatasetImportFile` pieces until it ends, so that a worker on another machine reads them."""
 
     QUEUED, CHECKING, WRITING, DONE, FAILED = "queued", "checking", "writing", "done", "failed"
-    CANCELLED = "canceled"  # 8 letters: the column's width
+    CANCELLED = "cancelled"  # as a job's
     STATUS_CHOICES = [(s, s) for s in (QUEUED, CHECKING, WRITING, DONE, FAILED, CANCELLED)]
 
     name = models.CharField(max_length=64, help_text="the dataset's name")
@@ -22,7 +22,7 @@ class DatasetImport(models.Model):
     seed = models.BigIntegerField(default=42)
     file_names = models.JSONField(default=dict, help_text="codebook, templates, names: the uploaded files' names")
     bytes_total = models.BigIntegerField(default=0)
-    status = models.CharField(max_length=8, choices=STATUS_CHOICES, default=QUEUED)
+    status = models.CharField(max_length=9, choices=STATUS_CHOICES, default=QUEUED)
     instances_expected = models.PositiveIntegerField(default=0, help_text="known once every line is checked")
     instances_written = models.PositiveIntegerField(default=0)
     created_dataset = models.BooleanField(default=False, help_text="False: the same files were imported already")

@@ -14,7 +14,7 @@ are. One `UploadRuns` names a kind's two models; the functions here do the rest 
 - `run_cancel` stops a queued or running one for good: its runner loses its lease and stops at its next step.
 
 Each kind keeps its statuses in its own model: queued, then its first running status (reading or checking), writing,
-and done, failed or canceled (8 letters: the status columns' width).
+and done, failed or cancelled (as a job).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ logger = logging.getLogger(__name__)
 
 PIECE_BYTES = 1 << 20  # the size of the stored pieces of an upload
 ERRORS_KEPT = 200  # of a failed run's FILE:LINE messages, the first ones are kept on its row
-QUEUED, WRITING, DONE, FAILED, CANCELLED = "queued", "writing", "done", "failed", "canceled"
+QUEUED, WRITING, DONE, FAILED, CANCELLED = "queued", "writing", "done", "failed", "cancelled"
 Run = TypeVar("Run", bound=models.Model)
 
 

@@ -620,7 +620,7 @@ class TestImportsLeftByAStoppedProcess:
         import_job_cancel(job=left_writing, user=researcher)
 
         job = ImportJob.objects.get(pk=left_writing.pk)
-        assert (job.status, job.lease_owner) == ("canceled", "") and job.finished_at is not None
+        assert (job.status, job.lease_owner) == ("cancelled", "") and job.finished_at is not None
         assert not ImportFileChunk.objects.filter(job=job).exists()
         assert imports_resume_on_start(started_before=timezone.now()) == []
         assert import_job_run(job_id=job.pk, restart=True) is None
@@ -640,9 +640,9 @@ class TestImportsLeftByAStoppedProcess:
         response = client.post(url)
 
         assert response.status_code == 302 and response["Location"].endswith("/pools/killed/#import")
-        assert ImportJob.objects.get(pk=left_writing.pk).status == "canceled"
+        assert ImportJob.objects.get(pk=left_writing.pk).status == "cancelled"
         page = client.get("/pools/killed/").content.decode()
-        assert f'id="import-{left_writing.pk}" data-status="canceled"' in page and url not in page
+        assert f'id="import-{left_writing.pk}" data-status="cancelled"' in page and url not in page
         assert client.post(f"/pools/other/imports/{left_writing.pk}/cancel/").status_code == 404  # not that pool's
 
     def test_a_running_import_cancelled_stops_at_its_next_batch(self, researcher, tmp_path):
@@ -684,7 +684,7 @@ class TestImportsLeftByAStoppedProcess:
             join_import_threads()
 
         job = ImportJob.objects.get(pk=job.pk)
-        assert (job.status, job.items_created, job.lease_owner) == ("canceled", 0, "")
+        assert (job.status, job.items_created, job.lease_owner) == ("cancelled", 0, "")
         assert PoolItem.objects.filter(pool__name="cancelled").count() == 1  # the batch under way, committed
 
     def test_resume_jobs_resumes_an_import_whose_runner_is_gone(self, left_writing, pre_file):

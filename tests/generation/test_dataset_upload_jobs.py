@@ -253,15 +253,15 @@ class TestCancel:
 
         assert response.status_code == 302 and response["Location"].endswith("#dataset-imports")
         job.refresh_from_db()
-        assert (job.status, job.lease_owner) == ("canceled", "") and job.finished_at is not None
+        assert (job.status, job.lease_owner) == ("cancelled", "") and job.finished_at is not None
         assert not DatasetImportFile.objects.exists()  # its stored files are deleted
         assert run_module.dataset_import_run(job_id=job.pk, restart=True) is None  # a late delivery leaves it
         assert dataset_imports.dataset_imports_resume(foreground=True) == []  # and nothing resumes it
-        assert nothing_written() and DatasetImport.objects.get().status == "canceled"
+        assert nothing_written() and DatasetImport.objects.get().status == "cancelled"
         entry = LogEntry.objects.get(additional_data__event="dataset.import.cancel")
         assert (entry.object_pk, entry.actor_id) == (str(job.pk), admin_user.pk)
         page = client.get(URL).content.decode()
-        assert 'data-status="canceled"' in page and "Cancelled, nothing written." in page
+        assert 'data-status="cancelled"' in page and "Cancelled, nothing written." in page
         assert cancel_url(job.pk) not in page and 'http-equiv="refresh"' not in page
 
     def test_an_ended_import_cannot_be_cancelled(self, client, admin_user, large):
@@ -300,7 +300,7 @@ class TestCancel:
         client.post(URL, upload())
         wait_for_imports()
 
-        assert cancelled == ["canceled"] and DatasetImport.objects.get().status == "canceled"
+        assert cancelled == ["cancelled"] and DatasetImport.objects.get().status == "cancelled"
         assert nothing_written() and not PronounForm.objects.exists() and not DatasetImportFile.objects.exists()
 
     @pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite lets one connection write at a time")
