@@ -102,6 +102,14 @@ class Bundle:
     def rows(self, table: str) -> list[dict]:
         return [row for _, row in self.numbered_rows(table)]
 
+    def has_rows(self, table: str) -> bool:
+        """Whether `table`'s rows are read or derived already (a derived table has no file of its own)."""
+        return table in self._rows
+
+    def rows_derive(self, table: str, rows: list[tuple[int, dict]]) -> None:
+        """Give `table` rows made from other tables' (an older format's upgrade), each on the line it came from."""
+        self._rows[table] = rows
+
     def report(self) -> dict:
         try:
             report = json.loads(self.files[REPORT_FILE])

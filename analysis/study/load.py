@@ -222,7 +222,7 @@ def _version_1_upgraded(bundle: Bundle) -> None:
     and options) become a row of generation_runs (on the job's line, under the job's id), and each judge run takes
     its mode, k, temperature and seed from its job's options and seed. Every value is then checked as any row's."""
     version = bundle.manifest.get("format_version")
-    if not isinstance(version, int) or version >= 2 or "generation_runs" in bundle._rows:
+    if not isinstance(version, int) or version >= 2 or bundle.has_rows("generation_runs"):
         return
     jobs = bundle.numbered_rows("jobs")
     by_id = {row["id"]: row for _, row in jobs}
@@ -235,7 +235,7 @@ def _version_1_upgraded(bundle: Bundle) -> None:
         run.update({name: options[name] for name in V1_JOB_OPTIONS if options.get(name) is not None})
         runs.append((line, run))
         row["options"] = {key: value for key, value in options.items() if key not in V1_JOB_OPTIONS}
-    bundle._rows["generation_runs"] = runs
+    bundle.rows_derive("generation_runs", runs)
     for _, row in bundle.numbered_rows("judge_runs"):
         job = by_id.get(row.get("job_id"))
         if job is None or "mode" in row:
