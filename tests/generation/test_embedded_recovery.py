@@ -25,7 +25,7 @@ PREPARE = (
     "call_command('migrate', verbosity=0); "
     f"call_command('import_dataset', 'ruff', {'--templates=' + str(DEMO / 'ruff_templates.tsv')!r}, '--name=demo-ruff'); "
     f"job = job_create(model='smollm2-135m', dataset='demo-ruff', per_pronoun=1, samples={SAMPLES}, "
-    "max_new_tokens=12, seed=5, queue=False); print(job.pk)"
+    "max_new_tokens=4, seed=5, queue=False); print(job.pk)"
 )
 
 
@@ -58,8 +58,11 @@ class Embedded:
 
     def start(self) -> None:
         with self.log.open("a") as log:
+            # Without the system checks: their URL check imports every view (and with them scipy and pandas) on each
+            # of the three starts, and this test sends no request (tests/test_embedded_default.py starts the server
+            # as the README does, checks included).
             self.server = subprocess.Popen(
-                [sys.executable, "manage.py", "runserver", f"127.0.0.1:{free_port()}", "--noreload"],
+                [sys.executable, "manage.py", "runserver", f"127.0.0.1:{free_port()}", "--noreload", "--skip-checks"],
                 cwd=REPO,
                 env=self.env,
                 stdout=log,

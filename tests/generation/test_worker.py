@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from django.db import connection
@@ -29,7 +30,10 @@ BROKER = _broker_url()
 
 pytestmark = [pytest.mark.slow, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
-LEASE_SECONDS = 12  # shorter than the default 30 s, so that the tests wait less for a killed worker's lease
+# Shorter than the default 30 s: a worker's sweeper runs every third of it (every 2.7 s here), so that a chunk or an
+# import of a killed worker is sent again soon after a worker starts (a dead runner's lease is stale at once: its pid
+# is gone). The heartbeat renews a lease as often, so a lease runs out only after three missed beats.
+LEASE_SECONDS = 8
 
 
 def _environment() -> dict:
@@ -84,6 +88,9 @@ class Workers:
         self.processes.append(process)
         return process
 
+    def log(self, process: subprocess.Popen) -> Path:
+        return self.tmp_path / f"worker-{self.processes.index(process)}.log"
+
     def logs(self) -> str:
         return "\n".join(
             f"--- {path.name}\n{path.read_text()[-3000:]}" for path in sorted(self.tmp_path.glob("worker-*.log"))
@@ -112,8 +119,9 @@ def shared_database():
 @pytest.fixture(scope="module")
 def kept_worker(django_db_setup, tmp_path_factory):
     """A worker kept running from one test to the next, for the tests that only use a running worker (they may drop
-    its database connections, which it survives): started, and its model loaded, once for them. A test that needs
-    workers of its own (or a broker of its own) stops it first: no other worker may take its chunks."""
+    its database connections, which it survives, or kill it once they are done with it): started, and its model
+    loaded, once for them. A test that needs workers of its own (or a broker of its own) stops it first: no other
+    worker may take its chunks."""
     pool = Workers(tmp_path_factory.mktemp("kept-worker"))
     yield pool
     pool.stop()
@@ -208,9 +216,9 @@ RECOVERY_PRONOUNS = ("he", "xe")  # a chunk each: one mid-run when the trouble c
 
 def _recovery_job(workers: Workers) -> Job:
     """Queue (through `generate`, on the test broker) 2 instances, one chunk each, long enough to be caught
-    mid-sampling (2 settings x 2 samples x 20 tokens per chunk)."""
+    mid-sampling (2 settings x 2 samples x 10 tokens per chunk)."""
     command = [sys.executable, "manage.py", "generate", "--dataset=demo-ruff", "--per-pronoun=1", "--samples=2"]
-    command += [f"--pronouns={','.join(RECOVERY_PRONOUNS)}", "--max-new-tokens=20", "--seed=11", "--batch-size=1"]
+    command += [f"--pronouns={','.join(RECOVERY_PRONOUNS)}", "--max-new-tokens=10", "--seed=11", "--batch-size=1"]
     result = subprocess.run(command, cwd=REPO, env=_environment(), capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-3000:] + workers.logs()
     return Job.objects.get(pk=json.loads(result.stdout.strip().splitlines()[-1])["job"])
@@ -244,31 +252,56 @@ class TestCrashRecovery:
         _assert_exact(job)
         errors = list(JobChunk.objects.filter(job=job).exclude(last_error="").values_list("last_error", flat=True))
         assert errors, "no chunk saw the dropped connection\n" + workers.logs()  # retried, not failed
+        # The kept worker's last task, the repetition rates the last chunk queued, ends before this test's tables are
+        # emptied: rows it wrote meanwhile would break the emptying's foreign keys.
+        from analysis.models import RepetitionRate
 
-    def test_a_chunk_of_a_killed_worker_runs_again_on_another_and_the_job_ends_with_exact_counts(
-        self, smollm2, demo_ruff, workers
-    ):
-        first = workers.start()
-        job = _recovery_job(workers)
-        chunk = _wait(_chunk_mid_run, seconds=300, what="no chunk was mid-run", workers=workers)
-        first.send_signal(signal.SIGKILL)
-        first.wait()
-        killed_at = time.monotonic()
-        chunk.refresh_from_db()
-        assert chunk.finished_at is None and chunk.lease_owner  # killed mid-chunk, its lease left behind
-
-        workers.start()
+        generations = Generation.objects.filter(job=job).count()
         _wait(
-            lambda: Job.objects.get(pk=job.pk).status == JobStatus.DONE,
-            seconds=480,  # about a minute on an idle 2-core machine; generous for a CI machine shared with others
-            what="the job did not finish after the worker was killed",
+            lambda: RepetitionRate.objects.filter(job=job).count() == generations,
+            seconds=60,
+            what="the job's repetition rates were not filled",
             workers=workers,
         )
-        print(f"finished {time.monotonic() - killed_at:.0f} s after the kill")
-        _assert_exact(job)
-        chunk.refresh_from_db()
-        assert chunk.attempts >= 2  # the killed attempt, then the one that finished it
-        assert "their runners are gone; queued again" in (workers.tmp_path / "worker-1.log").read_text()
+
+    def test_a_chunk_of_a_killed_worker_runs_again_on_another_and_the_job_ends_with_exact_counts(
+        self, smollm2, demo_ruff, running_worker
+    ):
+        # Two workers from the start: the kept one (its model loaded when an earlier test ran on this pytest worker)
+        # and a second, which starts and loads its model while the first runs. The one caught mid-chunk is killed and
+        # the other takes its chunk over, so no worker start (nor model load) waits for the kill.
+        workers = running_worker
+        try:
+            workers.start()
+            sizes = {process.pid: workers.log(process).stat().st_size for process in workers.processes}
+            job = _recovery_job(workers)
+            chunk = _wait(_chunk_mid_run, seconds=300, what="no chunk was mid-run", workers=workers)
+            # Its lease owner names the process: host:pid namespace:pid:tokens (generation/jobs/leases.py).
+            owner_pid = int(chunk.lease_owner.split(":")[2])
+            killed = next(process for process in workers.processes if process.pid == owner_pid)
+            killed.send_signal(signal.SIGKILL)
+            killed.wait()
+            killed_at = time.monotonic()
+            chunk.refresh_from_db()
+            assert chunk.finished_at is None and chunk.lease_owner  # killed mid-chunk, its lease left behind
+
+            _wait(
+                lambda: Job.objects.get(pk=job.pk).status == JobStatus.DONE,
+                seconds=480,  # about half a minute on an idle 2-core machine; generous for a shared CI machine
+                what="the job did not finish after the worker was killed",
+                workers=workers,
+            )
+            print(f"finished {time.monotonic() - killed_at:.0f} s after the kill")
+            _assert_exact(job)
+            chunk.refresh_from_db()
+            assert chunk.attempts >= 2  # the killed attempt, then the one that finished it
+            (other,) = (process for process in workers.processes if process is not killed)
+            assert other.poll() is None  # the job was finished by the worker left running
+            # What the other worker logged during this test (the kept worker's log goes back to earlier tests).
+            taken_over = workers.log(other).read_bytes()[sizes[other.pid] :].decode()
+            assert "their runners are gone; queued again" in taken_over, workers.logs()
+        finally:
+            workers.stop()  # a worker left killed, and a second one: the next test starts afresh
 
 
 class ThrowawayRedis:
@@ -335,7 +368,8 @@ class TestBrokerLoss:
             job = _recovery_job(workers)
             _wait(_chunk_mid_run, seconds=300, what="no chunk was mid-run", workers=workers)
             throwaway_redis.kill()  # every queued message is gone with it
-            time.sleep(2)
+            # Back at once, empty: how long it was away does not matter, and a broker still away when the running
+            # chunk ends would only keep the worker in its reconnection back-off (2 s, then 4 s, ...) for longer.
             throwaway_redis.start()
             _wait_ended(job, what="the job did not end after the broker came back empty", workers=workers)
             _assert_exact(job)
@@ -398,7 +432,7 @@ class TestImportRecovery:
         workers.start()
         _wait(
             lambda: ImportJob.objects.get(pk=job.pk).status == "done",
-            seconds=300,  # a lease (12 s here), a sweep, and the rest of the import
+            seconds=300,  # a start, a sweep (every 2.7 s here), and the rest of the import
             what="the import did not finish after its worker was killed",
             workers=workers,
         )

@@ -29,6 +29,37 @@ def loaded_model():
     return model_load(language_model=LanguageModel(name=DEFAULT_MODEL_NAME, **DEFAULT_MODEL_FIELDS))
 
 
+def _plain_option_score(loaded, prompt: str, option: str) -> float:
+    """Mean log-probability of the option's tokens after the prompt: one plain forward pass of one sequence."""
+    import torch
+
+    prompt_ids = loaded.tokenizer(prompt).input_ids
+    option_ids = loaded.tokenizer(option, add_special_tokens=False).input_ids
+    ids = torch.tensor([prompt_ids + option_ids])
+    with torch.inference_mode():
+        logits = loaded.model(input_ids=ids.to(loaded.device)).logits[0].float().cpu()
+    logprobs = torch.log_softmax(logits, dim=-1)
+    total = sum(float(logprobs[len(prompt_ids) + i - 1, token]) for i, token in enumerate(option_ids))
+    return total / len(option_ids)
+
+
+@pytest.fixture(scope="session")
+def plain_option_scores(loaded_model):
+    """The reference the likelihood judge is checked against: (prompt, options) -> each option's mean log-probability
+    after the prompt, one plain forward pass of the prompt and the option as one sequence (`_plain_option_score`).
+    Each prompt's scores are computed once for the session: a pass of a judge prompt takes about a second on the CPU,
+    and test_scoring.py and test_shared_prefix.py check some of the same prompts."""
+    computed: dict[tuple, dict[str, float]] = {}
+
+    def scores(prompt: str, options: dict[str, str]) -> dict[str, float]:
+        key = (prompt, tuple(options.items()))
+        if key not in computed:
+            computed[key] = {label: _plain_option_score(loaded_model, prompt, text) for label, text in options.items()}
+        return dict(computed[key])
+
+    return scores
+
+
 @pytest.fixture
 def judge(smollm2):
     return judge_add(name="smol-judge", model=smollm2)[0]

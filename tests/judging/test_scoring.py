@@ -13,6 +13,9 @@ from tests.judging.conftest import CONTINUATIONS
 pytestmark = pytest.mark.slow
 
 OPTIONS = default_options()
+# Three prompts, which batch_size=2 scores in two batches: each prompt costs the reference a forward pass per option
+# (about a second each on the CPU). The first two prompts are also test_shared_prefix.py's, whose reference is the same.
+SAMPLES = CONTINUATIONS[:3]
 
 
 def _prompts() -> list[str]:
@@ -27,30 +30,17 @@ def _prompts() -> list[str]:
                 pronoun="xe",
             ),
         )
-        for text in CONTINUATIONS
+        for text in SAMPLES
     ]
 
 
-def _reference(loaded, prompt: str, option: str) -> float:
-    """Mean log-probability of the option's tokens after the prompt: one plain forward pass of one sequence."""
-    import torch
-
-    prompt_ids = loaded.tokenizer(prompt).input_ids
-    option_ids = loaded.tokenizer(option, add_special_tokens=False).input_ids
-    ids = torch.tensor([prompt_ids + option_ids])
-    with torch.no_grad():
-        logits = loaded.model(input_ids=ids.to(loaded.device)).logits[0].float().cpu()
-    logprobs = torch.log_softmax(logits, dim=-1)
-    total = sum(float(logprobs[len(prompt_ids) + i - 1, token]) for i, token in enumerate(option_ids))
-    return total / len(option_ids)
-
-
-def test_it_scores_every_option_as_one_sequence_at_a_time_does(loaded_model):
+def test_it_scores_every_option_as_one_sequence_at_a_time_does(loaded_model, plain_option_scores):
     prompts = _prompts()
     verdicts = likelihood_judge(loaded=loaded_model, prompts=prompts, options=OPTIONS, batch_size=2)
     for prompt, verdict in zip(prompts, verdicts, strict=True):
-        for label, option in OPTIONS.items():
-            assert verdict.scores[label] == pytest.approx(_reference(loaded_model, prompt, option), abs=1e-4)
+        reference = plain_option_scores(prompt, OPTIONS)  # one plain forward pass per option (conftest.py)
+        for label in OPTIONS:
+            assert verdict.scores[label] == pytest.approx(reference[label], abs=1e-4)
         best = max(OPTIONS, key=lambda label: verdict.scores[label])
         assert verdict.label == best
         total = sum(math.exp(score) for score in verdict.scores.values())
@@ -58,7 +48,7 @@ def test_it_scores_every_option_as_one_sequence_at_a_time_does(loaded_model):
 
 
 def test_it_gives_the_same_sampled_labels_twice_with_the_same_seed(loaded_model):
-    prompts = _prompts()
+    prompts = _prompts()[:2]  # two prompts, four answers each: each prompt's tokens run once per call
     first = sampling_judge(loaded=loaded_model, prompts=prompts, options=OPTIONS, k=4, temperature=0.7, seed=7)
     again = sampling_judge(loaded=loaded_model, prompts=prompts, options=OPTIONS, k=4, temperature=0.7, seed=7)
     assert [v.samples for v in first] == [v.samples for v in again]

@@ -1,6 +1,6 @@
 """A judge over a job's generations: the samples of one context share their prompt's opening in the tree pass, and
-the labels and option probabilities are those of the plain per-option loop (a reference written here, one forward
-pass per prompt and option)."""
+the labels and option probabilities are those of the plain per-option loop (the reference in conftest.py, one
+forward pass per prompt and option)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,10 @@ CONTEXTS = [
     ("Robin's pronouns are xe/xem/xyr. Robin baked bread. ", "xe"),
     ("Sam's pronouns are they/them/their. Sam went to the market and ", "they"),
 ]
+# Two samples per context: enough for the samples of a context to share their prompt's opening, and for batch_size=3
+# to put both samples of one context and one of the other's in a batch, the other's second in the next. No more, since
+# each prompt costs the reference a forward pass per option (about a second each on the CPU).
+SAMPLES = CONTINUATIONS[:2]
 
 
 def _job_prompts() -> list[str]:
@@ -29,29 +33,14 @@ def _job_prompts() -> list[str]:
             item=PromptItem(context=context, generation=text, dataset="misgendered", pronoun=pronoun),
         )
         for context, pronoun in CONTEXTS
-        for text in CONTINUATIONS
+        for text in SAMPLES
     ]
-
-
-def _plain_probabilities(loaded, prompt: str) -> dict[str, float]:
-    """The per-option loop: the prompt and one option as one sequence, its mean log-probability, then the softmax
-    over the options."""
-    import torch
-
-    prefix = loaded.tokenizer(prompt).input_ids
-    scores = {}
-    for label, suffix in zip(OPTIONS, option_ids(loaded=loaded, options=OPTIONS), strict=True):
-        ids = torch.tensor([prefix + suffix])
-        with torch.inference_mode():
-            logprobs = torch.log_softmax(loaded.model(input_ids=ids).logits[0].float(), dim=-1)
-        scores[label] = sum(float(logprobs[len(prefix) + i - 1, t]) for i, t in enumerate(suffix)) / len(suffix)
-    return option_probabilities("likelihood", OPTIONS, scores)
 
 
 def test_the_samples_of_one_context_share_their_prompt_opening_in_one_row(loaded_model):
     prompts = _job_prompts()
     suffixes = option_ids(loaded=loaded_model, options=OPTIONS)
-    samples = loaded_model.tokenizer(prompts[: len(CONTINUATIONS)]).input_ids  # the first context's samples
+    samples = loaded_model.tokenizer(prompts[: len(SAMPLES)]).input_ids  # the first context's samples
     prepared = [scoring._Prepared(i, ids, suffixes) for i, ids in enumerate(samples)]
     (tree,) = scoring._trees(prepared, scoring.SUFFIX_ROW_NODES)
     sequences = [p.prefix + suffix for p in prepared for suffix in p.suffixes]
@@ -60,7 +49,7 @@ def test_the_samples_of_one_context_share_their_prompt_opening_in_one_row(loaded
     while len({ids[opening] for ids in samples}) == 1:
         opening += 1
     assert opening > 20  # the instructions, the pronouns and the context
-    assert len(tree.tokens) == len(histories)  # one node per distinct history: the opening once, not 5 times
+    assert len(tree.tokens) == len(histories)  # one node per distinct history: the opening once, not once a sample
     prompt_nodes = sum(map(len, samples)) - (len(samples) - 1) * opening
     assert prompt_nodes <= len(tree.tokens) <= prompt_nodes + sum(len(s) for p in prepared for s in p.suffixes)
 
@@ -80,10 +69,13 @@ def test_rows_hold_at_most_the_node_budget_and_are_about_equally_full(loaded_mod
 
 
 @pytest.fixture(scope="module")
-def plain_probabilities(loaded_model) -> list[dict[str, float]]:
-    """The per-option loop's probabilities for each of `_job_prompts()`, computed once for the module's tests (30
-    forward passes of the reference, the same for every batch size)."""
-    return [_plain_probabilities(loaded_model, prompt) for prompt in _job_prompts()]
+def plain_probabilities(plain_option_scores) -> list[dict[str, float]]:
+    """The per-option loop's probabilities for each of `_job_prompts()`: the plain scores of each prompt and option
+    as one sequence (conftest.py, one forward pass each, the same for every batch size), then the softmax over the
+    options."""
+    return [
+        option_probabilities("likelihood", OPTIONS, plain_option_scores(prompt, OPTIONS)) for prompt in _job_prompts()
+    ]
 
 
 @pytest.mark.parametrize("batch_size", [None, 3])
