@@ -99,7 +99,7 @@ def pytest_collection_modifyitems(items):
         if item.get_closest_marker("worker") or item.get_closest_marker("embedded"):
             ranks[module(item)] = 0
         elif item.get_closest_marker("slow"):
-            ranks[module(item)] = min(ranks.get(module(item), 1), 1)
+            ranks.setdefault(module(item), 1)
     items.sort(key=lambda item: ranks.get(module(item), 2))
 
 

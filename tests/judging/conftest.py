@@ -30,7 +30,9 @@ def loaded_model():
 
 
 def _plain_option_score(loaded, prompt: str, option: str) -> float:
-    """Mean log-probability of the option's tokens after the prompt: one plain forward pass of one sequence."""
+    """Mean log-probability of the option's tokens after the prompt: one plain forward pass of one sequence. The
+    option is tokenized here, not by the judge's `option_ids` (which benchmarks/reference.py's plain loop shares), so
+    that the judge's own tokenization of the options is checked too."""
     import torch
 
     prompt_ids = loaded.tokenizer(prompt).input_ids
