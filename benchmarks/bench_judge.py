@@ -1,13 +1,16 @@
-"""Throughput of the LLM judge's likelihood mode (prefix-shared, batched) against the plain loop, on the default model.
+"""Throughput of the LLM judge (prefix-shared, batched) against the plain loop, on the default model.
 
     python benchmarks/bench_judge.py --items 32
     python benchmarks/bench_judge.py --job 48      # `manage.py judge --job` end to end, in a scratch SQLite database
+    python benchmarks/bench_judge.py --job 48 --mode sampling --k 5 --temperature 0.7
 
 With `--job N`: a scratch database (SQLite in a temporary directory, migrated) holds one finished generation job of
 N generations built like the items below; `manage.py judge --job ID` runs over it as a job (chunks, progress, the
-labels written), in the foreground as without a broker; then the plain loop scores the same generations' prompts. It
-prints generations per second each way, the ratio, and the projected time of a full MISGENDERED job of one model
-(30,000 generations) at the job's rate.
+labels written), in the foreground as without a broker; the plain loop scores the same generations' prompts before
+and after it. It prints generations per second each way, the ratio, the load, and the projected time of a full
+MISGENDERED job of one model (30,000 generations) at the job's rate. With `--mode sampling`, the plain loop is one
+`generate` call per prompt for its k answers (`benchmarks.reference.sampling_judge_plain`); its random draws are
+not the job's, so it prints each label's share each way instead of comparing labels one by one.
 
 Builds the default judge prompt (judging/prompts.py) for N items: the demo pool's style of item (a declared pronoun,
 a context, a 50-token-long continuation), each prompt different. The plain loop runs one forward pass per item and
@@ -73,12 +76,14 @@ FULL_JOB = 30_000  # one model's MISGENDERED job: 3,000 instances x 2 settings x
 SAMPLES = 5  # a job's samples per context: the --job run's generations come 5 to a context
 
 
-def bench_job(n: int) -> dict:
-    """`manage.py judge --job` over a job of n generations, against the plain loop on the same prompts."""
+def bench_job(n: int, mode: str = "likelihood", k: int = 5, temperature: float = 0.7) -> dict:
+    """`manage.py judge --job` over a job of n generations, against the plain loop on the same prompts (sampling mode:
+    one `generate` call per prompt for its k answers; its draws are not the job's, so the labels agree in share, not
+    one by one)."""
     import torch
     from django.core.management import call_command
 
-    from benchmarks.reference import likelihood_judge_plain
+    from benchmarks.reference import likelihood_judge_plain, sampling_judge_plain
     from generation.engines.hf.loading import model_load
     from generation.jobs.services import job_record
     from generation.models import (
@@ -114,7 +119,7 @@ def bench_job(n: int) -> dict:
                                                name="Robin", text="Robin [MASK]", correct_form="xe", ordinal=c)  # fmt: skip
         Generation.objects.create(job=job, instance=instance, setting="pre", sample_index=i % SAMPLES,
                                   context=CONTEXTS[i], continuation=CONTINUATIONS[i], heuristic_correct=True)  # fmt: skip
-    judge = judge_add(name="bench", model=model)[0]
+    judge = judge_add(name="bench", model=model, mode=mode)[0]
     loaded = model_load(language_model=model)
     # The run as `manage.py judge --job` makes it, in chunks of the model's batch size as a full job's are (a small
     # job is cut into about 20 chunks, so that its progress moves: 2 generations a chunk here would hide the batching).
@@ -122,7 +127,8 @@ def bench_job(n: int) -> dict:
     from generation.models import JobChunk
     from judging.services.runs import judge_run_create
 
-    run, _ = judge_run_create(job=job.pk, judge=judge.name, queue=False)
+    sampled = {"k": k, "temperature": temperature} if mode == "sampling" else {}
+    run, _ = judge_run_create(job=job.pk, judge=judge.name, queue=False, **sampled)
     ids = [unit for chunk in JobChunk.objects.filter(job=run.job).order_by("index") for unit in chunk.unit_ids]
     JobChunk.objects.filter(job=run.job).delete()
     size = model.batch_size
@@ -134,12 +140,20 @@ def bench_job(n: int) -> dict:
         Generation.objects.filter(job=job).select_related("instance", "job__generation_run__dataset").order_by("id")
     )
     job_prompts = [generation_prompt(judge=judge, generation=g) for g in generations]
-    likelihood_judge_plain(loaded=loaded, prompts=job_prompts[:1], options=judge.option_map)  # warm-up
+
+    def plain_loop(texts):
+        if mode == "sampling":
+            return sampling_judge_plain(
+                loaded=loaded, prompts=texts, options=judge.option_map, k=k, temperature=temperature, seed=0
+            )
+        return likelihood_judge_plain(loaded=loaded, prompts=texts, options=judge.option_map)
+
+    plain_loop(job_prompts[:1])  # warm-up
     # Bracketed: the plain loop, the job, the plain loop again, in this process; the ratio takes the plain loop's mean.
     loads = [os.getloadavg()[0]]
     plain_seconds = []
     start = time.perf_counter()
-    plain = likelihood_judge_plain(loaded=loaded, prompts=job_prompts, options=judge.option_map)
+    plain = plain_loop(job_prompts)
     plain_seconds.append(time.perf_counter() - start)
     loads.append(os.getloadavg()[0])
     start = time.perf_counter()
@@ -147,20 +161,32 @@ def bench_job(n: int) -> dict:
     job_seconds = time.perf_counter() - start
     loads.append(os.getloadavg()[0])
     start = time.perf_counter()
-    likelihood_judge_plain(loaded=loaded, prompts=job_prompts, options=judge.option_map)
+    plain_loop(job_prompts)
     plain_seconds.append(time.perf_counter() - start)
     loads.append(os.getloadavg()[0])
     run = JudgeRun.objects.get(source_job=job)
     written = {row.generation_id: row for row in MachineLabel.objects.filter(run=run)}
     labels = {pk: row.label for pk, row in written.items()}
-    worst = max(
-        abs(option_probabilities("likelihood", judge.option_map, written[g.pk].scores)[label] - expected)
-        for g, verdict in zip(generations, plain, strict=True)
-        for label, expected in option_probabilities("likelihood", judge.option_map, verdict.scores).items()
-    )
+    if mode == "likelihood":
+        worst = max(
+            abs(option_probabilities("likelihood", judge.option_map, written[g.pk].scores)[label] - expected)
+            for g, verdict in zip(generations, plain, strict=True)
+            for label, expected in option_probabilities("likelihood", judge.option_map, verdict.scores).items()
+        )
+        compared = {
+            "same_labels": [labels[g.pk] for g in generations] == [v.label for v in plain],
+            "max_probability_difference": worst,
+        }
+    else:  # other draws: the share of each label, each way
+        shares = {
+            way: {label: round(sum(got == label for got in found) / n, 3) for label in [*judge.option_map, ""]}
+            for way, found in (("job", [labels[g.pk] for g in generations]), ("plain", [v.label for v in plain]))
+        }
+        compared = {"label_shares": shares, "k": k, "temperature": temperature}
     rate = n / job_seconds
     plain_mean = sum(plain_seconds) / len(plain_seconds)
     return {
+        "mode": mode,
         "generations": n,
         "samples_per_context": SAMPLES,
         "chunk_size": size,
@@ -171,8 +197,7 @@ def bench_job(n: int) -> dict:
         "judge_job_generations_per_s": round(rate, 3),
         "speedup": round(plain_mean / job_seconds, 2),
         "speedup_each_side": [round(seconds / job_seconds, 2) for seconds in plain_seconds],
-        "same_labels": [labels[g.pk] for g in generations] == [v.label for v in plain],
-        "max_probability_difference": worst,
+        **compared,
         "projected_hours_for_30000": round(FULL_JOB / rate / 3600, 2),
         "load_1min": [round(x, 2) for x in loads],
     }
@@ -183,6 +208,9 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=32)
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--job", type=int, default=None, help="run `judge --job` over a scratch job of N generations")
+    parser.add_argument("--mode", choices=["likelihood", "sampling"], default="likelihood", help="the judge's (--job)")
+    parser.add_argument("--k", type=int, default=5, help="answers per item, sampling mode (--job)")
+    parser.add_argument("--temperature", type=float, default=0.7, help="sampling mode (--job)")
     arguments = parser.parse_args()
 
     if arguments.job:
@@ -194,7 +222,7 @@ def main() -> None:
         import django
 
         django.setup()
-        print(json.dumps(bench_job(arguments.job)))
+        print(json.dumps(bench_job(arguments.job, arguments.mode, arguments.k, arguments.temperature)))
         return
 
     import django

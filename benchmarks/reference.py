@@ -80,3 +80,35 @@ def likelihood_judge_plain(*, loaded: LoadedModel, prompts: Sequence[str], optio
                 scores.append(float(logprobs[len(prefix) - 1 :].gather(-1, targets[:, None]).mean()))
             verdicts.append(likelihood_verdict(options=options, scores=scores))
     return verdicts
+
+
+def sampling_judge_plain(
+    *, loaded: LoadedModel, prompts: Sequence[str], options: dict[str, str], k: int, temperature: float, seed: int
+) -> list[Verdict]:
+    """The sampling judge as a plain loop: one `generate` call per prompt for its k answers (pure sampling at the
+    temperature, an answer may end early), each answer read as `judging.scoring.sampling_judge` reads it. Its draws
+    are not the batched loop's (the random numbers are used in another order): the two agree in distribution."""
+    import torch
+    from transformers import set_seed
+
+    from judging.scoring import sampling_verdict
+
+    longest = max(len(ids) for ids in option_ids(loaded=loaded, options=options))
+    set_seed(seed)
+    verdicts = []
+    with torch.inference_mode():
+        for prompt in prompts:
+            encoded = loaded.tokenizer(prompt, return_tensors="pt").to(loaded.device)
+            output = loaded.model.generate(
+                **encoded,
+                do_sample=True,
+                max_new_tokens=longest + 4,
+                top_k=0,
+                top_p=1.0,
+                temperature=temperature,
+                num_return_sequences=k,
+                pad_token_id=loaded.tokenizer.pad_token_id,
+            )
+            answers = loaded.tokenizer.batch_decode(output[:, encoded.input_ids.shape[1] :], skip_special_tokens=True)
+            verdicts.append(sampling_verdict(options=options, answers=answers))
+    return verdicts

@@ -4,12 +4,14 @@ Likelihood: each option's score is the mean token log-probability of the option'
 is tokenized as usual (with whatever special tokens the tokenizer adds), each option on its own without special
 tokens, and the option's ids are appended to the prompt's ids; tokenizing the joined text instead could merge tokens
 across the boundary. The prompts' tokens run once (prompts that open alike share them) and the options as branches
-of their tree (`generation.engines.hf.scoring.score_suffixes`, the prefix-shared scorer). The label is the best-scoring option
+of their tree (`generation.engines.hf.scoring.score_suffixes`, the prefix-shared scorer; the opening all prompts of
+the call share runs once and every row reads it from its key/value cache). The label is the best-scoring option
 (ties to the first), the confidence its softmax probability over the options.
 
 Sampling: k answers per item at temperature T (pure sampling: no top-k, no top-p), seeded, each prompt run once for
-its k answers (Concord's sampling loop, `generation.engines.hf.sampling`); an answer names the option whose text appears first
-in it; the label is the most named option (ties to the first in option order), the confidence its vote share.
+its k answers (Concord's sampling loop, `generation.engines.hf.sampling`); the opening all prompts of the call share
+runs once and the prompts of one batch as trees (the samples of one context share their part). An answer names the
+option whose text appears first in it; the label is the most named option (ties to the first in option order), the confidence its vote share.
 Answers naming no option count in k but for no option.
 """
 
@@ -119,6 +121,7 @@ def sampled_answers(
         batch_size=batch_size,
         temperature=temperature,
         may_end=True,
+        share_prefixes=True,
     )
 
 

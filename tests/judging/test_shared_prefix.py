@@ -55,16 +55,18 @@ def test_the_samples_of_one_context_share_their_prompt_opening_in_one_row(loaded
 
 
 def test_rows_hold_at_most_the_node_budget_and_are_about_equally_full(loaded_model, monkeypatch):
-    monkeypatch.setattr(scoring, "ROW_NODES", 300)
     suffixes = option_ids(loaded=loaded_model, options=OPTIONS)
     prepared = [
         scoring._Prepared(i, ids, suffixes) for i, ids in enumerate(loaded_model.tokenizer(_job_prompts()).input_ids)
     ]
+    (whole,) = scoring._pack(sorted(prepared, key=lambda p: p.prefix), 10**6)
+    budget = len(whole.tokens) * 2 // 3  # the prompts as one tree would not fit
+    monkeypatch.setattr(scoring, "ROW_NODES", budget)
     trees = scoring._trees(prepared)
     sizes = [len(tree.tokens) for tree in trees]
-    assert len(trees) > 1 and all(size <= 300 for size in sizes)
+    assert len(trees) > 1 and all(size <= budget for size in sizes)
     assert sorted(p.index for tree in trees for p in tree.entries) == list(range(len(prepared)))
-    greedy = [len(tree.tokens) for tree in scoring._pack(sorted(prepared, key=lambda p: p.prefix), 300)]
+    greedy = [len(tree.tokens) for tree in scoring._pack(sorted(prepared, key=lambda p: p.prefix), budget)]
     assert len(trees) == len(greedy) and max(sizes) - min(sizes) <= max(greedy) - min(greedy)
 
 
@@ -88,3 +90,92 @@ def test_a_job_of_samples_gets_the_per_option_loops_labels_and_probabilities(
         got = option_probabilities("likelihood", OPTIONS, verdict.scores)
         assert got == pytest.approx(expected, abs=1e-5)
         assert verdict.label == max(expected, key=lambda label: expected[label])
+
+
+def test_the_opening_every_prompt_shares_runs_once_and_the_rows_hold_only_what_follows_it(loaded_model, monkeypatch):
+    prompts = _job_prompts()
+    prefixes = loaded_model.tokenizer(prompts).input_ids
+    opening = scoring._opening(loaded_model, prefixes)
+    assert opening is not None and all(ids[: len(opening.tokens)] == opening.tokens for ids in prefixes)
+    text = loaded_model.tokenizer.decode(opening.tokens)
+    assert text.startswith("Read a short text") and "- no pronoun:" in text  # the task and every option's rule
+
+    batches = []
+    tree_pass = scoring._score_batch_tree
+
+    def recorded(loaded, batch, **kwargs):
+        batches.append((batch, kwargs.get("opening")))
+        return tree_pass(loaded, batch, **kwargs)
+
+    monkeypatch.setattr(scoring, "_score_batch_tree", recorded)
+    shared = likelihood_judge(loaded=loaded_model, prompts=prompts, options=OPTIONS)
+    assert batches and all(given is not None and given.tokens == opening.tokens for _, given in batches)
+    cut = len(opening.tokens)
+    assert sorted(p.prefix for batch, _ in batches for p in batch) == sorted(ids[cut:] for ids in prefixes)
+
+    monkeypatch.setattr(scoring, "OPENING_MIN_TOKENS", 10**6)  # no opening: every row runs its prompts whole
+    batches.clear()
+    whole = likelihood_judge(loaded=loaded_model, prompts=prompts, options=OPTIONS)
+    assert batches and all(given is None for _, given in batches)
+    for a, b in zip(shared, whole, strict=True):
+        assert a.label == b.label
+        assert option_probabilities("likelihood", OPTIONS, a.scores) == pytest.approx(
+            option_probabilities("likelihood", OPTIONS, b.scores), abs=1e-5
+        )
+
+
+def test_an_opening_leaves_every_prefix_a_token_of_its_own_and_needs_its_minimum(loaded_model, monkeypatch):
+    monkeypatch.setattr(scoring, "OPENING_MIN_TOKENS", 2)
+    ids = loaded_model.tokenizer("Robin baked bread for the whole street.").input_ids
+    assert scoring._opening(loaded_model, [ids, ids + [13]]).tokens == ids[:-1]  # the shorter keeps its last token
+    assert scoring._opening(loaded_model, [ids, [ids[0], ids[1] + 1, *ids[2:]]]) is None  # one token in common
+
+
+def test_the_sampling_judge_prefills_the_prompts_as_trees_and_answers_as_from_the_whole_prompts(
+    loaded_model, monkeypatch
+):
+    from generation.engines.hf.sampling import Decoding, sample_continuations
+
+    openings, prefills = [], []
+    find, prefill = scoring._opening, scoring.prefill_tree
+    monkeypatch.setattr(scoring, "_opening", lambda *args: openings.append(find(*args)) or openings[-1])
+    monkeypatch.setattr(scoring, "prefill_tree", lambda *args: prefills.append(args[1]) or prefill(*args))
+    # A temperature near 0 draws the best token: the answers show whether each row saw its whole prompt.
+    kwargs = {
+        "loaded": loaded_model,
+        "contexts": _job_prompts(),
+        "decoding": Decoding(samples=2, max_new_tokens=5, top_k=0, top_p=1.0),
+        "seed": 3,
+        "temperature": 0.01,
+        "may_end": True,
+        "batch_size": 3,
+    }
+    shared = sample_continuations(**kwargs, share_prefixes=True)
+    assert len(openings) == 1 and len(openings[0].tokens) >= scoring.OPENING_MIN_TOKENS
+    cut = len(openings[0].tokens)
+    whole = loaded_model.tokenizer(kwargs["contexts"]).input_ids
+    assert [rest for batch in prefills for rest in batch] == [ids[cut:] for ids in whole]  # two batches: 3 and 1
+    assert shared == sample_continuations(**kwargs)
+    assert len(openings) == 1 and len(prefills) == 2  # without share_prefixes, the contexts run padded as before
+
+
+def test_a_tree_prefill_gives_each_prompts_last_logits_and_a_cache_to_continue_from(loaded_model):
+    import torch
+
+    prompts = _job_prompts()[:3]
+    ids = loaded_model.tokenizer(prompts).input_ids
+    nxt = torch.tensor([[13]] * len(ids))  # one more token after each prompt, from the gathered cache
+    with torch.inference_mode():
+        opening = scoring._opening(loaded_model, ids)
+        cut = len(opening.tokens)
+        cache, mask, last, logits = scoring.prefill_tree(loaded_model, [row[cut:] for row in ids], opening)
+        assert mask.sum(-1).tolist() == [len(row) for row in ids]
+        assert last.squeeze(-1).tolist() == [len(row) - 1 for row in ids]
+        after = loaded_model.model(
+            input_ids=nxt, attention_mask=torch.cat([mask, torch.ones_like(nxt)], -1), position_ids=last + 1,
+            past_key_values=cache, use_cache=True,
+        ).logits[:, -1]  # fmt: skip
+        for row, expected_last, expected_after in zip(ids, logits, after, strict=True):
+            whole = loaded_model.model(input_ids=torch.tensor([row + [13]])).logits[0]
+            assert torch.allclose(whole[-2], expected_last, atol=1e-3)
+            assert torch.allclose(whole[-1], expected_after, atol=1e-3)

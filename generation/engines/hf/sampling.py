@@ -186,6 +186,7 @@ def _sample_rows(
     *,
     temperature: float | None = None,
     may_end: bool = False,
+    prefilled=None,
 ):
     """`decoding.samples` rows of exactly `max_new_tokens` new tokens per context row (rows in context order).
 
@@ -194,6 +195,8 @@ def _sample_rows(
     `temperature` stands in for the model's own. With `may_end` (the judge's answers) the end of sequence may be drawn:
     a row that draws it is done and gets padding after it, as `generate` pads it, and the call ends once every row is
     done, so its rows may be shorter than `max_new_tokens`.
+    `prefilled` (`scoring.prefill_tree`'s cache, mask, last positions and logits) stands in for running the contexts
+    here, and `input_ids` and `attention_mask` are then unused.
     """
     import torch
     from transformers import DynamicCache
@@ -206,24 +209,28 @@ def _sample_rows(
     banned = [] if may_end else eos  # min_new_tokens = max_new_tokens: the end of sequence is never drawn
     samples, length = decoding.samples, decoding.max_new_tokens
 
-    cache = DynamicCache(config=model.config)
-    positions = (attention_mask.cumsum(-1) - 1).clamp(min=0)  # left padding: each context counts from its first token
-    out = model(
-        input_ids=input_ids,
-        attention_mask=attention_mask,
-        position_ids=positions,
-        past_key_values=cache,
-        use_cache=True,
-        logits_to_keep=1,
-    )
-    logits = out.logits[:, -1].repeat_interleave(samples, dim=0)
+    if prefilled is None:
+        cache = DynamicCache(config=model.config)
+        positions = (attention_mask.cumsum(-1) - 1).clamp(min=0)  # left padding: a context counts from its first token
+        out = model(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            position_ids=positions,
+            past_key_values=cache,
+            use_cache=True,
+            logits_to_keep=1,
+        )
+        last_logits, last = out.logits[:, -1], positions[:, -1:]
+    else:
+        cache, attention_mask, last, last_logits = prefilled
+    logits = last_logits.repeat_interleave(samples, dim=0)
     cache.batch_repeat_interleave(samples)
     mask = attention_mask.repeat_interleave(samples, dim=0)
-    position = positions[:, -1:].repeat_interleave(samples, dim=0)
-    new = torch.empty((logits.shape[0], length), dtype=torch.long, device=input_ids.device)
+    position = last.repeat_interleave(samples, dim=0)
+    new = torch.empty((logits.shape[0], length), dtype=torch.long, device=loaded.device)
     ones = torch.ones((logits.shape[0], 1), dtype=mask.dtype, device=mask.device)
-    done = torch.zeros(logits.shape[0], dtype=torch.bool, device=input_ids.device)
-    ends = torch.tensor(eos, dtype=torch.long, device=input_ids.device)
+    done = torch.zeros(logits.shape[0], dtype=torch.bool, device=loaded.device)
+    ends = torch.tensor(eos, dtype=torch.long, device=loaded.device)
     for step in range(length):
         token = draw_tokens(logits, decoding=decoding, temperature=temperature, banned=banned)
         if may_end:
@@ -260,6 +267,7 @@ def sample_continuations(
     stop_interval: float = STOP_POLL_SECONDS,
     temperature: float | None = None,
     may_end: bool = False,
+    share_prefixes: bool = False,
 ) -> list[list[str]]:
     """`decoding.samples` continuations per context (outer list in the order of `contexts`).
 
@@ -268,7 +276,10 @@ def sample_continuations(
     With `stop`, a call in progress asks it between decoding steps (at most once per `stop_interval` seconds) and
     raises Interrupted once it is True: a cancelled job stops within about a second, not after the last token.
     `temperature` replaces the model's own; with `may_end` (the judge's answers) a continuation may end at the end of
-    sequence, before `max_new_tokens`.
+    sequence, before `max_new_tokens`. With `share_prefixes` (the judge's prompts, in Concord's own loop, for a model
+    that takes the tree pass), the tokens every context opens with run once for the call (`scoring._opening`, at least
+    OPENING_MIN_TOKENS of them) and each batch's contexts as trees (`scoring.prefill_tree`: the samples of one
+    generation context share their prompts' part); the numbers differ from the padded batch's in the last bits only.
     """
     import torch
     from transformers import StoppingCriteriaList, set_seed
@@ -286,13 +297,35 @@ def sample_continuations(
     tokenizer.padding_side = "left"  # new tokens must follow every context directly
     try:
         with torch.inference_mode():
+            every, opening = None, None
+            if own and share_prefixes and contexts:
+                from generation.engines.hf import scoring
+
+                if scoring._tree_agrees(loaded):
+                    every = tokenizer(list(contexts)).input_ids
+                    opening = scoring._opening(loaded, every)
             for start in range(0, len(contexts), batch_size):
                 batch = list(contexts[start : start + batch_size])
-                encoded = tokenizer(batch, return_tensors="pt", padding=True).to(loaded.device)
-                input_ids, attention_mask = encoded.input_ids, encoded.attention_mask
+                prefilled = None
+                if every is not None:
+                    cut = len(opening.tokens) if opening is not None else 0
+                    rests = [ids[cut:] for ids in every[start : start + batch_size]]
+                    prefilled = scoring.prefill_tree(loaded, rests, opening)
+                if prefilled is None:
+                    encoded = tokenizer(batch, return_tensors="pt", padding=True).to(loaded.device)
+                    input_ids, attention_mask = encoded.input_ids, encoded.attention_mask
+                else:
+                    input_ids = attention_mask = None
                 if own:
                     new_tokens = _sample_rows(
-                        loaded, input_ids, attention_mask, decoding, criterion, temperature=temperature, may_end=may_end
+                        loaded,
+                        input_ids,
+                        attention_mask,
+                        decoding,
+                        criterion,
+                        temperature=temperature,
+                        may_end=may_end,
+                        prefilled=prefilled,
                     )
                 else:
                     if decoding.num_beams == 1:

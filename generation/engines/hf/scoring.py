@@ -186,6 +186,36 @@ ROW_NODES = 384
 SUFFIX_ROW_NODES = 640
 # Rows of the language model head computed at once (each row is a vocabulary's worth of logits).
 HEAD_ROWS = 512
+# A call's entries that all open with at least this many tokens (the judge's prompts: the task and its options) run
+# that opening once, and every row of the tree pass reads it from its key/value cache.
+OPENING_MIN_TOKENS = 16
+
+
+@dataclass
+class _Opening:
+    """The tokens every entry of a call opens with, run once: a one-row key/value cache that each tree pass copies
+    for its rows (its nodes then sit at positions after the opening and see all of it)."""
+
+    tokens: list[int]
+    cache: object  # transformers' DynamicCache of one row
+
+
+def _opening(loaded: LoadedModel, prefixes: Sequence[Sequence[int]]) -> _Opening | None:
+    """The tokens all `prefixes` open with, run once, when there are at least OPENING_MIN_TOKENS of them; each prefix
+    keeps one token of its own or more (its last position predicts its suffixes' first tokens)."""
+    import torch
+
+    shortest = min(len(prefix) for prefix in prefixes)
+    first = prefixes[0]
+    shared = 0
+    while shared < shortest - 1 and all(prefix[shared] == first[shared] for prefix in prefixes):
+        shared += 1
+    if shared < OPENING_MIN_TOKENS:
+        return None
+    tokens = list(first[:shared])
+    with torch.inference_mode():
+        out = loaded.model.base_model(input_ids=torch.tensor([tokens], device=loaded.device), use_cache=True)
+    return _Opening(tokens, out.past_key_values)
 
 
 @dataclass
@@ -274,13 +304,13 @@ def _trees(batch: list[_Prepared], budget: int | None = None) -> list[_Tree]:
     return trees
 
 
-def _tree_inputs(loaded: LoadedModel, trees: list[_Tree]):
+def _tree_inputs(loaded: LoadedModel, trees: list[_Tree], *, leaves: bool = False):
     """The model's input for the trees, one row each: the ids and depths of the nodes that are run (those with
-    children: a leaf's output would predict nothing), the mask (a node sees its ancestors and itself, a padding slot
-    itself only), and per tree each run node's column."""
+    children: a leaf's output would predict nothing; every node with `leaves`), the mask (a node sees its ancestors
+    and itself, a padding slot itself only), and per tree each run node's column."""
     import torch
 
-    runs = [[node for node in range(len(tree.tokens)) if tree.children[node]] for tree in trees]
+    runs = [[node for node in range(len(tree.tokens)) if leaves or tree.children[node]] for tree in trees]
     width = max(len(run) for run in runs)
     ids = torch.full((len(trees), width), loaded.tokenizer.pad_token_id, dtype=torch.long)
     positions = torch.zeros((len(trees), width), dtype=torch.long)
@@ -299,22 +329,44 @@ def _tree_inputs(loaded: LoadedModel, trees: list[_Tree]):
 
 
 def _score_batch_tree(
-    loaded: LoadedModel, batch: list[_Prepared], *, suffix_only: bool = False, summed: bool = False
+    loaded: LoadedModel,
+    batch: list[_Prepared],
+    *,
+    suffix_only: bool = False,
+    summed: bool = False,
+    opening: _Opening | None = None,
 ) -> list[list[float]]:
     """Mean token loss of each full sequence (with `summed`, the summed loss), or with `suffix_only` of each
     candidate's own tokens, in one forward pass of the batch's trees (one row each; a node attends to its ancestors
-    and itself, at its depth's position)."""
+    and itself, at its depth's position). With an `opening` (suffix_only only), the entries' prefixes are what
+    follows it: every node also sees the opening, from its cache, and its position counts from the opening's end."""
+    import copy
+
     import torch
 
     model, device = loaded.model, loaded.device
     trees = _trees(batch, SUFFIX_ROW_NODES if suffix_only else ROW_NODES)
     ids, positions, mask, columns = _tree_inputs(loaded, trees)
     mask = mask.to(device)
+    cache = None
+    if opening is not None:
+        assert suffix_only  # a full sequence's first own token would be predicted by the opening's last position
+        cache = copy.deepcopy(opening.cache)
+        cache.batch_repeat_interleave(len(trees))
+        seen = torch.ones((*mask.shape[:3], len(opening.tokens)), dtype=torch.bool, device=device)
+        mask = torch.cat([seen, mask], dim=-1)
+        positions = positions + len(opening.tokens)
     if getattr(model.config, "_attn_implementation", "eager") == "eager":  # eager attention adds a float mask
         mask = torch.zeros(mask.shape, dtype=model.dtype, device=device).masked_fill(
             ~mask, torch.finfo(model.dtype).min
         )
-    hidden = model.base_model(input_ids=ids.to(device), attention_mask=mask, position_ids=positions.to(device))
+    hidden = model.base_model(
+        input_ids=ids.to(device),
+        attention_mask=mask,
+        position_ids=positions.to(device),
+        past_key_values=cache,
+        use_cache=cache is not None,
+    )
     width = ids.shape[1]
     hidden = hidden.last_hidden_state.reshape(len(trees) * width, -1)
 
@@ -356,6 +408,69 @@ def _score_batch_tree(
                 sum(node_loss[t, node] for node in nodes) / (1 if summed else len(nodes)) for nodes in own
             ]
     return [losses[id(entry)] for entry in batch]
+
+
+def prefill_tree(loaded: LoadedModel, prompts: Sequence[Sequence[int]], opening: _Opening | None = None):
+    """Run the prompts' token ids as trees (what prompts share runs once: the samples of one context share their
+    prompt's opening) after the `opening` (from its cache), for sampling to continue from. Returns a key/value cache
+    with one row per prompt (its own tokens' keys and values, gathered from its tree's row, left padded), the
+    matching attention mask, each prompt's last position and the logits that follow its last token. None where the
+    model's cache is not a plain one (a sliding window, say)."""
+    import copy
+
+    import torch
+    from transformers import DynamicCache
+    from transformers.cache_utils import DynamicLayer
+
+    model, device = loaded.model, loaded.device
+    entries = [_Prepared(index, list(ids), [[]]) for index, ids in enumerate(prompts)]
+    trees = _trees(entries, SUFFIX_ROW_NODES)
+    ids, positions, mask, columns = _tree_inputs(loaded, trees, leaves=True)
+    mask = mask.to(device)
+    seen = 0
+    if opening is None:
+        cache = DynamicCache(config=model.config)
+    else:
+        cache = copy.deepcopy(opening.cache)
+        cache.batch_repeat_interleave(len(trees))
+        seen = len(opening.tokens)
+        mask = torch.cat([torch.ones((*mask.shape[:3], seen), dtype=torch.bool, device=device), mask], dim=-1)
+        positions = positions + seen
+    if getattr(model.config, "_attn_implementation", "eager") == "eager":
+        mask = torch.zeros(mask.shape, dtype=model.dtype, device=device).masked_fill(
+            ~mask, torch.finfo(model.dtype).min
+        )
+    out = model.base_model(
+        input_ids=ids.to(device),
+        attention_mask=mask,
+        position_ids=positions.to(device),
+        past_key_values=cache,
+        use_cache=True,
+    )
+    cache = out.past_key_values
+    if not all(type(layer) is DynamicLayer for layer in getattr(cache, "layers", [None])):
+        return None
+    # Each prompt's slots: the opening's, then its path's columns in its tree's row, left padded to the longest.
+    placed = {}
+    for t, tree in enumerate(trees):
+        for entry, (path,) in zip(tree.entries, tree.paths, strict=True):
+            placed[entry.index] = (t, [seen + columns[t][node] for node in path])
+    width = seen + max(len(slots) for _, slots in placed.values())
+    index = torch.zeros((len(prompts), width), dtype=torch.long)
+    attention = torch.zeros((len(prompts), width), dtype=torch.long)
+    rows = torch.tensor([placed[p][0] for p in range(len(prompts))])
+    for p in range(len(prompts)):
+        slots = [*range(seen), *placed[p][1]]
+        index[p, width - len(slots) :] = torch.tensor(slots)
+        attention[p, width - len(slots) :] = 1
+    rows, index = rows.to(device), index.to(device)
+    for layer in cache.layers:  # (trees, heads, slots, dim) -> (prompts, heads, width, dim)
+        layer.keys = layer.keys[rows[:, None], :, index].permute(0, 2, 1, 3).contiguous()
+        layer.values = layer.values[rows[:, None], :, index].permute(0, 2, 1, 3).contiguous()
+    hidden = out.last_hidden_state[rows, index[:, -1] - seen]
+    logits = model.get_output_embeddings()(hidden)
+    last = attention.sum(-1, keepdim=True) - 1
+    return cache, attention.to(device), last.to(device), logits
 
 
 _TREE_CHECKED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> whether its tree pass is right
@@ -464,9 +579,17 @@ def score_suffixes(
     losses: list[list[float]] = [[] for _ in prepared]
     prepared.sort(key=_batch_order(loaded))
     with torch.inference_mode():
+        opening = _opening(loaded, [p.prefix for p in prepared]) if _tree_agrees(loaded) else None
+        if opening is not None:  # the trees hold what follows the opening
+            cut = len(opening.tokens)
+            prepared = [_Prepared(p.index, p.prefix[cut:], p.suffixes) for p in prepared]
         for start in range(0, len(prepared), batch_size):
             batch = prepared[start : start + batch_size]
-            for p, result in zip(batch, _score_batch(loaded, batch, suffix_only=True), strict=True):
+            if opening is not None:
+                scored = _score_batch_tree(loaded, batch, suffix_only=True, opening=opening)
+            else:
+                scored = _score_batch(loaded, batch, suffix_only=True)
+            for p, result in zip(batch, scored, strict=True):
                 losses[p.index] = result
     return losses
 
