@@ -100,6 +100,7 @@ def test_the_opening_every_prompt_shares_runs_once_and_the_rows_hold_only_what_f
     text = loaded_model.tokenizer.decode(opening.tokens)
     assert text.startswith("Read a short text") and "- no pronoun:" in text  # the task and every option's rule
 
+    assert scoring._tree_agrees(loaded_model)  # checked once per model, before the calls are recorded
     batches = []
     tree_pass = scoring._score_batch_tree
 
