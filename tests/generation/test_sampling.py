@@ -238,3 +238,29 @@ def test_rows_that_may_end_stop_at_the_end_of_sequence_as_generate_does(loaded_m
 
     assert torch.equal(own, expected.repeat_interleave(2, dim=0))
     assert own[0, at] == end and (own[0, at + 1 :] == tokenizer.pad_token_id).all()
+
+
+def test_the_decoding_cache_repeats_each_row_for_its_samples_and_grows_in_place():
+    """The sampling loop's cache for the decoding steps: the same keys and values as transformers' repeat of the rows
+    then concatenation, step by step, without copying the cache each step."""
+    import torch
+    from transformers import DynamicCache
+
+    from generation.engines.hf.sampling import _cache_for_samples
+
+    keys, values = torch.randn(2, 3, 4, 8), torch.randn(2, 3, 4, 8)
+    roomy, plain = DynamicCache(), DynamicCache()
+    for cache in (roomy, plain):
+        cache.update(keys, values, 0)
+    _cache_for_samples(roomy, 3, room=2)
+    plain.batch_repeat_interleave(3)
+    assert torch.equal(roomy.layers[0].keys, plain.layers[0].keys)
+    buffer = roomy.layers[0].keys.untyped_storage().data_ptr()
+    for _ in range(2):
+        new_keys, new_values = torch.randn(6, 3, 1, 8), torch.randn(6, 3, 1, 8)
+        got, expected = roomy.update(new_keys, new_values, 0), plain.update(new_keys, new_values, 0)
+        assert torch.equal(got[0], expected[0]) and torch.equal(got[1], expected[1])
+        assert roomy.layers[0].keys.untyped_storage().data_ptr() == buffer  # written in place
+    assert roomy.get_seq_length() == 6
+    with pytest.raises(AssertionError):  # no room for a third step
+        roomy.update(torch.randn(6, 3, 1, 8), torch.randn(6, 3, 1, 8), 0)
