@@ -195,6 +195,9 @@ def _roomy_layer_class():
         still to come: a step writes its keys and values in place, where DynamicLayer concatenates (copying every
         row's whole cache each step). The same numbers as repeating the rows, then concatenating."""
 
+        seen: int  # positions filled
+        buffers: list  # [keys, values], each (rows x samples, heads, filled + room, dim)
+
         @classmethod
         def of(cls, layer, samples: int, room: int) -> RoomyLayer:
             roomy = cls()

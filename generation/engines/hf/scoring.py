@@ -23,7 +23,7 @@ import logging
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 from generation.contexts import fill_mask
 from generation.engines.hf.loading import LoadedModel
@@ -197,7 +197,7 @@ class _Opening:
     for its rows (its nodes then sit at positions after the opening and see all of it)."""
 
     tokens: list[int]
-    cache: object  # transformers' DynamicCache of one row
+    cache: Any  # transformers' DynamicCache of one row
 
 
 def _opening(loaded: LoadedModel, prefixes: Sequence[Sequence[int]]) -> _Opening | None:
