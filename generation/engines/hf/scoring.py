@@ -328,6 +328,39 @@ def _tree_inputs(loaded: LoadedModel, trees: list[_Tree], *, leaves: bool = Fals
     return ids, positions, allowed[:, None], columns
 
 
+def _tree_forward(loaded: LoadedModel, trees: list[_Tree], *, opening: _Opening | None, leaves: bool, use_cache: bool):
+    """One pass of the trees through the model's body, one row each (a node attends to its ancestors and itself, at
+    its depth's position), after the `opening` when given: every node also sees it, from a copy of its cache, and its
+    position counts from the opening's end. Returns the model's output, a row's width and per tree each run node's
+    column (`_tree_inputs`)."""
+    import copy
+
+    import torch
+
+    model, device = loaded.model, loaded.device
+    ids, positions, mask, columns = _tree_inputs(loaded, trees, leaves=leaves)
+    mask = mask.to(device)
+    cache = None
+    if opening is not None:
+        cache = copy.deepcopy(opening.cache)
+        cache.batch_repeat_interleave(len(trees))
+        seen = torch.ones((*mask.shape[:3], len(opening.tokens)), dtype=torch.bool, device=device)
+        mask = torch.cat([seen, mask], dim=-1)
+        positions = positions + len(opening.tokens)
+    if getattr(model.config, "_attn_implementation", "eager") == "eager":  # eager attention adds a float mask
+        mask = torch.zeros(mask.shape, dtype=model.dtype, device=device).masked_fill(
+            ~mask, torch.finfo(model.dtype).min
+        )
+    out = model.base_model(
+        input_ids=ids.to(device),
+        attention_mask=mask,
+        position_ids=positions.to(device),
+        past_key_values=cache,
+        use_cache=use_cache or cache is not None,
+    )
+    return out, ids.shape[1], columns
+
+
 def _score_batch_tree(
     loaded: LoadedModel,
     batch: list[_Prepared],
@@ -340,35 +373,14 @@ def _score_batch_tree(
     candidate's own tokens, in one forward pass of the batch's trees (one row each; a node attends to its ancestors
     and itself, at its depth's position). With an `opening` (suffix_only only), the entries' prefixes are what
     follows it: every node also sees the opening, from its cache, and its position counts from the opening's end."""
-    import copy
-
     import torch
 
     model, device = loaded.model, loaded.device
     trees = _trees(batch, SUFFIX_ROW_NODES if suffix_only else ROW_NODES)
-    ids, positions, mask, columns = _tree_inputs(loaded, trees)
-    mask = mask.to(device)
-    cache = None
-    if opening is not None:
-        assert suffix_only  # a full sequence's first own token would be predicted by the opening's last position
-        cache = copy.deepcopy(opening.cache)
-        cache.batch_repeat_interleave(len(trees))
-        seen = torch.ones((*mask.shape[:3], len(opening.tokens)), dtype=torch.bool, device=device)
-        mask = torch.cat([seen, mask], dim=-1)
-        positions = positions + len(opening.tokens)
-    if getattr(model.config, "_attn_implementation", "eager") == "eager":  # eager attention adds a float mask
-        mask = torch.zeros(mask.shape, dtype=model.dtype, device=device).masked_fill(
-            ~mask, torch.finfo(model.dtype).min
-        )
-    hidden = model.base_model(
-        input_ids=ids.to(device),
-        attention_mask=mask,
-        position_ids=positions.to(device),
-        past_key_values=cache,
-        use_cache=cache is not None,
-    )
-    width = ids.shape[1]
-    hidden = hidden.last_hidden_state.reshape(len(trees) * width, -1)
+    # With an opening, a full sequence's first own token would be predicted by the opening's last position.
+    assert opening is None or suffix_only
+    out, width, columns = _tree_forward(loaded, trees, opening=opening, leaves=False, use_cache=False)
+    hidden = out.last_hidden_state.reshape(len(trees) * width, -1)
 
     def counted(entry: _Prepared, path: list[int]) -> list[int]:
         """The nodes of a sequence whose token's loss counts: all but the first, or only the candidate's own."""
@@ -416,37 +428,14 @@ def prefill_tree(loaded: LoadedModel, prompts: Sequence[Sequence[int]], opening:
     with one row per prompt (its own tokens' keys and values, gathered from its tree's row, left padded), the
     matching attention mask, each prompt's last position and the logits that follow its last token. None where the
     model's cache is not a plain one (a sliding window, say)."""
-    import copy
-
     import torch
-    from transformers import DynamicCache
     from transformers.cache_utils import DynamicLayer
 
     model, device = loaded.model, loaded.device
     entries = [_Prepared(index, list(ids), [[]]) for index, ids in enumerate(prompts)]
     trees = _trees(entries, SUFFIX_ROW_NODES)
-    ids, positions, mask, columns = _tree_inputs(loaded, trees, leaves=True)
-    mask = mask.to(device)
-    seen = 0
-    if opening is None:
-        cache = DynamicCache(config=model.config)
-    else:
-        cache = copy.deepcopy(opening.cache)
-        cache.batch_repeat_interleave(len(trees))
-        seen = len(opening.tokens)
-        mask = torch.cat([torch.ones((*mask.shape[:3], seen), dtype=torch.bool, device=device), mask], dim=-1)
-        positions = positions + seen
-    if getattr(model.config, "_attn_implementation", "eager") == "eager":
-        mask = torch.zeros(mask.shape, dtype=model.dtype, device=device).masked_fill(
-            ~mask, torch.finfo(model.dtype).min
-        )
-    out = model.base_model(
-        input_ids=ids.to(device),
-        attention_mask=mask,
-        position_ids=positions.to(device),
-        past_key_values=cache,
-        use_cache=True,
-    )
+    out, _, columns = _tree_forward(loaded, trees, opening=opening, leaves=True, use_cache=True)
+    seen = len(opening.tokens) if opening is not None else 0
     cache = out.past_key_values
     if not all(type(layer) is DynamicLayer for layer in getattr(cache, "layers", [None])):
         return None
