@@ -264,3 +264,55 @@ def test_the_decoding_cache_repeats_each_row_for_its_samples_and_grows_in_place(
     assert roomy.get_seq_length() == 6
     with pytest.raises(AssertionError):  # no room for a third step
         roomy.update(torch.randn(6, 3, 1, 8), torch.randn(6, 3, 1, 8), 0)
+
+
+def test_the_shared_context_attention_is_attention_over_each_rows_whole_cache():
+    """A decoding step's attention through the shared context (each context's keys once, then the row's own) equals
+    torch's attention over the row's whole cache: the context repeated for its samples, its padding masked, then the
+    row's own tokens; grouped query heads read their key head."""
+    import types
+
+    import torch
+    import torch.nn.functional as F
+    from transformers import DynamicCache
+
+    from generation.engines.hf.shared_attention import _attention, cache_share_context
+
+    contexts, samples, heads, group, width, own, dim = 2, 3, 2, 3, 5, 2, 8
+    keys, values = torch.randn(contexts, heads, width, dim), torch.randn(contexts, heads, width, dim)
+    padding = torch.ones(contexts, width, dtype=torch.long)
+    padding[1, :2] = 0  # the second context is left padded
+    cache = DynamicCache()
+    cache.update(keys, values, 0)
+    assert cache_share_context(cache, padding, samples, room=own)
+    rows = contexts * samples
+    for _ in range(own):
+        new_keys, new_values = torch.randn(rows, heads, 1, dim), torch.randn(rows, heads, 1, dim)
+        own_keys, own_values = cache.update(new_keys, new_values, 0)
+    assert cache.get_seq_length() == width + own
+    query = torch.randn(rows, heads * group, 1, dim)
+    got, _ = _attention(types.SimpleNamespace(layer_idx=0), query, own_keys, own_values, None, scaling=0.3,
+                        concord_shared=cache)  # fmt: skip
+
+    whole_keys = torch.cat([keys.repeat_interleave(samples, 0), own_keys], dim=2).repeat_interleave(group, 1)
+    whole_values = torch.cat([values.repeat_interleave(samples, 0), own_values], dim=2).repeat_interleave(group, 1)
+    seen = torch.cat([padding.repeat_interleave(samples, 0), torch.ones(rows, own, dtype=torch.long)], -1).bool()
+    expected = F.scaled_dot_product_attention(query, whole_keys, whole_values, attn_mask=seen[:, None, None], scale=0.3)
+    assert got.shape == (rows, 1, heads * group, dim)
+    assert torch.allclose(got, expected.transpose(1, 2), atol=1e-6)
+
+
+def test_without_the_shared_cache_the_attention_is_sdpas():
+    import types
+
+    import torch
+
+    from generation.engines.hf.shared_attention import _attention
+
+    query, keys, values = torch.randn(2, 4, 3, 8), torch.randn(2, 2, 3, 8), torch.randn(2, 2, 3, 8)
+    module = types.SimpleNamespace(layer_idx=0, num_key_value_groups=2, is_causal=True)
+    got, _ = _attention(module, query, keys, values, None, scaling=0.25)
+    expected = torch.nn.functional.scaled_dot_product_attention(
+        query, keys.repeat_interleave(2, 1), values.repeat_interleave(2, 1), is_causal=True, scale=0.25
+    )
+    assert torch.allclose(got, expected.transpose(1, 2), atol=1e-6)

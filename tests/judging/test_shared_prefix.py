@@ -180,3 +180,33 @@ def test_a_tree_prefill_gives_each_prompts_last_logits_and_a_cache_to_continue_f
             whole = loaded_model.model(input_ids=torch.tensor([row + [13]])).logits[0]
             assert torch.allclose(whole[-2], expected_last, atol=1e-3)
             assert torch.allclose(whole[-1], expected_after, atol=1e-3)
+
+
+def test_the_answers_decode_reading_each_prompt_once_for_its_samples_as_from_copies(loaded_model, monkeypatch):
+    """The sampling judge's decoding steps read each prompt's keys and values once for its k answers
+    (`shared_attention`): the model passes the check, the steps take that path, and the answers are those drawn from the
+    prompt copied for each answer, at the same seed and a temperature that samples."""
+    from generation.engines.hf import sampling, shared_attention
+    from generation.engines.hf.sampling import Decoding, sample_continuations
+
+    assert shared_attention.shared_attention_ready(loaded_model)
+    assert loaded_model.model.config._attn_implementation == shared_attention.ATTENTION
+    shared_steps = []
+    share = sampling.cache_share_context
+    monkeypatch.setattr(
+        sampling, "cache_share_context", lambda *args, **kw: shared_steps.append(share(*args, **kw)) or shared_steps[-1]
+    )
+    kwargs = {
+        "loaded": loaded_model,
+        "contexts": _job_prompts(),
+        "decoding": Decoding(samples=3, max_new_tokens=6, top_k=0, top_p=1.0),
+        "seed": 5,
+        "temperature": 0.8,
+        "may_end": True,
+        "share_prefixes": True,
+    }
+    shared = sample_continuations(**kwargs)
+    assert shared_steps == [True]
+    monkeypatch.setattr(sampling, "shared_attention_ready", lambda loaded: False)
+    assert sample_continuations(**kwargs) == shared
+    assert shared_steps == [True]  # the second call copied each prompt for its answers

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from generation.engines.hf.loading import LoadedModel
+from generation.engines.hf.shared_attention import cache_share_context, shared_attention_ready
 
 # How often a running `generate` call asks whether it should stop (a database read, for a job's cancel).
 STOP_POLL_SECONDS = 1.0
@@ -283,7 +284,16 @@ def _sample_rows(
     else:
         cache, attention_mask, last, last_logits = prefilled
     logits = last_logits.repeat_interleave(samples, dim=0)
-    _cache_for_samples(cache, samples, room=length)
+    # Each context's keys and values read once for its samples (`shared_attention`) where the context is what a step
+    # mostly reads (the judge's prompts, a few answer tokens), else copied for each row (a generation's short context
+    # and its 50 new tokens: the shared step's extra products cost more than the reading they save).
+    shared = (
+        attention_mask.shape[-1] >= length
+        and shared_attention_ready(loaded)
+        and cache_share_context(cache, attention_mask, samples, room=length)
+    )
+    if not shared:
+        _cache_for_samples(cache, samples, room=length)
     mask = attention_mask.repeat_interleave(samples, dim=0)
     position = last.repeat_interleave(samples, dim=0)
     new = torch.empty((logits.shape[0], length), dtype=torch.long, device=loaded.device)
@@ -302,15 +312,20 @@ def _sample_rows(
             break
         if may_end and bool(done.all()):
             return new[:, : step + 1]
-        mask = torch.cat([mask, ones], dim=-1)
         position = position + 1
-        out = model(
-            input_ids=new[:, step : step + 1],
-            attention_mask=mask,
-            position_ids=position,
-            past_key_values=cache,
-            use_cache=True,
-        )
+        if shared:  # the context's padding is masked by the shared layers; a row's own tokens are all seen
+            out = model(
+                input_ids=new[:, step : step + 1], position_ids=position, past_key_values=cache, concord_shared=cache
+            )
+        else:
+            mask = torch.cat([mask, ones], dim=-1)
+            out = model(
+                input_ids=new[:, step : step + 1],
+                attention_mask=mask,
+                position_ids=position,
+                past_key_values=cache,
+                use_cache=True,
+            )
         logits = out.logits[:, -1]
     return new
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from generation.contexts import fill_mask
+from generation.engines.hf import shared_attention
 from generation.engines.hf.loading import LoadedModel
 from generation.pronouns import Codebook
 
@@ -476,7 +477,11 @@ def _tree_agrees(loaded: LoadedModel) -> bool:
 
     if loaded.model in _TREE_CHECKED:
         return _TREE_CHECKED[loaded.model]
-    if getattr(loaded.model.config, "_attn_implementation", "eager") not in ("eager", "sdpa"):
+    if getattr(loaded.model.config, "_attn_implementation", "eager") not in (
+        "eager",
+        "sdpa",
+        shared_attention.ATTENTION,
+    ):
         _TREE_CHECKED[loaded.model] = False
         return False
     prepared = _prepare(loaded, _CHECK_TEXTS)

@@ -1,0 +1,213 @@
+"""Decoding steps that read each context's keys and values once for all its samples.
+
+A sampling call gives every context `samples` rows. Their caches hold the same context (the prompt, for the judge)
+followed by each row's own new tokens. Copied for each row, the context is read `samples` times by every layer at
+every step. On a CPU, attention for one new token is bound by that reading, not by its arithmetic: for the judge's 16
+prompts of about 200 tokens and 5 answers each, it was about 40% of a decoding step.
+
+Here a layer keeps the context's keys and values once per context, as the prefill left them (left padded), and each
+row's new tokens in a buffer of its own. The attention of a step scores a row's query against its context's keys
+(one matrix product per context, for all its samples' queries at once) and against its own keys, takes one softmax
+over both, and sums the two weighted values. That is the same attention as over the row's whole cache, up to the order
+in which floating point adds.
+
+It runs as an attention function registered with transformers (`ATTENTION`): the model's own layers call it, and it
+is sdpa's unless a step passes the cache as `concord_shared`. A model is switched to it once it has been checked
+(`shared_attention_ready`): its decoding logits must equal those of the copied cache, which a model whose layers do not
+pass the step's keyword arguments through to attention, or whose cache is not plain, would not give.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import weakref
+from typing import Any
+
+from generation.engines.hf.loading import LoadedModel
+
+logger = logging.getLogger(__name__)
+
+ATTENTION = "concord_shared_context"
+_READY: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> whether its steps use the shared context
+
+
+def _attention(module, query, key, value, attention_mask, dropout: float = 0.0, scaling=None, **kwargs):
+    """sdpa's attention, or with `concord_shared` (a cache of `SharedContextLayer`s) and one query token per row,
+    attention over the row's context (its layer's `context_keys`, read once for the context's samples) and its own
+    keys (`key`, `value`: what the layer's update returned)."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    cache = kwargs.pop("concord_shared", None)
+    if cache is None or query.shape[2] != 1:
+        return sdpa_attention_forward(
+            module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs
+        )
+    import torch
+
+    layer = cache.layers[module.layer_idx]
+    context_keys, context_values, bias = layer.context_keys, layer.context_values, layer.context_bias
+    rows, query_heads, _, dim = query.shape
+    contexts, heads, width, _ = context_keys.shape
+    samples, group = rows // contexts, query_heads // heads  # query head h reads key head h // group
+    scale = scaling if scaling is not None else dim**-0.5
+    # Per context and key head, the queries of its samples and of the heads that share that key head, as one matrix.
+    stacked = query.view(contexts, samples, heads, group, dim).transpose(1, 2).reshape(contexts, heads, -1, dim)
+    on_context = torch.matmul(stacked, context_keys.transpose(-1, -2)) * scale + bias
+    on_context = on_context.view(contexts, heads, samples, group, width).transpose(1, 2).reshape(rows, heads, group, -1)
+    on_own = torch.matmul(query.view(rows, heads, group, dim), key.transpose(-1, -2)) * scale
+    weights = torch.softmax(torch.cat([on_context, on_own], dim=-1), dim=-1, dtype=torch.float32).to(query.dtype)
+    context_weights, own_weights = weights.split([width, weights.shape[-1] - width], dim=-1)
+    context_weights = context_weights.view(contexts, samples, heads, group, width).transpose(1, 2)
+    from_context = torch.matmul(context_weights.reshape(contexts, heads, -1, width), context_values)
+    from_context = (
+        from_context.view(contexts, heads, samples, group, dim).transpose(1, 2).reshape(rows, heads, group, dim)
+    )
+    output = from_context + torch.matmul(own_weights, value)
+    return output.reshape(rows, query_heads, 1, dim).transpose(1, 2).contiguous(), None
+
+
+@functools.cache
+def _registered() -> str:
+    """The attention function and its mask (sdpa's) registered with transformers, once per process."""
+    from transformers import AttentionInterface
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
+
+    AttentionInterface.register(ATTENTION, _attention)
+    ALL_MASK_ATTENTION_FUNCTIONS.register(ATTENTION, sdpa_mask)
+    return ATTENTION
+
+
+@functools.cache
+def _layer_class():
+    """transformers' DynamicLayer holding the context once and each row's new tokens (made on first use: transformers
+    is imported only when a model runs)."""
+    from transformers.cache_utils import DynamicLayer
+
+    class SharedContextLayer(DynamicLayer):
+        """A filled layer's keys and values kept per context (`context_keys`, `context_values`, with `context_bias`
+        masking its padding), and a buffer per row for the new tokens, written in place: `keys` and `values` are the
+        row's own. Its sequence length counts both."""
+
+        context_keys: Any  # (contexts, heads, width, dim)
+        context_values: Any
+        context_bias: Any  # (contexts, 1, 1, width): 0 for a token, the dtype's minimum for padding
+        seen: int  # own positions filled
+        buffers: list  # [keys, values], each (contexts x samples, heads, room, dim)
+
+        @classmethod
+        def of(cls, layer, bias, samples: int, room: int) -> SharedContextLayer:
+            shared = cls()
+            shared.dtype, shared.device, shared.is_initialized = layer.keys.dtype, layer.keys.device, True
+            shared.context_keys, shared.context_values, shared.context_bias = layer.keys, layer.values, bias
+            rows, heads, _, dim = layer.keys.shape
+            shared.buffers = [layer.keys.new_empty((rows * samples, heads, room, dim)) for _ in range(2)]
+            shared.seen = 0
+            shared.keys, shared.values = (buffer[:, :, :0] for buffer in shared.buffers)
+            return shared
+
+        def update(self, key_states, value_states, *args, **kwargs):
+            end = self.seen + key_states.shape[-2]
+            assert end <= self.buffers[0].shape[-2]  # the loop asks for no more than its room
+            self.buffers[0][:, :, self.seen : end] = key_states
+            self.buffers[1][:, :, self.seen : end] = value_states
+            self.seen = end
+            self.keys, self.values = self.buffers[0][:, :, :end], self.buffers[1][:, :, :end]
+            return self.keys, self.values
+
+        def get_seq_length(self) -> int:
+            return self.context_keys.shape[-2] + self.seen
+
+        def get_mask_sizes(self, query_length: int, *args, **kwargs) -> tuple[int, int]:
+            return self.get_seq_length() + query_length, 0
+
+    return SharedContextLayer
+
+
+def cache_share_context(cache, attention_mask, samples: int, room: int) -> bool:
+    """Turn a filled cache of one row per context (`attention_mask`: its padding) into one whose layers keep each
+    context once for its `samples` rows, with room for `room` new tokens per row. False, and the cache untouched,
+    where a layer is not a plain DynamicLayer (a sliding window, say)."""
+    import torch
+    from transformers.cache_utils import DynamicLayer
+
+    if not all(type(layer) is DynamicLayer and layer.is_initialized for layer in cache.layers):
+        return False
+    dtype = cache.layers[0].keys.dtype
+    bias = torch.zeros(attention_mask.shape, dtype=dtype, device=attention_mask.device)
+    bias = bias.masked_fill(attention_mask == 0, torch.finfo(dtype).min)[:, None, None, :]
+    for index, layer in enumerate(cache.layers):
+        cache.layers[index] = _layer_class().of(layer, bias, samples, room)
+    return True
+
+
+_CHECK_TEXTS = ["Robin said that", "Yesterday Alex went to the market because"]
+
+
+def shared_attention_ready(loaded: LoadedModel) -> bool:
+    """Whether this model's decoding steps may read the shared context (checked once per loaded model, against the
+    context copied for each row): the model is switched to the shared attention function when they agree."""
+    if loaded.model in _READY:
+        return _READY[loaded.model]
+    model = loaded.model
+    implementation = getattr(model.config, "_attn_implementation", None)
+    ready = False
+    if implementation == ATTENTION:
+        ready = True
+    elif implementation == "sdpa":
+        try:
+            model.set_attn_implementation(_registered())
+            ready = _agrees(loaded)
+        except Exception:  # noqa: BLE001 - any model that cannot take it decodes the copied way
+            logger.info(
+                "%s: the shared-context attention failed; decoding from copied caches", loaded.name, exc_info=True
+            )
+            ready = False
+        if not ready:
+            model.set_attn_implementation(implementation)
+            logger.info("%s: decoding from copied caches", loaded.name)
+    _READY[loaded.model] = ready
+    return ready
+
+
+def _agrees(loaded: LoadedModel) -> bool:
+    """Two decoding steps of two left-padded contexts with three rows each: the logits through the shared context
+    equal those through the context repeated for each row."""
+    import copy
+
+    import torch
+    from transformers import DynamicCache
+
+    from generation.engines.hf.sampling import _cache_for_samples
+
+    model, tokenizer, samples = loaded.model, loaded.tokenizer, 3
+    previous_side = tokenizer.padding_side
+    tokenizer.padding_side = "left"
+    try:
+        encoded = tokenizer(_CHECK_TEXTS, return_tensors="pt", padding=True).to(loaded.device)
+    finally:
+        tokenizer.padding_side = previous_side
+    mask = encoded.attention_mask
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+    with torch.inference_mode():
+        cache = DynamicCache(config=model.config)
+        model(input_ids=encoded.input_ids, attention_mask=mask, position_ids=positions, past_key_values=cache)
+        copied, shared = copy.deepcopy(cache), cache
+        _cache_for_samples(copied, samples, room=2)
+        if not cache_share_context(shared, mask, samples, room=2):
+            return False
+        rows = mask.repeat_interleave(samples, dim=0)
+        position = positions[:, -1:].repeat_interleave(samples, dim=0)
+        tokens = torch.arange(10, 10 + rows.shape[0], device=loaded.device)[:, None]
+        tolerance = 1e-4 if model.dtype == torch.float32 else 3e-2
+        for _ in range(2):
+            rows = torch.cat([rows, torch.ones_like(rows[:, :1])], dim=-1)
+            position = position + 1
+            expected = model(
+                input_ids=tokens, attention_mask=rows, position_ids=position, past_key_values=copied
+            ).logits
+            got = model(input_ids=tokens, position_ids=position, past_key_values=shared, concord_shared=shared).logits
+            if not torch.allclose(expected, got, atol=tolerance, rtol=0):
+                return False
+            tokens = tokens + 1
+    return True
