@@ -178,8 +178,6 @@ def _agrees(loaded: LoadedModel) -> bool:
     import torch
     from transformers import DynamicCache
 
-    from generation.engines.hf.sampling import _cache_for_samples
-
     model, tokenizer, samples = loaded.model, loaded.tokenizer, 3
     previous_side = tokenizer.padding_side
     tokenizer.padding_side = "left"
@@ -193,7 +191,7 @@ def _agrees(loaded: LoadedModel) -> bool:
         cache = DynamicCache(config=model.config)
         model(input_ids=encoded.input_ids, attention_mask=mask, position_ids=positions, past_key_values=cache)
         copied, shared = copy.deepcopy(cache), cache
-        _cache_for_samples(copied, samples, room=2)
+        copied.batch_repeat_interleave(samples)  # transformers' own: the context copied for each row
         if not cache_share_context(shared, mask, samples, room=2):
             return False
         rows = mask.repeat_interleave(samples, dim=0)
