@@ -246,7 +246,7 @@ def test_the_decoding_cache_repeats_each_row_for_its_samples_and_grows_in_place(
     import torch
     from transformers import DynamicCache
 
-    from generation.engines.hf.sampling import _cache_for_samples
+    from generation.engines.hf.shared_attention import cache_for_samples as _cache_for_samples
 
     keys, values = torch.randn(2, 3, 4, 8), torch.randn(2, 3, 4, 8)
     roomy, plain = DynamicCache(), DynamicCache()

@@ -8,13 +8,12 @@ the same seed give the same text.
 
 from __future__ import annotations
 
-import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from generation.engines.hf.loading import LoadedModel
-from generation.engines.hf.shared_attention import cache_share_context, shared_attention_ready
+from generation.engines.hf.shared_attention import cache_for_samples, cache_share_context, shared_attention_ready
 
 # How often a running `generate` call asks whether it should stop (a database read, for a job's cancel).
 STOP_POLL_SECONDS = 1.0
@@ -185,58 +184,6 @@ def draw_tokens(logits, *, decoding: Decoding, temperature: float | None = None,
     return indices.gather(-1, choice).squeeze(-1)
 
 
-@functools.cache
-def _roomy_layer_class():
-    """transformers' DynamicLayer with room for the positions still to come (made once, on first use: transformers is
-    imported only when a model runs)."""
-    from transformers.cache_utils import DynamicLayer
-
-    class RoomyLayer(DynamicLayer):
-        """A filled layer's copy for the decoding steps, each row repeated for its samples, with room for every token
-        still to come: a step writes its keys and values in place, where DynamicLayer concatenates (copying every
-        row's whole cache each step). The same numbers as repeating the rows, then concatenating."""
-
-        seen: int  # positions filled
-        buffers: list  # [keys, values], each (rows x samples, heads, filled + room, dim)
-
-        @classmethod
-        def of(cls, layer, samples: int, room: int) -> RoomyLayer:
-            roomy = cls()
-            roomy.dtype, roomy.device, roomy.is_initialized = layer.keys.dtype, layer.keys.device, True
-            roomy.seen = layer.keys.shape[-2]
-            roomy.buffers = []
-            for states in (layer.keys, layer.values):
-                rows, heads, seen, dim = states.shape
-                buffer = states.new_empty((rows, samples, heads, seen + room, dim))
-                buffer[:, :, :, :seen] = states[:, None]
-                roomy.buffers.append(buffer.view(rows * samples, heads, seen + room, dim))
-            roomy.keys, roomy.values = (buffer[:, :, : roomy.seen] for buffer in roomy.buffers)
-            return roomy
-
-        def update(self, key_states, value_states, *args, **kwargs):
-            end = self.seen + key_states.shape[-2]
-            assert end <= self.buffers[0].shape[-2]  # the loop asks for no more than its room
-            self.buffers[0][:, :, self.seen : end] = key_states
-            self.buffers[1][:, :, self.seen : end] = value_states
-            self.seen = end
-            self.keys, self.values = self.buffers[0][:, :, :end], self.buffers[1][:, :, :end]
-            return self.keys, self.values
-
-    return RoomyLayer
-
-
-def _cache_for_samples(cache, samples: int, room: int) -> None:
-    """Repeat the cache's rows for their samples, with room for `room` more positions where a layer is a plain
-    DynamicLayer (any other kind is repeated as it is and grows its own way)."""
-    from transformers.cache_utils import DynamicLayer
-
-    for index, layer in enumerate(cache.layers):
-        if type(layer) is DynamicLayer and layer.is_initialized:
-            cache.layers[index] = _roomy_layer_class().of(layer, samples, room)
-        else:
-            layer.batch_repeat_interleave(samples)
-
-
 def _sample_rows(
     loaded: LoadedModel,
     input_ids,
@@ -293,11 +240,11 @@ def _sample_rows(
         and cache_share_context(cache, attention_mask, samples, room=length)
     )
     if not shared:
-        _cache_for_samples(cache, samples, room=length)
-    mask = attention_mask.repeat_interleave(samples, dim=0)
+        cache_for_samples(cache, samples, room=length)
+        mask = attention_mask.repeat_interleave(samples, dim=0)
+        ones = torch.ones((mask.shape[0], 1), dtype=mask.dtype, device=mask.device)
     position = last.repeat_interleave(samples, dim=0)
     new = torch.empty((logits.shape[0], length), dtype=torch.long, device=loaded.device)
-    ones = torch.ones((logits.shape[0], 1), dtype=mask.dtype, device=mask.device)
     done = torch.zeros(logits.shape[0], dtype=torch.bool, device=loaded.device)
     ends = torch.tensor(eos, dtype=torch.long, device=loaded.device)
     for step in range(length):

@@ -1,4 +1,5 @@
-"""Decoding steps that read each context's keys and values once for all its samples.
+"""The decoding steps' key/value caches: each context copied for its samples (`cache_for_samples`), or read once
+for all of them (`cache_share_context`, with the attention function below).
 
 A sampling call gives every context `samples` rows. Their caches hold the same context (the prompt, for the judge)
 followed by each row's own new tokens. Copied for each row, the context is read `samples` times by every layer at
@@ -79,32 +80,32 @@ def _registered() -> str:
 
 
 @functools.cache
-def _layer_class():
-    """transformers' DynamicLayer holding the context once and each row's new tokens (made on first use: transformers
-    is imported only when a model runs)."""
+def _roomy_layer_class():
+    """transformers' DynamicLayer with room for the positions still to come (made once, on first use: transformers is
+    imported only when a model runs)."""
     from transformers.cache_utils import DynamicLayer
 
-    class SharedContextLayer(DynamicLayer):
-        """A filled layer's keys and values kept per context (`context_keys`, `context_values`, with `context_bias`
-        masking its padding), and a buffer per row for the new tokens, written in place: `keys` and `values` are the
-        row's own. Its sequence length counts both."""
+    class RoomyLayer(DynamicLayer):
+        """A filled layer's copy for the decoding steps, each row repeated for its samples, with room for every token
+        still to come: a step writes its keys and values in place, where DynamicLayer concatenates (copying every
+        row's whole cache each step). The same numbers as repeating the rows, then concatenating."""
 
-        context_keys: Any  # (contexts, heads, width, dim)
-        context_values: Any
-        context_bias: Any  # (contexts, 1, 1, width): 0 for a token, the dtype's minimum for padding
-        seen: int  # own positions filled
-        buffers: list  # [keys, values], each (contexts x samples, heads, room, dim)
+        seen: int  # positions filled
+        buffers: list  # [keys, values], each (rows x samples, heads, filled + room, dim)
 
         @classmethod
-        def of(cls, layer, bias, samples: int, room: int) -> SharedContextLayer:
-            shared = cls()
-            shared.dtype, shared.device, shared.is_initialized = layer.keys.dtype, layer.keys.device, True
-            shared.context_keys, shared.context_values, shared.context_bias = layer.keys, layer.values, bias
-            rows, heads, _, dim = layer.keys.shape
-            shared.buffers = [layer.keys.new_empty((rows * samples, heads, room, dim)) for _ in range(2)]
-            shared.seen = 0
-            shared.keys, shared.values = (buffer[:, :, :0] for buffer in shared.buffers)
-            return shared
+        def of(cls, layer, samples: int, room: int) -> RoomyLayer:
+            roomy = cls()
+            roomy.dtype, roomy.device, roomy.is_initialized = layer.keys.dtype, layer.keys.device, True
+            roomy.seen = layer.keys.shape[-2]
+            roomy.buffers = []
+            for states in (layer.keys, layer.values):
+                rows, heads, seen, dim = states.shape
+                buffer = states.new_empty((rows, samples, heads, seen + room, dim))
+                buffer[:, :, :, :seen] = states[:, None]
+                roomy.buffers.append(buffer.view(rows * samples, heads, seen + room, dim))
+            roomy.keys, roomy.values = (buffer[:, :, : roomy.seen] for buffer in roomy.buffers)
+            return roomy
 
         def update(self, key_states, value_states, *args, **kwargs):
             end = self.seen + key_states.shape[-2]
@@ -114,6 +115,45 @@ def _layer_class():
             self.seen = end
             self.keys, self.values = self.buffers[0][:, :, :end], self.buffers[1][:, :, :end]
             return self.keys, self.values
+
+    return RoomyLayer
+
+
+def cache_for_samples(cache, samples: int, room: int) -> None:
+    """Repeat the cache's rows for their samples, with room for `room` more positions where a layer is a plain
+    DynamicLayer (any other kind is repeated as it is and grows its own way)."""
+    from transformers.cache_utils import DynamicLayer
+
+    for index, layer in enumerate(cache.layers):
+        if type(layer) is DynamicLayer and layer.is_initialized:
+            cache.layers[index] = _roomy_layer_class().of(layer, samples, room)
+        else:
+            layer.batch_repeat_interleave(samples)
+
+
+@functools.cache
+def _layer_class():
+    """The roomy layer holding the context once and each row's new tokens (made on first use, as the roomy one)."""
+
+    class SharedContextLayer(_roomy_layer_class()):  # type: ignore[misc]  # made on first use
+        """A filled layer's keys and values kept per context (`context_keys`, `context_values`, with `context_bias`
+        masking its padding), and a buffer per row for the new tokens, written in place by the roomy layer's
+        `update`: `keys` and `values` are the row's own. Its sequence length counts both."""
+
+        context_keys: Any  # (contexts, heads, width, dim)
+        context_values: Any
+        context_bias: Any  # (contexts, 1, 1, width): 0 for a token, the dtype's minimum for padding
+
+        @classmethod
+        def of(cls, layer, bias, samples: int, room: int) -> SharedContextLayer:  # type: ignore[override]
+            shared = cls()
+            shared.dtype, shared.device, shared.is_initialized = layer.keys.dtype, layer.keys.device, True
+            shared.context_keys, shared.context_values, shared.context_bias = layer.keys, layer.values, bias
+            rows, heads, _, dim = layer.keys.shape
+            shared.buffers = [layer.keys.new_empty((rows * samples, heads, room, dim)) for _ in range(2)]
+            shared.seen = 0
+            shared.keys, shared.values = (buffer[:, :, :0] for buffer in shared.buffers)
+            return shared
 
         def get_seq_length(self) -> int:
             return self.context_keys.shape[-2] + self.seen
