@@ -7,7 +7,10 @@ pronoun. No database: the aggregation works on the ratings frame the pool's quer
 Prints one JSON object (seconds): `aggregate` (majority + Dawid-Skene + MACE with one restart, as the report runs
 them), `mace_default` (crowd-kit's MACE with its ten default restarts, once, for comparison), `mace_crowd_kit`,
 `mace_arrays` and `mace_crowd_kit_again` (one restart each, side by side: crowd-kit's own, the report's with its
-E-step on arrays, crowd-kit's again), `bootstrap_96_cells` (2,000-draw intervals for 96 cells of 25 items, five
+E-step on arrays, crowd-kit's again), `dawid_skene_crowd_kit`, `dawid_skene_arrays` and `dawid_skene_crowd_kit_again`
+(likewise: crowd-kit's own, the report's EM on arrays, crowd-kit's again), `dawid_skene_small_*` (the same three on a
+small pool of 40 items, each rated by two of four annotators, summed over 20 fits: the quality dashboard's and a
+test's shape), `bootstrap_96_cells` (2,000-draw intervals for 96 cells of 25 items, five
 figures each), and the machine's load average.
 """
 
@@ -48,6 +51,16 @@ def ratings(seed: int = 0) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["task", "worker", "label"])
 
 
+def small_ratings(seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    rows = [
+        (item, f"annotator{rater}", rng.choice(["correct", "misgendering", "no_pronoun"], p=[0.6, 0.3, 0.1]))
+        for item in range(40)
+        for rater in rng.choice(4, size=2, replace=False)
+    ]
+    return pd.DataFrame(rows, columns=["task", "worker", "label"])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=3)
@@ -76,6 +89,21 @@ def main() -> None:
             warnings.simplefilter("ignore")
             model(n_restarts=1).fit(data)
         timings[name] = round(time.perf_counter() - start, 2)
+    from crowdkit.aggregation import DawidSkene
+
+    from annotation.selectors.dawid_skene import ArrayDawidSkene
+
+    small = [small_ratings(seed) for seed in range(20)]
+    for name, model in (("crowd_kit", DawidSkene), ("arrays", ArrayDawidSkene), ("crowd_kit_again", DawidSkene)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            start = time.perf_counter()
+            model(n_iter=100).fit(data)
+            timings[f"dawid_skene_{name}"] = round(time.perf_counter() - start, 3)
+            start = time.perf_counter()
+            for frame in small:
+                model(n_iter=100).fit(frame)
+            timings[f"dawid_skene_small_{name}"] = round(time.perf_counter() - start, 3)
     cells = np.random.default_rng(1).integers(0, 2, size=(96, 25)).astype(float)
     start = time.perf_counter()
     for cell in cells:

@@ -1,6 +1,6 @@
 """One label per item from its ratings (docs/domain.md, 'Multi-rater statistics'): majority vote, Dawid-Skene and
-MACE, each crowd-kit's implementation (pinned in requirements.txt; MACE's E-step computed on arrays, `mace.py`), with
-Dawid-Skene's posterior of its label.
+MACE, each crowd-kit's implementation (pinned in requirements.txt; Dawid-Skene's EM and MACE's E-step computed on
+arrays with crowd-kit's numbers, `dawid_skene.py` and `mace.py`), with Dawid-Skene's posterior of its label.
 
 Only study items count, each with every annotation it has, one or more. The models learn each rater's reliability
 from the items raters share, so a pool without an item rated twice has nothing to learn from: `pool_aggregates`
@@ -91,11 +91,9 @@ def _checked(ratings: pd.DataFrame) -> pd.DataFrame:
 
 
 def _dawid_skene(data: pd.DataFrame):
-    from crowdkit.aggregation import DawidSkene
+    from annotation.selectors.dawid_skene import ArrayDawidSkene
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return DawidSkene(n_iter=DAWID_SKENE_ITERATIONS).fit(data)
+    return ArrayDawidSkene(n_iter=DAWID_SKENE_ITERATIONS).fit(data)
 
 
 def pool_ratings(*, pool: Pool) -> pd.DataFrame:

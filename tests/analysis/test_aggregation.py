@@ -207,6 +207,35 @@ class TestAggregation:
             assert np.array_equal(ours.thetas_, theirs.thetas_)
             assert np.array_equal(ours.spamming_, theirs.spamming_)
 
+    def test_dawid_skene_on_arrays_gives_crowd_kits_numbers_to_the_last_bit(self):
+        """Random ratings as above, some pools of hundreds of tasks (pandas sums those in blocks), raters of mirrored
+        habits (ties between labels), and 0, 1, 2 or 100 EM steps: posteriors, labels, priors and error matrices
+        equal crowd-kit's own Dawid-Skene exactly, and the loop stops after as many steps."""
+        from crowdkit.aggregation import DawidSkene  # here, not at collection
+
+        from annotation.selectors.dawid_skene import ArrayDawidSkene
+
+        mirrored = [(task, worker, [C, M][(task + n) % 2]) for task in range(6) for n, worker in enumerate("ab")]
+        cases = [(pd.DataFrame(mirrored, columns=["task", "worker", "label"]), 100)]
+        for seed in range(16):
+            rng = np.random.default_rng(seed)
+            labels = [C, M, N][: 1 + seed % 3]
+            workers = [f"rater{n}" for n in rng.permutation(int(rng.integers(1, 6)))]
+            tasks = rng.choice(10_000, size=int(rng.integers(1, 400 if seed % 4 == 3 else 40)), replace=False)
+            rows = [
+                (int(task), worker, str(rng.choice(labels)))
+                for task in tasks
+                for worker in rng.choice(workers, size=int(rng.integers(1, len(workers) + 1)), replace=False)
+            ]
+            cases.append((pd.DataFrame(rows, columns=["task", "worker", "label"]), [0, 1, 2, 100][seed % 4]))
+        for data, steps in cases:
+            theirs, ours = DawidSkene(n_iter=steps).fit(data), ArrayDawidSkene(n_iter=steps).fit(data)
+            pd.testing.assert_frame_equal(ours.probas_, theirs.probas_, check_exact=True)
+            pd.testing.assert_series_equal(ours.labels_, theirs.labels_, check_exact=True)
+            pd.testing.assert_series_equal(ours.priors_, theirs.priors_, check_exact=True)
+            pd.testing.assert_frame_equal(ours.errors_, theirs.errors_, check_exact=True)
+            assert ours.loss_history_ == pytest.approx(theirs.loss_history_, rel=1e-12)
+
     @pytest.mark.slow
     def test_one_mace_restart_is_crowd_kits_default_of_ten(self, pool):
         from crowdkit.aggregation import MACE  # here, not at collection
