@@ -57,6 +57,7 @@ class ChanceCorrected(TypedDict):
     cohen_kappa_boot_ci: list[float] | None
     scott_pi_boot_ci: list[float] | None
     gwet_ac1_boot_ci: list[float] | None
+    per_class_kappa_boot_ci: dict[str, list[float] | None]
 
 
 def scott_pi(a: Sequence[Hashable], b: Sequence[Hashable], *, categories: Sequence[Hashable]) -> float | None:
@@ -95,7 +96,8 @@ def chance_corrected(
 ) -> ChanceCorrected:
     """Chance-corrected agreement of two raters over the same items (a[i] and b[i] label item i): Cohen's kappa on the
     square table over `categories` (scikit-learn's, with any label outside `categories` added), Scott's pi, Gwet's
-    AC1 (irrCAC's) and the per-class kappas, each of the first three with its bootstrap 95% percentile interval:
+    AC1 (irrCAC's) and the per-class kappas, each with its bootstrap 95% percentile interval (the per-class ones
+    keyed by label, as the kappas are):
     `draws` resamples of the items, taken in the order given, from a generator seeded by `seed` (the same draws as
     agreement.bootstrap_ci). A resample where a figure is undefined is left out of its interval; an interval needs
     two items and at least one defined resample."""
@@ -112,6 +114,7 @@ def chance_corrected(
         "cohen_kappa_boot_ci": None,
         "scott_pi_boot_ci": None,
         "gwet_ac1_boot_ci": None,
+        "per_class_kappa_boot_ci": {str(label): None for label in labels},
     }
     if n < 2:
         return figures
@@ -119,7 +122,19 @@ def chance_corrected(
     figures["cohen_kappa_boot_ci"] = _percentile_ci(_cohen_kappa(tables))
     figures["scott_pi_boot_ci"] = _percentile_ci(_scott_pi(tables))
     figures["gwet_ac1_boot_ci"] = _percentile_ci(_gwet_ac1(tables))
+    figures["per_class_kappa_boot_ci"] = {
+        str(label): _percentile_ci(_cohen_kappa(_one_vs_rest(tables, index))) for index, label in enumerate(labels)
+    }
     return figures
+
+
+def _one_vs_rest(tables: np.ndarray, index: int) -> np.ndarray:
+    """Each k x k table folded to the 2 x 2 table of label `index` against the rest (rows: a, columns: b)."""
+    both = tables[:, index, index]
+    only_a = tables[:, index, :].sum(axis=1) - both
+    only_b = tables[:, :, index].sum(axis=1) - both
+    neither = tables.sum(axis=(1, 2)) - both - only_a - only_b
+    return np.stack([np.stack([both, only_a], axis=1), np.stack([only_b, neither], axis=1)], axis=1)
 
 
 def _tables(a: Sequence[Hashable], b: Sequence[Hashable], labels: Sequence[Hashable], index: np.ndarray) -> np.ndarray:

@@ -77,6 +77,7 @@ class VerdictAgreementRow(TypedDict):
     cohen_kappa_boot_ci: Interval | None
     scott_pi_boot_ci: Interval | None
     gwet_ac1_boot_ci: Interval | None
+    per_class_kappa_boot_ci: dict[str, Interval | None]
 
 
 class SelectiveResult(TypedDict):
@@ -97,6 +98,7 @@ class JudgeVerdictRow(TypedDict):
     run: int
     epsilon: float
     q: float
+    n_ties: int  # the run's annotated study items left out: their labels tie and nobody adjudicated them
     alt_test: AltTestResult
     agreement: list[VerdictAgreementRow]
     selective: SelectiveResult

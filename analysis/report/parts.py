@@ -33,15 +33,20 @@ def clean(value):
 
 
 def flatten(row: Any) -> dict:
-    """CSV columns: [low, high] intervals become `<key>_low`/`<key>_high`, dicts `<key>_<subkey>`."""
+    """CSV columns: [low, high] intervals become `<key>_low`/`<key>_high`, dicts `<key>_<subkey>` (dicts of
+    intervals `<key>_<subkey>_low`/`_high`)."""
     flat: dict = {}
     for key, value in row.items():
-        if key.endswith("_ci"):
+        if isinstance(value, dict):
+            for sub, inner in value.items():
+                if key.endswith("_ci"):  # an interval per label: `<key>_<label>_low`/`_high`
+                    low, high = inner if inner else (None, None)
+                    flat[f"{key}_{sub}_low"], flat[f"{key}_{sub}_high"] = low, high
+                else:
+                    flat[f"{key}_{sub}"] = inner
+        elif key.endswith("_ci"):
             low, high = value if value else (None, None)
             flat[f"{key}_low"], flat[f"{key}_high"] = low, high
-        elif isinstance(value, dict):
-            for sub, inner in value.items():
-                flat[f"{key}_{sub}"] = inner
         else:
             flat[key] = value
     return flat
@@ -103,6 +108,7 @@ def judge_verdict_rows(report: dict) -> list[dict]:
                 "version": row["version"],
                 "epsilon": row["epsilon"],
                 "q": row["q"],
+                "n_ties": row["n_ties"],
                 **{key: test[key] for key in ("omega", "rho", "passed", "tested")},
                 "skipped": ";".join(test["skipped"]),
                 "note": test["note"] or "",

@@ -155,11 +155,16 @@ def human_ceiling(*, side: HumanSide, labels: list[str], min_items: int = MIN_IT
         per_class[label] = _mean([pair["per_class_kappa"].get(label) for pair in pairs])
     row["per_class_kappa"] = per_class
     for key in CHANCE_KEYS:
-        bounds = [pair[f"{key}_boot_ci"] for pair in pairs if pair[f"{key}_boot_ci"] is not None]
-        row[f"{key}_boot_ci"] = (
-            [float(np.mean([b[0] for b in bounds])), float(np.mean([b[1] for b in bounds]))] if bounds else None
-        )
+        row[f"{key}_boot_ci"] = _mean_interval([pair[f"{key}_boot_ci"] for pair in pairs])
+    row["per_class_kappa_boot_ci"] = {
+        label: _mean_interval([pair["per_class_kappa_boot_ci"].get(label) for pair in pairs]) for label in labels
+    }
     return row
+
+
+def _mean_interval(intervals: list) -> list[float] | None:
+    bounds = [interval for interval in intervals if interval is not None]
+    return [float(np.mean([b[0] for b in bounds])), float(np.mean([b[1] for b in bounds]))] if bounds else None
 
 
 def _mean(values: list) -> float | None:
@@ -193,6 +198,8 @@ def run_verdict(
     by_epsilon = alt_test_omega_by_epsilon(judge=judge_by_item, annotations=annotations_by_item, q=ALT_TEST_Q)
 
     labelled = sorted(i for i in judge_labels if side.label.get(i) is not None)
+    # Annotated items whose labels tie (no adjudication) have no human label: left out of every figure, counted here.
+    n_ties = sum(1 for i in judge_labels if i in side.label and side.label[i] is None and side.annotations.get(i))
     agreement = [
         _agreement_row("human", [judge_labels[i] for i in labelled], [side.label[i] or "" for i in labelled], labels)
     ]
@@ -231,6 +238,7 @@ def run_verdict(
         "run": run.pk,
         "epsilon": parameters.epsilon,
         "q": ALT_TEST_Q,
+        "n_ties": n_ties,
         "alt_test": {
             "omega": test["omega"],
             "rho": test["rho"],

@@ -126,6 +126,23 @@ class TestChanceCorrected:
             ).confidence_interval
             assert result[key] == pytest.approx([expected.low, expected.high], abs=1e-5), key
 
+    def test_each_per_class_kappa_has_scipys_percentile_bootstrap_interval_of_its_one_vs_rest_kappa(self):
+        draws, a, b = 200, A * 3, B * 3  # 60 items: every label in every resample
+        result = chance_corrected(a, b, categories=LABELS, draws=draws, seed=11)
+        assert set(result["per_class_kappa_boot_ci"]) == set(result["per_class_kappa"]) == set(LABELS)
+        for label in LABELS:
+            expected = stats.bootstrap(
+                (np.array(a, dtype=object), np.array(b, dtype=object)),
+                lambda x, y, label=label: cohen_kappa_score(
+                    [value == label for value in x], [value == label for value in y], labels=[False, True]
+                ),
+                paired=True, vectorized=False, n_resamples=draws, method="percentile", rng=np.random.default_rng(11),
+            ).confidence_interval  # fmt: skip
+            assert np.isfinite([expected.low, expected.high]).all(), label  # defined in every resample: comparable
+            assert result["per_class_kappa_boot_ci"][label] == pytest.approx([expected.low, expected.high], abs=1e-9)
+        one = chance_corrected([C], [M], categories=LABELS)
+        assert one["per_class_kappa_boot_ci"] == {label: None for label in LABELS}
+
     def test_it_draws_the_reports_2000_resamples_from_the_reports_seed_by_default(self):
         assert chance_corrected(A, B, categories=LABELS) == chance_corrected(
             A, B, categories=LABELS, seed=BOOTSTRAP_SEED, draws=BOOTSTRAP_DRAWS

@@ -17,6 +17,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from analysis.metrics.verdict import alt_test, chance_corrected, ppi_mean
 from analysis.report.build import report_data
+from analysis.report.parts import judge_verdict_rows
 from analysis.selectors.judges import judge_frame
 from analysis.selectors.verdict import VerdictParameters
 from analysis.services import report_build, report_is_cached
@@ -71,6 +72,18 @@ def _frame(study):
     from analysis.selectors.human import pool_item_frame
 
     return pool_item_frame(pool=study.pool)
+
+
+def test_the_verdict_row_counts_the_items_left_out_for_a_tie(study, verdict_report, client, researcher):
+    (row,) = verdict_report["judge_verdict"]
+    ties = [i for i in study.items if study.annotations.get(i) and _human_label(study, i) is None]
+    assert ties, "the study has tied items"
+    assert row["n_ties"] == len(ties)
+    (flat,) = judge_verdict_rows(verdict_report)
+    assert flat["n_ties"] == len(ties)
+    client.force_login(researcher)
+    page = client.get(f"/reports/{study.pool.name}/").content.decode()
+    assert f"{len(ties)} annotated items judged by this run have no human label" in page
 
 
 def test_the_verdict_row_holds_the_alternative_annotator_test_of_the_study(study, verdict_report):

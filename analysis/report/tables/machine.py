@@ -76,6 +76,7 @@ JUDGES = (
             "run",
             "epsilon",
             "q",
+            "n_ties",
             "omega",
             "rho",
             "passed",
@@ -97,7 +98,7 @@ JUDGES = (
         flat=parts.judge_verdict_rows,
         columns={
             name: name.replace("_", " ")
-            for name in ("version", "epsilon", "q", "omega", "passed", "tested", "skipped")
+            for name in ("version", "epsilon", "q", "n_ties", "omega", "passed", "tested", "skipped")
             + tuple(f"selective_{key}" for key in ("alpha", "delta", "threshold", "coverage", "coverage_job"))
             + ("selective_agreement_above", "selective_n")
         },
@@ -126,6 +127,12 @@ JUDGES = (
             "scott_pi_boot_ci_high",
             "gwet_ac1_boot_ci_low",
             "gwet_ac1_boot_ci_high",
+            "per_class_kappa_boot_ci_correct_low",
+            "per_class_kappa_boot_ci_correct_high",
+            "per_class_kappa_boot_ci_misgendering_low",
+            "per_class_kappa_boot_ci_misgendering_high",
+            "per_class_kappa_boot_ci_no_pronoun_low",
+            "per_class_kappa_boot_ci_no_pronoun_high",
         ),  # fmt: skip
         typed=parts.judge_verdict_agreement,
         flat=parts.judge_verdict_agreement_rows,
