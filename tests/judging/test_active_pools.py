@@ -27,14 +27,14 @@ SEED = 5
 
 
 def _contexts(study) -> list[tuple[tuple[int, str], list[int], float]]:
-    """The job's contexts in order (instance, setting): their generations and Yhat, the mean softmax probability of
-    misgendering over the options' scores (the judge's likelihood mode)."""
+    """The job's contexts in its order (instance, then setting as a job runs them: pre, post): their generations and
+    Yhat, the mean softmax probability of misgendering over the options' scores (the judge's likelihood mode)."""
     options = list(study.run.judge.option_map)
     by_context: dict[tuple[int, str], list[int]] = {}
     for generation in sorted(study.generations, key=lambda g: (g.instance_id, g.setting, g.sample_index)):
         by_context.setdefault((generation.instance_id, generation.setting), []).append(generation.pk)
     out = []
-    for key in sorted(by_context):
+    for key in sorted(by_context, key=lambda key: (key[0], ["pre", "post"].index(key[1]))):
         probabilities = []
         for generation_id in by_context[key]:
             scores = np.array([study.scores[generation_id][label] for label in options])
@@ -87,6 +87,33 @@ class TestActiveDraw:
                        for p in (first, again, other)]  # fmt: skip
         assert generations[0] == generations[1]
         assert generations[2] == set(_defined_draw(verdict_study, BUDGET, SEED + 1))
+
+    def test_a_jobs_contexts_are_in_its_order_each_instances_pre_before_its_post(self, verdict_study):
+        """One uniform per context in the job's context order: instance by instance, pre then post as a job runs them
+        (not as the settings' names sort, which would put post first)."""
+        from generation.models import Generation, Job
+        from judging.active import JudgeContextProbabilities
+        from judging.models import MachineLabel
+        from judging.services.runs import judge_run_create
+
+        job = GenerationJobFactory(model=verdict_study.job.model, pronouns=["xe"], settings=["pre", "post"], samples=1)
+        instances = [InstanceFactory(pronoun="xe") for _ in range(3)]
+        expected = []
+        for instance in instances:
+            for setting in ("post", "pre"):  # written post first: the order must not come from the rows
+                GenerationFactory(job=job, instance=instance, setting=setting)
+                expected.append((instance.pk, setting))
+        expected.sort(key=lambda key: (key[0], ["pre", "post"].index(key[1])))
+        run, _ = judge_run_create(job=job.pk, judge=verdict_study.run.judge.name, queue=False)
+        for generation in Generation.objects.filter(job=job):
+            MachineLabel.objects.create(
+                run=run, generation=generation, label=MISGENDERING, confidence=0.5,
+                scores={label: 0.0 for label in verdict_study.run.judge.option_map},
+            )  # fmt: skip
+        Job.objects.filter(pk=run.job_id).update(status="done")
+        contexts = JudgeContextProbabilities().contexts(run_id=run.pk, job_id=job.pk, positive=MISGENDERING)
+        assert [(context.instance_id, context.setting) for context in contexts] == expected
+        assert expected[0][1] == "pre" and expected[1][1] == "post"
 
     def test_a_run_that_does_not_cover_the_job_is_refused(self, verdict_study):
         other = GenerationJobFactory(model=verdict_study.job.model, pronouns=["xe"], settings=["pre"], samples=1)
