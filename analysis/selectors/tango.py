@@ -116,26 +116,26 @@ def _population_std(correct: np.ndarray, count: np.ndarray) -> np.ndarray:
 
 
 def tango_variation(*, frame: pd.DataFrame | None) -> list[TangoVariationRow]:
-    """Per cell: sigma_gen and sigma_prob as shares of instances at each value, with their mean and population std."""
+    """Per cell: sigma_gen and sigma_prob as shares of instances at each value, with their mean and population std;
+    both over the same instances, those with at least one template that did not fail (an instance whose templates
+    all failed is dropped from both, docs/domain.md 'TANGO and Prob-TANGO')."""
     if frame is None or frame.empty:
         return []
     instances = _instances(frame)
     rows = []
     for cell, group in _cells(instances):
-        gen = _population_std(group["gen_correct"].to_numpy(float), group["samples"].to_numpy(float))
-        prob_group = group[group["successful"] > 0]
-        prob = _population_std(prob_group["prob_correct"].to_numpy(float), prob_group["successful"].to_numpy(float))
+        kept = group[group["successful"] > 0]
+        gen = _population_std(kept["gen_correct"].to_numpy(float), kept["samples"].to_numpy(float))
+        prob = _population_std(kept["prob_correct"].to_numpy(float), kept["successful"].to_numpy(float))
         rows.append(
             {
                 **cell,
                 "n_gen": int(gen.size),
-                "sigma_gen_shares": variation_shares(group["gen_correct"].to_numpy(), group["samples"].to_numpy()),
+                "sigma_gen_shares": variation_shares(kept["gen_correct"].to_numpy(), kept["samples"].to_numpy()),
                 "sigma_gen_mean": float(gen.mean()) if gen.size else None,
                 "sigma_gen_std": float(gen.std()) if gen.size else None,
                 "n_prob": int(prob.size),
-                "sigma_prob_shares": variation_shares(
-                    prob_group["prob_correct"].to_numpy(), prob_group["successful"].to_numpy()
-                ),
+                "sigma_prob_shares": variation_shares(kept["prob_correct"].to_numpy(), kept["successful"].to_numpy()),
                 "sigma_prob_mean": float(prob.mean()) if prob.size else None,
                 "sigma_prob_std": float(prob.std()) if prob.size else None,
             }

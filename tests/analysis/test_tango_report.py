@@ -26,7 +26,7 @@ INSTANCES = {
     "xe": [
         [(1, 1), (1, 1), (0, FAILED), (1, 0), (1, 1)],
         [(0, 0), (0, FAILED), (0, FAILED), (1, 1), (0, 0)],
-        [(1, FAILED)] * 5,  # no pronoun in any generation: dropped from sigma_prob, p_o and beta
+        [(1, FAILED)] * 5,  # no pronoun in any generation: dropped from sigma_prob, sigma_gen, p_o and beta
         [(0, 1), (1, 1), (1, 1), (1, 1), (1, 1)],
     ],
     "he": [
@@ -87,11 +87,13 @@ class TestTangoReport:
 
     def test_sigma_gen_and_sigma_prob_are_population_stds_without_all_failed_instances(self, tango_pool):
         report = report_data(pool=tango_pool)
+        assert rows_for(report, "tango_variation")["xe"]["n_gen"] == 3  # of 4: one instance's templates all failed
 
         for pronoun, instances in INSTANCES.items():
             row = rows_for(report, "tango_variation")[pronoun]
-            gen = [np.std([g for g, _ in samples]) for samples in instances]
-            prob = [np.std(successes(samples)) for samples in instances if successes(samples)]
+            kept = [samples for samples in instances if successes(samples)]
+            gen = [np.std([g for g, _ in samples]) for samples in kept]
+            prob = [np.std(successes(samples)) for samples in kept]
             assert row["n_gen"] == len(gen) and row["n_prob"] == len(prob)
             assert row["sigma_gen_mean"] == pytest.approx(np.mean(gen))
             assert row["sigma_gen_std"] == pytest.approx(np.std(gen))
