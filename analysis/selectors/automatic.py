@@ -41,10 +41,16 @@ def _jobs_frame(job_ids: list[int]) -> pd.DataFrame:
 def instance_frame(*, job_ids: list[int]) -> pd.DataFrame:
     """One row per job x instance x setting with generations: `samples`, `correct` (count of heuristic-correct
     samples), `first` (the sample_index 0 verdict, NaN if that sample is missing) and `m_prob` (NaN without a
-    probability result), plus the cell columns."""
+    probability result), plus the cell columns.
+
+    Instances with distractor sentences are left out: the first pronoun may be the other person's, so the heuristic
+    is no result there; the report's `distractors` table gives their figures per distractor count, the heuristic only
+    beside the human verdict (docs/domain.md, 'RUFF with distractors')."""
     columns = ["job_id", "instance_id", "setting", "samples", "correct", "first_present", "first_correct"]
+    with_distractors = Q(instance__distractors__gt=0)
     generations = pd.DataFrame.from_records(
         Generation.objects.filter(job_id__in=job_ids)
+        .exclude(with_distractors)
         .values("job_id", "instance_id", "setting")
         .annotate(
             samples=Count("id"),
@@ -66,7 +72,9 @@ def instance_frame(*, job_ids: list[int]) -> pd.DataFrame:
         columns=columns,
     )
     probs = pd.DataFrame.from_records(
-        ProbResult.objects.filter(job_id__in=job_ids).values_list("job_id", "instance_id", "correct"),
+        ProbResult.objects.filter(job_id__in=job_ids)
+        .exclude(with_distractors)
+        .values_list("job_id", "instance_id", "correct"),
         columns=["job_id", "instance_id", "m_prob"],
     )
     pronouns = pd.DataFrame.from_records(

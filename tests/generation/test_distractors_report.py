@@ -98,3 +98,24 @@ def test_it_draws_the_accuracy_against_distractors(pool):
 
     assert "distractor_accuracy" in [figure["name"] for figure in plot_figures(report=report)]
     assert plot_render(name="distractor_accuracy", report=report, fmt="svg").startswith(b"<?xml")
+
+
+@pytest.mark.django_db
+def test_the_heuristic_of_distractor_instances_is_no_result_of_the_automatic_tables(pool):
+    """The first pronoun may be the other person's: the heuristic of an instance with distractors shows only beside
+    the human verdict (the `distractors` table), never as a result; an instance without distractors counts as ever."""
+    job = pool.items.first().generation.job
+    pool.jobs.set([job])
+    template = pool.items.first().generation.instance.template
+    plain = InstanceFactory(template=template, pronoun="xe", draw=99, name="", text="The nurse smiled.", distractors=0)
+    ProbResultFactory(job=job, instance=plain, prediction="xe", correct=True)
+    GenerationFactory(job=job, instance=plain, setting="pre", continuation=" xe left.")
+    report = report_data(pool=pool)
+
+    assert {row["distractors"] for row in report["distractors"]} == {1, 3}
+    (accuracy,) = report["accuracy"]
+    assert (accuracy["n"], accuracy["prob_n"], accuracy["gen_n"], accuracy["gen_first_n"]) == (1, 1, 1, 1)
+    assert accuracy["human_n"] == len(ITEMS)  # people's labels of the distractor items stay: the human verdict
+    (paired,) = report["prob_vs_gen"]
+    assert paired["n"] == 1
+    assert report["conflict_rate"] and all(row["instances"] == 1 for row in report["conflict_rate"])
