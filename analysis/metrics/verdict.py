@@ -227,7 +227,8 @@ def alt_test(
 
     `judge` maps an item to the judge's label, `annotations` an item to {annotator: label}. The items are those with
     at least two human annotations and a judge label. Each annotator j with at least `min_items` such items is
-    tested (the others are `skipped`): on each of j's items i, with S(x) the share of the other annotators' labels
+    tested (every other annotator in `annotations` is `skipped`, however few such items they have, none included):
+    on each of j's items i, with S(x) the share of the other annotators' labels
     equal to x, the judge wins when S(judge) >= S(j's label) and j wins when S(j's label) >= S(judge) (a tie is a
     win for both); d = j's wins - the judge's wins, and p_j is scipy's one-sided t-test of mean d < epsilon (a NaN
     p-value, as when every d is equal, is reported as None and never rejected). Benjamini-Yekutieli at level q over
@@ -238,8 +239,10 @@ def alt_test(
     from scipy import stats
 
     tested = _alt_test_indicators(judge=judge, annotations=annotations, min_items=min_items)
-    skipped = sorted(annotator for annotator, wins in tested.items() if len(wins) < min_items)
     tested = {annotator: wins for annotator, wins in sorted(tested.items()) if len(wins) >= min_items}
+    # Every other annotator of `annotations` is skipped, one with none of the test's items too (as the reference's
+    # loop over all annotators skips them).
+    skipped = sorted({annotator for given in annotations.values() for annotator in given} - set(tested))
     rows: list[AltTestAnnotator] = []
     p_values: list[float] = []
     for annotator, wins in tested.items():

@@ -336,6 +336,8 @@ class TestAltTest:
         assert result["skipped"] == ["dev"]
         assert [row["annotator"] for row in result["annotators"]] == ["ann", "bea", "cai"]
         _assert_as_reference(result, judge, annotations, 0.15)
+        annotations["solo"] = {"eve": C}  # an annotator with none of the test's items is skipped too
+        assert alt_test(judge=judge, annotations=annotations)["skipped"] == ["dev", "eve"]
 
     def test_with_two_annotators_it_runs_and_recommends_three(self):
         judge, annotations = _study(
