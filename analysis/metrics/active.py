@@ -150,11 +150,12 @@ def ppi_lambda(*, y: Vector, yhat: Vector, yhat_unlabelled: Vector) -> float:
 
 
 def people_n(*, y: Vector, half_width: float, alpha: float = 0.05) -> int | None:
-    """People alone: n = ceil((z s_Y / h)^2), s_Y the pilot's standard deviation of Y (ddof 1). None under 2 units."""
+    """People alone: n = ceil((z s_Y / h)^2), s_Y the pilot's standard deviation of Y (ddof 1); 0 when the pilot's Y
+    does not vary (the formula's answer: the pilot shows no spread to pin down). None under 2 units."""
     values = np.asarray(y, dtype=float)
     if values.size < 2:
         return None
-    return max(1, math.ceil((_z(alpha) * float(values.std(ddof=1)) / half_width) ** 2))
+    return math.ceil((_z(alpha) * float(values.std(ddof=1)) / half_width) ** 2)
 
 
 def ppi_n(

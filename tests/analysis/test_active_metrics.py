@@ -236,6 +236,7 @@ class TestBudget:
     def test_people_alone_need_ceil_z_s_over_h_squared(self, half_width):
         y, _, _ = _job(13, 80)
         assert people_n(y=y, half_width=half_width) == math.ceil((Z * y.std(ddof=1) / half_width) ** 2)
+        assert people_n(y=np.zeros(8), half_width=half_width) == 0  # a pilot without spread: the formula's 0
 
     @pytest.mark.parametrize("half_width", [0.02, 0.05, 0.10])
     def test_ppi_n_is_the_smallest_n_whose_planned_half_width_reaches_h(self, half_width):
