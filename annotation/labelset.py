@@ -20,7 +20,8 @@ class LabelSetError(ValueError):
 
 def labels_check(labels: list[str], positive: str = "") -> list[str]:
     """The label set, checked: at least two distinct labels, each lower-case letters, digits and _ (at most 32),
-    and a positive label that is one of them (empty: `misgendering`, which the set must then have)."""
+    and a positive label that is one of them (empty: `misgendering`, which the set must then have); a set with
+    `misgendering` counts it, so another positive label is refused there (docs/domain.md, 'Bring your own study')."""
     problems = []
     for label in labels:
         if not isinstance(label, str) or not LABEL.match(label):
@@ -31,6 +32,10 @@ def labels_check(labels: list[str], positive: str = "") -> list[str]:
         problems.append("a label set needs at least two labels")
     if positive and positive not in labels:
         problems.append(f"positive label {positive!r} is not in the set {', '.join(map(str, labels))}")
+    elif positive and positive != MISGENDERING and MISGENDERING in labels:
+        problems.append(
+            f"positive label {positive!r}: a set with {MISGENDERING!r} counts {MISGENDERING!r} (name it or none)"
+        )
     if not positive and MISGENDERING not in labels:
         problems.append(
             f"the set has no {MISGENDERING!r}: name the positive label, one of {', '.join(map(str, labels))}"
@@ -41,7 +46,7 @@ def labels_check(labels: list[str], positive: str = "") -> list[str]:
 
 
 def positive_label(pool: Pool) -> str | None:
-    """The label rates count: the pool's own, else `misgendering` when its set has it; None when neither."""
-    if pool.positive_label and pool.positive_label in pool.labels:
-        return pool.positive_label
-    return MISGENDERING if MISGENDERING in pool.labels else None
+    """The label rates count: `misgendering` when the pool's set has it, else the pool's own; None when neither."""
+    if MISGENDERING in pool.labels:
+        return MISGENDERING
+    return pool.positive_label if pool.positive_label and pool.positive_label in pool.labels else None

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
+from annotation.labelset import positive_label
 from annotation.models import Annotation, Pool, PoolItem
 from annotation.schema import DEFAULT_LABELS
 from annotation.services import GenerationImportError, generations_import
@@ -197,6 +198,21 @@ class TestFreeTextImport:
 
         pool = Pool.objects.get(name="p")
         assert (pool.labels, pool.positive_label) == (["ok", "wrong"], "wrong")
+
+    def test_a_set_with_misgendering_counts_it_and_refuses_another_positive_label(self, tmp_path):
+        path = write_csv(tmp_path / "g.csv", [["i1", "m", "d", "C", "Xe left.", "xe", "", ""]])
+        labels = "misgendering,correct,unsure"
+        with pytest.raises(CommandError, match="a set with 'misgendering' counts 'misgendering'"):
+            call_command(
+                "import_generations", str(path), "--pool", "p", "--labels", labels, "--positive", "correct",
+                stdout=io.StringIO(),
+            )  # fmt: skip
+        assert not Pool.objects.filter(name="p").exists()
+        call_command("import_generations", str(path), "--pool", "p", "--labels", labels, stdout=io.StringIO())
+        pool = Pool.objects.get(name="p")
+        Pool.objects.filter(pk=pool.pk).update(positive_label="correct")  # a pool stored before the check
+        pool.refresh_from_db()
+        assert positive_label(pool) == "misgendering"
 
 
 @pytest.mark.django_db
