@@ -407,10 +407,11 @@ def prediction_powered(
     model x dataset (docs/domain.md, 'The judge's verdict': prediction-powered rates); on a pool without a job, the
     same per run over the pool, its units the pool's contexts ("Bring your own study"). The rate is the pool's
     positive label's (`annotation.labelset.positive_label`); a pool with none has no rates. `runs`: `covering_runs`
-    of the pool, read here unless the caller has them."""
+    of the pool, read here unless the caller has them. An active pool has none: PPI++ takes its labelled units as a
+    uniform draw, which an active draw is not (its estimate is `active_rates`)."""
     runs = covering_runs(pool=pool) if runs is None else runs
     positive = positive_label(pool)
-    if not runs or positive is None:
+    if not runs or positive is None or pool.active_run_id is not None:
         return []
     without_job = not pool.jobs.exists()
     side = human_side(frame=frame)

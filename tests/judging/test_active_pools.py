@@ -230,6 +230,8 @@ class TestActiveReport:
         assert row["human_rate"] == pytest.approx(ht.mean())
         assert set(rows) == {"xe", "he", "all"}
         assert rows["xe"]["N"] + rows["he"]["N"] == 40
+        # Uniform PPI++ and stratified PPI take the labelled contexts as a uniform draw: not beside an active one.
+        assert report["prediction_powered"] == [] and report["stratified_ppi"] == []
         # An active pool's rates are its own: no stratified PPI of a uniform draw.
         assert report["stratified_ppi"] == []
 
