@@ -81,8 +81,9 @@ class JudgedContext:
 
 class ContextProbabilitySource(Protocol):
     def contexts(self, *, run_id: int, job_id: int, positive: str) -> list[JudgedContext]:
-        """The job's judged contexts in the job's context order (instance, then setting: pre, then post). Raises ActiveDrawError
-        when the run does not exist, is not finished, does not cover the job, or has no probabilities."""
+        """The job's judged contexts in the job's context order (instance, then setting: pre, then post). Raises
+        ActiveDrawError when the run does not exist, is not finished, does not cover the job, or has no
+        probabilities."""
         ...
 
 

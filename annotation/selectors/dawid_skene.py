@@ -5,7 +5,8 @@ with the task posteriors (M-step) or with the log error matrices (E-step, eviden
 small pool those joins, index alignments and MultiIndex groupbys are the whole cost, about 40 ms a step.
 `ArrayDawidSkene.fit` runs the same EM from the same start on arrays, computing each quantity in the order crowd-kit
 does:
-- the start is crowd-kit's majority vote: each task's label counts over its ratings, tasks and labels sorted;
+- the start is crowd-kit's majority vote: each task's label shares over its ratings, tasks and labels in order of
+  first appearance (as pandas 3 unstacks crowd-kit's `value_counts`);
 - each error matrix is a grouped sum of the posteriors over a (worker, label)'s ratings in their order, pandas' own
   (compensated) grouped sum as crowd-kit's `groupby(["worker", "label"]).sum()`, clipped at 1e-10 and divided by
   the worker's (grouped) sum over the labels it used;
