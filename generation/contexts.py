@@ -13,6 +13,11 @@ OPEN = "open"
 ALL_SETTINGS = (*SETTINGS, OPEN)
 
 
+def setting_rank(setting: str) -> int:
+    """Where a setting comes in a job's order (pre, post, open); any other after them."""
+    return ALL_SETTINGS.index(setting) if setting in ALL_SETTINGS else len(ALL_SETTINGS)
+
+
 def mask_starts_sentence(text: str, mask: str) -> bool:
     """The capitalisation rule: the character two places before the mask is a full stop ("... cried. [MASK] ...")."""
     index = text.index(mask)

@@ -11,7 +11,7 @@ from annotation.active import ActiveDrawError, JudgedContext
 
 class JudgeContextProbabilities:
     def contexts(self, *, run_id: int, job_id: int, positive: str) -> list[JudgedContext]:
-        from generation.contexts import ALL_SETTINGS
+        from generation.contexts import setting_rank
         from judging.models import JudgeMode, JudgeRun, MachineLabel
         from judging.scoring import option_probabilities
 
@@ -58,8 +58,7 @@ class JudgeContextProbabilities:
             raise ActiveDrawError(f"judge run {run_id} has no probabilities for job {job_id}'s generations")
         # The job's context order: its instances in order, each instance's settings in the order a job runs them
         # (pre, then post), not as their names sort.
-        rank = {setting: index for index, setting in enumerate(ALL_SETTINGS)}
-        order = sorted(probabilities, key=lambda key: (key[0], rank.get(key[1], len(rank)), key[1]))
+        order = sorted(probabilities, key=lambda key: (key[0], setting_rank(key[1]), key[1]))
         return [
             JudgedContext(
                 key[0],

@@ -57,7 +57,7 @@ class ArrayDawidSkene(DawidSkene):
         loss = -np.inf
         self.loss_history_ = []
         for _ in range(self.n_iter):
-            probas = _e_step(errors[pair], tasks, len(task_names), priors)
+            probas = _e_step(errors[pair], tasks, priors)
             priors = _column_means(probas)
             errors = _m_step(probas[tasks], pair, pair_worker)
             priors = np.clip(priors, _EPS, None)
@@ -97,11 +97,10 @@ def _m_step(rated: np.ndarray, pair: np.ndarray, pair_worker: np.ndarray) -> np.
     return errors / by_worker[pair_worker]
 
 
-def _e_step(rated_errors: np.ndarray, task: np.ndarray, n_tasks: int, priors: np.ndarray) -> np.ndarray:
+def _e_step(rated_errors: np.ndarray, task: np.ndarray, priors: np.ndarray) -> np.ndarray:
     """Each task's posterior (tasks in order of first appearance): the log2 prior plus its ratings' log2 errors
     summed in rating order, shifted by the row's maximum, exponentiated and normalized."""
     summed = pd.DataFrame(np.log2(rated_errors)).groupby(task, sort=True).sum().to_numpy()
-    assert len(summed) == n_tasks
     likelihoods = np.log2(np.clip(priors, _EPS, None)) + summed
     scaled = np.exp2(likelihoods - likelihoods.max(axis=1, keepdims=True))
     return scaled / _row_sums(scaled)[:, None]

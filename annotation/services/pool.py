@@ -32,7 +32,7 @@ from annotation.active import ActiveDrawError, active_draw, inclusion_probabilit
 from annotation.models import Pool, PoolItem
 from annotation.schema import MISGENDERING
 from common.audit import CREATE, audit_record
-from generation.contexts import ALL_SETTINGS
+from generation.contexts import setting_rank
 from generation.datasets.labels import dataset_label
 from generation.models import Generation, Job, JobStatus
 from generation.pronouns import BASES
@@ -158,7 +158,7 @@ def _job_cells(job: Job, found: dict) -> Iterator[tuple[tuple[str, str, int | No
     xe (whatever order the job lists them in); a distractor set has one cell per distractor count it holds."""
     counts = sorted({count for _, _, count in found}, key=lambda count: -1 if count is None else count) or [None]
     kind = dataset_label(job.dataset)
-    for setting in _in_order(list(job.generation_run.settings), ALL_SETTINGS):
+    for setting in sorted(job.generation_run.settings, key=setting_rank):
         for pronoun in _in_order(list(job.generation_run.pronouns), BASES):
             for count in counts:
                 dataset = kind if count is None else f"{kind} ({count} distractors)"
