@@ -196,39 +196,49 @@ def _timer(loaded):
 def bench_ruff(args, loaded, language_model, timed) -> dict:
     from benchmarks.reference import sample_one_context, score_one_at_a_time
     from generation.contexts import build_context
-    from generation.engines import engine_get
-    from generation.engines.hf.sampling import Decoding, sample_continuations
+    from generation.engines import engine_lookup
+    from generation.engines.hf.sampling import Decoding
     from generation.engines.hf.scoring import score_instances
 
     items = read_ruff(args.templates, args.per_pronoun)
     contexts = [build_context(i.text, i.mask, i.correct_form, s) for i in items for s in ("pre", "post")]
     size = loaded.batch_size
-    engine = engine_get(args.engine)
+    engine = engine_lookup(args.engine)
     decoding = Decoding(samples=args.samples, max_new_tokens=args.max_new_tokens)
 
     def project_sampling() -> None:
-        # As a job's chunk does it: batch_size instances at a time, one batched call per setting.
+        # As a job's chunk does it: batch_size instances at a time, each setting a batch with its own seed, the
+        # settings in one call where the engine samples groups (hf), else one call per setting.
         for start in range(0, len(items), size):
             chunk = items[start : start + size]
-            for setting in ("pre", "post"):
-                chunk_contexts = [build_context(i.text, i.mask, i.correct_form, setting) for i in chunk]
-                if args.engine == "hf":
-                    sample_continuations(loaded=loaded, contexts=chunk_contexts, decoding=decoding, seed=start)
-                else:
+            groups = [
+                ([build_context(i.text, i.mask, i.correct_form, setting) for i in chunk], start + offset)
+                for offset, setting in enumerate(("pre", "post"))
+            ]
+            if engine.samples_groups:
+                engine.sample_groups(language_model=language_model, loaded=loaded, groups=groups, decoding=decoding)
+            else:
+                for chunk_contexts, seed in groups:
                     engine.sample(
                         language_model=language_model,
                         loaded=loaded,
                         contexts=chunk_contexts,
                         decoding=decoding,
-                        seed=start,
+                        seed=seed,
                     )
 
     def plain_sampling() -> None:
         for context in contexts:
             sample_one_context(loaded=loaded, context=context, decoding=decoding, seed=0)
 
-    # Warm-up, so that neither side pays for first-call allocation.
+    # Warm-up, so that neither side pays for first-call allocation (nor Concord for the once-per-process check of its
+    # grouped decoding, on the chunks' shape).
     score_instances(loaded=loaded, items=items[:2])
+    if engine.samples_groups:
+        from generation.engines.hf.shared_attention import grouped_ready
+
+        for start in range(0, len(items), size):
+            grouped_ready(loaded, (len(items[start : start + size]),) * 2, decoding.samples)
     sample_one_context(loaded=loaded, context=contexts[0], decoding=Decoding(samples=1, max_new_tokens=2), seed=0)
 
     # The machine may be shared: the two sides alternate, and with --repeat each keeps its best time.

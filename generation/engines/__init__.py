@@ -74,6 +74,7 @@ class Engine:
     install_hint: str = ""  # what to do where that package is missing
     queue_setting: str | None = None  # the setting naming the Celery queue of its chunks; None: the generation queue
     stoppable: bool = False  # its sampling call takes `stop` and raises Interrupted once it turns True
+    samples_groups: bool = False  # its sampler has `sample_groups`: several groups (contexts, seed) in one call
 
     def installed(self) -> bool:
         return self.package is None or importlib.util.find_spec(self.package) is not None
@@ -111,11 +112,28 @@ class Engine:
         )
         return result
 
+    def sample_groups(
+        self,
+        *,
+        language_model: LanguageModel,
+        loaded: LoadedModel,
+        groups: Sequence[tuple[Sequence[str], int]],
+        decoding: Decoding,
+        stop: Callable[[], bool] | None = None,
+    ) -> list[list[list[str]]]:
+        """Its sampler's continuations for each group (contexts and their seed), as `sample` gives them group by
+        group; for an engine that `samples_groups`."""
+        sampler: Any = self.sampler()
+        result: list[list[list[str]]] = sampler.sample_groups(
+            language_model=language_model, loaded=loaded, groups=groups, decoding=decoding, stop=stop
+        )
+        return result
+
 
 ENGINES: dict[str, Engine] = {
     engine.name: engine
     for engine in (
-        Engine(name="hf", sampler_path="generation.engines.hf.engine:HfEngine", stoppable=True),
+        Engine(name="hf", sampler_path="generation.engines.hf.engine:HfEngine", stoppable=True, samples_groups=True),
         Engine(
             name="vllm",
             sampler_path="generation.engines.vllm:VllmEngine",
@@ -209,4 +227,20 @@ def engine_sample(
     `stoppable` asks `stop` during the call and raises generation.engines.hf.sampling.Interrupted once it turns True."""
     return engine_lookup(engine_name(engine)).sample(
         language_model=language_model, loaded=loaded, contexts=contexts, decoding=decoding, seed=seed, stop=stop
+    )
+
+
+def engine_sample_groups(
+    *,
+    engine: str | None,
+    language_model: LanguageModel,
+    loaded: LoadedModel,
+    groups: Sequence[tuple[Sequence[str], int]],
+    decoding: Decoding,
+    stop: Callable[[], bool] | None = None,
+) -> list[list[list[str]]]:
+    """`engine_sample` for several groups (contexts and their seed) in one call, each group's continuations as its
+    own `engine_sample` gives them: for an engine that `samples_groups` (a chunk's settings, sampled at once)."""
+    return engine_lookup(engine_name(engine)).sample_groups(
+        language_model=language_model, loaded=loaded, groups=groups, decoding=decoding, stop=stop
     )

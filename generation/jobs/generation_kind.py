@@ -2,7 +2,8 @@
 generation app: a job's units are instances of its dataset, each giving settings x samples generations and, on the
 masked datasets, one probability result. The chunk runner (generation/jobs/chunks.py) hands it one chunk at a time.
 
-A chunk's steps: probability scoring, then sampling per setting, each step written as it finishes. Safe to run twice:
+A chunk's steps: probability scoring, then sampling (every setting, each from its own seed), each step written as it
+finishes. Safe to run twice:
 a step whose rows all exist is skipped; a step with some rows is redone with the same seed (so it reproduces the same
 text) and inserted with `ignore_conflicts`, the database's unique constraints keeping one row per (job, instance) and
 per (job, instance, setting, sample index). A worker killed mid-chunk therefore loses only the step it was in. A
@@ -21,7 +22,7 @@ from django.db.models import Count
 
 from generation.contexts import ALL_SETTINGS, SETTINGS, build_context
 from generation.datasets.registry import dataset_kind
-from generation.engines import engine_sample
+from generation.engines import engine_lookup, engine_name, engine_sample, engine_sample_groups
 from generation.engines.hf.loading import LoadedModel, model_load
 from generation.engines.hf.sampling import Decoding, Interrupted
 from generation.engines.hf.scoring import ScoreItem, score_instances
@@ -83,18 +84,29 @@ def _sample(
     chunk: JobChunk,
     loaded: LoadedModel,
     instances: list[Instance],
-    setting: str,
     codebook: Codebook,
     stop: Callable[[], bool],
+    step_done: Callable[[], None],
 ) -> bool:
-    """Sample and write one setting of the chunk; False, with nothing written, when `stop` interrupted the call."""
+    """Sample and write the chunk's settings whose rows are not all written, each from its own seed, with a
+    `step_done` after each setting; False, with the setting in progress not written, when `stop` interrupted the
+    sampling. An engine that samples several groups in one call (hf) gets every setting at once, with the same text
+    as one call per setting; another gets one call per setting."""
     run = job.generation_run
-    existing = Generation.objects.filter(job=job, instance__in=instances, setting=setting).count()
-    if existing == len(instances) * run.samples:
-        return True
-    contexts = [
-        build_context(instance.text, instance.template.mask, instance.correct_form, setting) for instance in instances
-    ]
+    settings = list(run.settings)
+    todo = {
+        setting
+        for setting in settings
+        if Generation.objects.filter(job=job, instance__in=instances, setting=setting).count()
+        != len(instances) * run.samples
+    }
+    contexts = {
+        setting: [
+            build_context(instance.text, instance.template.mask, instance.correct_form, setting)
+            for instance in instances
+        ]
+        for setting in todo
+    }
     decoding = Decoding(
         samples=run.samples,
         max_new_tokens=run.max_new_tokens,
@@ -103,19 +115,50 @@ def _sample(
         num_beams=run.num_beams,
     )
     # The whole chunk is sampled again even when some rows exist: the same batch and seed reproduce the same text.
-    seed = chunk_seed(job_seed=run.seed, chunk_index=chunk.index, setting=setting)
+    seeds = {setting: chunk_seed(job_seed=run.seed, chunk_index=chunk.index, setting=setting) for setting in todo}
+    engine = run.engine or None  # the job's, else this worker's (generation/engines/)
+    sampled: dict[str, list[list[str]]] = {}
     try:
-        continuations = engine_sample(
-            engine=run.engine or None,  # the job's, else this worker's (generation/engines/)
-            language_model=job.model,
-            loaded=loaded,
-            contexts=contexts,
-            decoding=decoding,
-            seed=seed,
-            stop=stop,
-        )
+        if len(todo) > 1 and engine_lookup(engine_name(engine)).samples_groups:
+            ordered = [setting for setting in settings if setting in todo]
+            together = engine_sample_groups(
+                engine=engine,
+                language_model=job.model,
+                loaded=loaded,
+                groups=[(contexts[setting], seeds[setting]) for setting in ordered],
+                decoding=decoding,
+                stop=stop,
+            )
+            sampled = dict(zip(ordered, together, strict=True))
+        for setting in settings:
+            if setting in todo:
+                if setting not in sampled:
+                    if stop():
+                        return False
+                    sampled[setting] = engine_sample(
+                        engine=engine,
+                        language_model=job.model,
+                        loaded=loaded,
+                        contexts=contexts[setting],
+                        decoding=decoding,
+                        seed=seeds[setting],
+                        stop=stop,
+                    )
+                _write_generations(job, instances, setting, contexts[setting], sampled[setting], codebook)
+            step_done()
     except Interrupted:
         return False  # a cancel (or a lost lease) inside the call: the step is redone, or never, from its seed
+    return True
+
+
+def _write_generations(
+    job: Job,
+    instances: list[Instance],
+    setting: str,
+    contexts: list[str],
+    continuations: list[list[str]],
+    codebook: Codebook,
+) -> None:
     pairs = [
         (instance, context, index, text)
         for instance, context, texts in zip(instances, contexts, continuations, strict=True)
@@ -137,7 +180,6 @@ def _sample(
         for (instance, context, index, text), verdict in zip(pairs, verdicts, strict=True)
     ]
     job_rows_write(job_id=job.pk, write=lambda: Generation.objects.bulk_create(rows, ignore_conflicts=True))
-    return True
 
 
 class GenerationKind(JobKind[JobParameters]):
@@ -181,12 +223,8 @@ class GenerationKind(JobKind[JobParameters]):
             return False
         _score(job, loaded, instances, codebook)
         step_done()
-        for setting in job.generation_run.settings:
-            if stop():
-                return False
-            if not _sample(job, chunk, loaded, instances, setting, codebook, stop):
-                return False
-            step_done()
+        if stop() or not _sample(job, chunk, loaded, instances, codebook, stop, step_done):
+            return False
         if stop():
             return False
         tango_templates_fill(job=job, loaded=loaded, instance_ids=chunk.unit_ids)  # TANGO only

@@ -126,6 +126,7 @@ def test_the_chunk_runner_samples_with_the_jobs_engine(smollm2, demo_ruff, monke
     monkeypatch.setattr(generation_kind, "model_load", lambda **kwargs: object())
     monkeypatch.setattr(generation_kind, "score_instances", fake.score)
     monkeypatch.setattr(hf, "sample_continuations", fake.sample)
+    monkeypatch.setattr(hf, "sample_groups", fake.sample_groups)
     monkeypatch.setattr(vllm.VllmEngine, "sample", vllm_sample)
     on_vllm = job_create(model="smollm2-135m", dataset="demo-ruff", queue=False, engine="vllm", **TINY)
     on_hf = job_create(model="smollm2-135m", dataset="demo-ruff", queue=False, engine="hf", **TINY)

@@ -168,6 +168,47 @@ class TestChunkRun:
         for generation in Generation.objects.select_related("instance__template"):
             assert generation.context.startswith(generation.instance.text.split(generation.instance.template.mask)[0])
 
+    def test_a_chunk_samples_its_settings_in_one_call_each_from_its_own_seed(
+        self, smollm2, demo_ruff, loaded_model, monkeypatch
+    ):
+        """Both settings decoded as one batch, each setting's text that of its own call with its own seed; a re-run
+        that misses one setting samples that one alone and gets the same text."""
+        from generation.engines.hf import sampling
+        from generation.engines.hf.sampling import Decoding, sample_continuations
+        from generation.jobs.generation_kind import chunk_seed
+
+        smollm2.batch_size = 2
+        smollm2.save()
+        job = job_create(model="smollm2-135m", dataset="demo-ruff", queue=False, samples=2, max_new_tokens=40)
+        groups: list[int] = []
+        real = sampling._grouped_rows
+        monkeypatch.setattr(
+            sampling, "_grouped_rows", lambda loaded, rows, *args: groups.append(len(rows)) or real(loaded, rows, *args)
+        )
+        first = job.chunks.order_by("index").first()
+        assert len(first.unit_ids) == 2  # 36 instances: chunks of two
+        chunk_run(chunk_id=first.pk)
+        assert groups == [2]
+
+        def stored(setting):
+            rows = Generation.objects.filter(job=job, setting=setting).order_by("instance__ordinal", "sample_index")
+            return [g.continuation for g in rows], list(dict.fromkeys(g.context for g in rows))
+
+        decoding = Decoding(
+            samples=2, max_new_tokens=40, top_k=job.generation_run.top_k, top_p=job.generation_run.top_p
+        )
+        for setting in ("pre", "post"):
+            texts, contexts = stored(setting)
+            seed = chunk_seed(job_seed=job.generation_run.seed, chunk_index=first.index, setting=setting)
+            own = sample_continuations(loaded=loaded_model, contexts=contexts, decoding=decoding, seed=seed)
+            assert len(texts) == 2 * len(contexts) and texts == [text for row in own for text in row]
+
+        before = stored("post")
+        Generation.objects.filter(job=job, setting="post").delete()
+        JobChunk.objects.filter(pk=first.pk).update(finished_at=None)
+        chunk_run(chunk_id=first.pk)
+        assert groups == [2] and stored("post") == before  # one group: its own call
+
     def test_it_runs_from_the_cli_and_exports_the_rows(self, smollm2, demo_ruff, loaded_model, tmp_path):
         out = StringIO()
         call_command(

@@ -46,6 +46,14 @@ class FakeModel:
             raise self.fail.pop(0)
         return [[f" text {seed} {row} {index}" for index in range(decoding.samples)] for row in range(len(contexts))]
 
+    def sample_groups(self, *, loaded, groups, decoding, stop=None):
+        """The hf engine's call for a chunk's settings: one sampling call per group, in order (through the engine
+        module's `sample_continuations`, which a test may replace)."""
+        return [
+            hf_engine.sample_continuations(loaded=loaded, contexts=contexts, decoding=decoding, seed=seed, stop=stop)
+            for contexts, seed in groups
+        ]
+
 
 @pytest.fixture
 def fake_model(monkeypatch, settings):
@@ -53,6 +61,7 @@ def fake_model(monkeypatch, settings):
     monkeypatch.setattr(generation_kind, "model_load", lambda **kwargs: object())
     monkeypatch.setattr(generation_kind, "score_instances", fake.score)
     monkeypatch.setattr(hf_engine, "sample_continuations", fake.sample)
+    monkeypatch.setattr(hf_engine, "sample_groups", fake.sample_groups)
     monkeypatch.setattr(runner, "BUSY_POLL_SECONDS", 0.05)
     settings.CONCORD_TRANSIENT_BACKOFF_SECONDS = 0
     return fake

@@ -17,6 +17,7 @@ from generation.engines.hf.sampling import (
     draw_tokens,
     own_loop_applies,
     sample_continuations,
+    sample_groups,
 )
 
 if TYPE_CHECKING:  # torch and transformers load only in the tests that use them, not at collection
@@ -316,3 +317,109 @@ def test_without_the_shared_cache_the_attention_is_sdpas():
         query, keys.repeat_interleave(2, 1), values.repeat_interleave(2, 1), is_causal=True, scale=0.25
     )
     assert torch.allclose(got, expected.transpose(1, 2), atol=1e-6)
+
+
+# Three groups of different widths (so different padding) and sizes, each with its own seed, all narrower than the
+# new tokens (a wider context decodes from the shared context, one call at a time).
+GROUPS = [
+    (["Alex said that", "After the meeting, Sam told everyone that", "Yes,", "Kai left"], 7),
+    (["Yes,", "Robin thinks", "The nurse left early because", "Then", "Noor wrote that"], 8),
+    (["Kai went home because", "Alex", "It was late and", "Sam said"], 9),
+]
+SHAPE = (4, 5, 4)  # contexts per group
+
+
+def spy_on_grouped_rows(monkeypatch) -> list[int]:
+    """The number of groups of each grouped decoding loop run from now on."""
+    from generation.engines.hf import sampling
+
+    calls: list[int] = []
+    real = sampling._grouped_rows
+
+    def spy(loaded, groups, decoding, criterion):
+        calls.append(len(groups))
+        return real(loaded, groups, decoding, criterion)
+
+    monkeypatch.setattr(sampling, "_grouped_rows", spy)
+    return calls
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "decoding",
+    [Decoding(samples=3, max_new_tokens=12), Decoding(samples=3, max_new_tokens=12, top_k=0, top_p=1.0)],
+    ids=["top-k-top-p", "pure"],
+)
+def test_groups_decoded_as_one_batch_give_each_group_the_text_of_its_own_call(loaded_model, monkeypatch, decoding):
+    """A chunk's settings are decoded together: each group's continuations are, token for token, those of one
+    `sample_continuations` call with the group's contexts as one batch and its seed."""
+    calls = spy_on_grouped_rows(monkeypatch)
+    together = sample_groups(loaded=loaded_model, groups=GROUPS, decoding=decoding)
+
+    assert calls == [3]  # one decoding loop for the three groups
+    own = [
+        sample_continuations(loaded=loaded_model, contexts=contexts, decoding=decoding, seed=seed, batch_size=9)
+        for contexts, seed in GROUPS
+    ]
+    assert together == own
+    assert [len(texts) for group in together for texts in group] == [decoding.samples] * sum(SHAPE)
+    assert (
+        together[0] != sample_groups(loaded=loaded_model, groups=[(GROUPS[0][0], 70), GROUPS[1]], decoding=decoding)[0]
+    )
+
+
+@pytest.mark.slow
+def test_groups_are_sampled_one_call_at_a_time_where_they_may_not_share_a_batch(loaded_model, monkeypatch):
+    """A context as wide as the new tokens (decoded from its shared context), a model that fails the grouped check,
+    or a single group: one call per group, the same text."""
+    from generation.engines.hf import shared_attention
+
+    decoding = Decoding(samples=3, max_new_tokens=4)  # "After the meeting, Sam told everyone that" is wider
+    calls = spy_on_grouped_rows(monkeypatch)
+    own = [sample_continuations(loaded=loaded_model, contexts=c, decoding=decoding, seed=s) for c, s in GROUPS]
+    assert sample_groups(loaded=loaded_model, groups=GROUPS, decoding=decoding) == own
+
+    decoding = Decoding(samples=3, max_new_tokens=12)
+    assert sample_groups(loaded=loaded_model, groups=GROUPS[:1], decoding=decoding)[0] == sample_continuations(
+        loaded=loaded_model, contexts=GROUPS[0][0], decoding=decoding, seed=GROUPS[0][1]
+    )
+    checked = []
+    monkeypatch.setattr(shared_attention, "grouped_ready", lambda loaded, *shape: checked.append(shape) or False)
+    own = [sample_continuations(loaded=loaded_model, contexts=c, decoding=decoding, seed=s) for c, s in GROUPS]
+    assert sample_groups(loaded=loaded_model, groups=GROUPS, decoding=decoding) == own
+    assert calls == [] and checked == [(SHAPE, 3)]
+
+
+@pytest.mark.slow
+def test_the_grouped_check_passes_for_the_default_model_and_fails_where_a_group_would_differ(loaded_model, monkeypatch):
+    from generation.engines.hf import shared_attention
+
+    assert shared_attention._grouped_agrees(loaded_model, SHAPE, 3)
+    real = shared_attention._grouped_attention
+
+    def off_by_a_bit(module, query, groups, **kwargs):  # what a layer that mixed the groups' rows would give
+        output, weights = real(module, query, groups, **kwargs)
+        return output * (1 + 1e-6), weights
+
+    monkeypatch.setattr(shared_attention, "_grouped_attention", off_by_a_bit)
+    assert not shared_attention._grouped_agrees(loaded_model, SHAPE, 3)
+
+
+@pytest.mark.slow
+def test_a_stop_ends_the_grouped_decoding_and_returns_nothing(loaded_model, monkeypatch):
+    calls = spy_on_grouped_rows(monkeypatch)
+    steps = []
+
+    def stop() -> bool:
+        steps.append(1)
+        return len(steps) >= 2
+
+    with pytest.raises(Interrupted, match="stopped after 2 new tokens"):
+        sample_groups(
+            loaded=loaded_model,
+            groups=GROUPS,
+            decoding=Decoding(samples=3, max_new_tokens=12),
+            stop=stop,
+            stop_interval=0.0,
+        )
+    assert calls == [3] and len(steps) == 2

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from generation.engines.hf.sampling import Decoding, sample_continuations
+from generation.engines.hf.sampling import Decoding, sample_continuations, sample_groups
 
 if TYPE_CHECKING:
     from generation.engines.hf.loading import LoadedModel
@@ -32,3 +32,15 @@ class HfEngine:
         return sample_continuations(
             loaded=loaded, contexts=contexts, decoding=decoding, seed=seed, batch_size=max(1, len(contexts)), stop=stop
         )
+
+    def sample_groups(
+        self,
+        *,
+        language_model: LanguageModel,
+        loaded: LoadedModel,
+        groups: Sequence[tuple[Sequence[str], int]],
+        decoding: Decoding,
+        stop: Callable[[], bool] | None = None,
+    ) -> list[list[list[str]]]:
+        # Each group as `sample` gives it (one batch, its seed), decoded together where the model allows it.
+        return sample_groups(loaded=loaded, groups=groups, decoding=decoding, stop=stop)

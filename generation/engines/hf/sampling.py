@@ -13,7 +13,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from generation.engines.hf.loading import LoadedModel
-from generation.engines.hf.shared_attention import cache_for_samples, cache_share_context, shared_attention_ready
+from generation.engines.hf.shared_attention import (
+    cache_for_samples,
+    cache_share_context,
+    prefill,
+    shared_attention_ready,
+)
 
 # How often a running `generate` call asks whether it should stop (a database read, for a job's cancel).
 STOP_POLL_SECONDS = 1.0
@@ -158,11 +163,14 @@ def _eos_ids(loaded: LoadedModel) -> list[int]:
     return [] if eos is None else [eos] if isinstance(eos, int) else list(eos)
 
 
-def draw_tokens(logits, *, decoding: Decoding, temperature: float | None = None, banned: Sequence[int] = ()):
+def draw_tokens(
+    logits, *, decoding: Decoding, temperature: float | None = None, banned: Sequence[int] = (), generator=None
+):
     """One sampled token per row, as transformers' sampling step draws it after its processors: the `banned` ids
     (end of sequence, before min_new_tokens) removed, temperature, top-k, top-p, then a draw from the renormalised
     distribution. The draw is over the k best tokens only: on a CPU, softmax and the multinomial draw over the whole
     vocabulary for every row and step cost about as much as the model's forward pass once many rows are batched.
+    The random numbers come from `generator` (torch's default one when None).
     """
     import torch
 
@@ -177,11 +185,21 @@ def draw_tokens(logits, *, decoding: Decoding, temperature: float | None = None,
         # distribution as torch.multinomial, which on a CPU takes about as long as a decoding step over the vocabulary.
         # Summed in double precision, so that the smallest probabilities are not lost in the running total.
         running = torch.cumsum(torch.softmax(scores, dim=-1), dim=-1, dtype=torch.float64)
-        drawn = torch.rand((scores.shape[0], 1), dtype=torch.float64, device=scores.device) * running[:, -1:]
+        drawn = (
+            torch.rand((scores.shape[0], 1), dtype=torch.float64, device=scores.device, generator=generator)
+            * running[:, -1:]
+        )
         return torch.searchsorted(running, drawn, right=True).squeeze(-1).clamp(max=scores.shape[-1] - 1)
     values, indices = top_k_top_p(scores, top_k=decoding.top_k, top_p=decoding.top_p)
-    choice = torch.multinomial(torch.softmax(values, dim=-1), 1)
+    choice = torch.multinomial(torch.softmax(values, dim=-1), 1, generator=generator)
     return indices.gather(-1, choice).squeeze(-1)
+
+
+def _temperature(model, temperature: float | None) -> float | None:
+    """The temperature a draw divides by (`temperature`, else the model's own), None where it is 1."""
+    if temperature is None:
+        temperature = model.generation_config.temperature
+    return None if temperature in (None, 1.0) else float(temperature)
 
 
 def _sample_rows(
@@ -206,28 +224,15 @@ def _sample_rows(
     here, and `input_ids` and `attention_mask` are then unused.
     """
     import torch
-    from transformers import DynamicCache
 
     model = loaded.model
-    if temperature is None:
-        temperature = model.generation_config.temperature
-    temperature = None if temperature in (None, 1.0) else float(temperature)
+    temperature = _temperature(model, temperature)
     eos = _eos_ids(loaded)
     banned = [] if may_end else eos  # min_new_tokens = max_new_tokens: the end of sequence is never drawn
     samples, length = decoding.samples, decoding.max_new_tokens
 
     if prefilled is None:
-        cache = DynamicCache(config=model.config)
-        positions = (attention_mask.cumsum(-1) - 1).clamp(min=0)  # left padding: a context counts from its first token
-        out = model(
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            position_ids=positions,
-            past_key_values=cache,
-            use_cache=True,
-            logits_to_keep=1,
-        )
-        last_logits, last = out.logits[:, -1], positions[:, -1:]
+        cache, last_logits, last = prefill(model, input_ids, attention_mask)
     else:
         cache, attention_mask, last, last_logits = prefilled
     logits = last_logits.repeat_interleave(samples, dim=0)
@@ -364,4 +369,123 @@ def sample_continuations(
                     results.append(texts[row * decoding.samples : (row + 1) * decoding.samples])
     finally:
         tokenizer.padding_side = previous_side
+    return results
+
+
+def _grouped_rows(loaded: LoadedModel, groups: list, decoding: Decoding, criterion: StopWhen | None) -> list:
+    """`_sample_rows` for several groups of left-padded contexts (`groups`: input ids, attention mask, generator) in
+    one decoding loop, each group's tokens its own call's: each group is run once as its own call runs it, keeps its
+    own cache and draws from its own generator, and a step runs every group's rows through the model together
+    (`shared_attention.GroupedCache`: attention per group, with the group's own mask). A row's matrix products give
+    the same numbers in a larger batch, so every group gets the tokens its own call would give."""
+    import torch
+
+    from generation.engines.hf.shared_attention import GroupedCache, grouped_logits
+
+    model = loaded.model
+    temperature = _temperature(model, None)
+    banned = _eos_ids(loaded)  # min_new_tokens = max_new_tokens: the end of sequence is never drawn
+    samples, length = decoding.samples, decoding.max_new_tokens
+    caches, masks, positions, logits = [], [], [], []
+    bounds: list[tuple[int, int]] = []
+    for input_ids, attention_mask, _ in groups:
+        cache, last_logits, last = prefill(model, input_ids, attention_mask)
+        cache_for_samples(cache, samples, room=length)
+        start = bounds[-1][1] if bounds else 0
+        bounds.append((start, start + last_logits.shape[0] * samples))
+        caches.append(cache)
+        masks.append(attention_mask.repeat_interleave(samples, dim=0))
+        positions.append(last.repeat_interleave(samples, dim=0))
+        logits.append(last_logits.repeat_interleave(samples, dim=0))
+    grouped = GroupedCache(caches, bounds)
+    new = torch.empty((bounds[-1][1], length), dtype=torch.long, device=loaded.device)
+    for step in range(length):
+        for (start, end), scores, (_, _, generator) in zip(bounds, logits, groups, strict=True):
+            new[start:end, step] = draw_tokens(
+                scores, decoding=decoding, temperature=temperature, banned=banned, generator=generator
+            )
+        if criterion is not None and criterion.due():
+            raise Interrupted(f"stopped after {step + 1} new tokens")
+        if step + 1 == length:
+            break
+        masks = [torch.cat([mask, torch.ones_like(mask[:, :1])], dim=-1) for mask in masks]
+        positions = [position + 1 for position in positions]
+        grouped.set_masks(model, masks, positions)
+        every = grouped_logits(model, grouped, new[:, step : step + 1], torch.cat(positions))
+        logits = [every[start:end] for start, end in bounds]
+    return [new[start:end] for start, end in bounds]
+
+
+def _grouped_applies(loaded: LoadedModel, decoding: Decoding, widths: list[int], contexts: tuple[int, ...]) -> bool:
+    """Whether groups of contexts (their padded `widths`, their numbers of `contexts`) may decode as one batch
+    (`_grouped_rows`) and give what their own calls give: more than one group, Concord's own loop, a CPU (each
+    group's generator is torch's CPU one, as its own call's `set_seed` makes it), contexts narrower than the new
+    tokens (a wider one is decoded from the shared context, `_sample_rows`), and a model checked for this shape of
+    groups (`grouped_ready`)."""
+    from generation.engines.hf.shared_attention import grouped_ready
+
+    return (
+        len(widths) > 1
+        and all(0 < width < decoding.max_new_tokens for width in widths)
+        and loaded.device.type == "cpu"
+        and own_loop_applies(loaded, decoding)
+        and grouped_ready(loaded, contexts, decoding.samples)
+    )
+
+
+def sample_groups(
+    *,
+    loaded: LoadedModel,
+    groups: Sequence[tuple[Sequence[str], int]],
+    decoding: Decoding,
+    stop: Callable[[], bool] | None = None,
+    stop_interval: float = STOP_POLL_SECONDS,
+) -> list[list[list[str]]]:
+    """Each group's continuations (a group: contexts and their seed), exactly as `sample_continuations` gives them
+    for the group's contexts as one batch with its seed: a job's chunk samples each setting so. Where the groups may
+    decode together (`_grouped_applies`), their rows run through the model as one batch, whose larger matrix products
+    a CPU runs faster per row (benchmarks/README.md); else one call per group. `stop` as in `sample_continuations`."""
+    import torch
+    from transformers import set_seed
+
+    tokenizer = loaded.tokenizer
+    previous_side = tokenizer.padding_side
+    tokenizer.padding_side = "left"  # new tokens must follow every context directly
+    try:
+        encoded = [tokenizer(list(contexts), return_tensors="pt", padding=True) for contexts, _ in groups if contexts]
+    finally:
+        tokenizer.padding_side = previous_side
+    if len(encoded) < len(groups) or not _grouped_applies(
+        loaded,
+        decoding,
+        [batch.input_ids.shape[1] for batch in encoded],
+        tuple(len(contexts) for contexts, _ in groups),
+    ):
+        return [
+            sample_continuations(
+                loaded=loaded,
+                contexts=contexts,
+                decoding=decoding,
+                seed=seed,
+                batch_size=max(1, len(contexts)),
+                stop=stop,
+                stop_interval=stop_interval,
+            )
+            for contexts, seed in groups
+        ]
+    criterion = StopWhen(stop, stop_interval) if stop is not None else None
+    generators = [torch.Generator(device=loaded.device).manual_seed(seed) for _, seed in groups]
+    rows = [
+        (batch.input_ids.to(loaded.device), batch.attention_mask.to(loaded.device), generator)
+        for batch, generator in zip(encoded, generators, strict=True)
+    ]
+    with torch.inference_mode():
+        new_tokens = _grouped_rows(loaded, rows, decoding, criterion)
+    # The random state as the last group's own call leaves it.
+    set_seed(groups[-1][1])
+    torch.set_rng_state(generators[-1].get_state())
+    results = []
+    for (contexts, _), tokens in zip(groups, new_tokens, strict=True):
+        texts = tokenizer.batch_decode(tokens, skip_special_tokens=True)
+        results.append([texts[row * decoding.samples : (row + 1) * decoding.samples] for row in range(len(contexts))])
     return results

@@ -31,6 +31,8 @@ logger = logging.getLogger(__name__)
 
 ATTENTION = "concord_shared_context"
 _READY: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> whether its steps use the shared context
+# model -> {(contexts per group, samples, torch threads): whether such groups decode as one batch}
+_GROUPED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _attention(module, query, key, value, attention_mask, dropout: float = 0.0, scaling=None, **kwargs):
@@ -39,6 +41,9 @@ def _attention(module, query, key, value, attention_mask, dropout: float = 0.0, 
     keys (`key`, `value`: what the layer's update returned)."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
+    groups = kwargs.pop("concord_groups", None)
+    if groups is not None:
+        return _grouped_attention(module, query, groups, dropout=dropout, scaling=scaling, **kwargs)
     cache = kwargs.pop("concord_shared", None)
     if cache is None or query.shape[2] != 1:
         return sdpa_attention_forward(
@@ -66,6 +71,22 @@ def _attention(module, query, key, value, attention_mask, dropout: float = 0.0, 
     )
     output = from_context + torch.matmul(own_weights, value)
     return output.reshape(rows, query_heads, 1, dim).transpose(1, 2).contiguous(), None
+
+
+def _grouped_attention(module, query, groups: GroupedCache, *, dropout: float, scaling, **kwargs):
+    """sdpa's attention for each group's rows over that group's own cache, with the mask its own step would have
+    (`GroupedCache.masks`): each group's numbers are those of its own forward pass."""
+    import torch
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    layer = groups.layers[module.layer_idx]
+    outputs = [
+        sdpa_attention_forward(
+            module, query[start:end], part.keys, part.values, mask, dropout=dropout, scaling=scaling, **kwargs
+        )[0]
+        for part, (start, end), mask in zip(layer.parts, groups.bounds, groups.masks, strict=True)
+    ]
+    return torch.cat(outputs, dim=0), None
 
 
 @functools.cache
@@ -181,6 +202,102 @@ def cache_share_context(cache, attention_mask, samples: int, room: int) -> bool:
     return True
 
 
+def prefill(model, input_ids, attention_mask):
+    """Run left-padded contexts once: their key/value cache, each row's last logits and last position."""
+    from transformers import DynamicCache
+
+    cache = DynamicCache(config=model.config)
+    positions = (attention_mask.cumsum(-1) - 1).clamp(min=0)  # left padding: a context counts from its first token
+    out = model(
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        position_ids=positions,
+        past_key_values=cache,
+        use_cache=True,
+        logits_to_keep=1,
+    )
+    return cache, out.logits[:, -1], positions[:, -1:]
+
+
+@functools.cache
+def _grouped_layer_class():
+    """A layer of a `GroupedCache`: each group's own layer, written by its rows (made on first use, as the others)."""
+    from transformers.cache_utils import DynamicLayer
+
+    class GroupedLayer(DynamicLayer):
+        """The layer of several groups of rows run as one batch: a step's keys and values are written into each
+        group's own layer (`parts`, rows `bounds`); the grouped attention reads them there, so `update` returns its
+        input unchanged. Its sequence length is the longest group's."""
+
+        parts: list
+        bounds: list[tuple[int, int]]
+
+        @classmethod
+        def of(cls, parts: list, bounds: list[tuple[int, int]]) -> GroupedLayer:
+            grouped = cls()
+            grouped.parts, grouped.bounds = parts, bounds
+            grouped.dtype, grouped.device, grouped.is_initialized = parts[0].dtype, parts[0].device, True
+            return grouped
+
+        def update(self, key_states, value_states, *args, **kwargs):
+            for part, (start, end) in zip(self.parts, self.bounds, strict=True):
+                part.update(key_states[start:end], value_states[start:end])
+            return key_states, value_states
+
+        def get_seq_length(self) -> int:
+            return max(part.get_seq_length() for part in self.parts)
+
+    return GroupedLayer
+
+
+def grouped_logits(model, grouped: GroupedCache, input_ids, position_ids):
+    """One decoding step of every group's rows (one new token each): the last logits, (rows, vocabulary)."""
+    return model(
+        input_ids=input_ids,
+        position_ids=position_ids,
+        past_key_values=grouped.cache,
+        use_cache=True,
+        concord_groups=grouped,
+    ).logits[:, -1]
+
+
+class GroupedCache:
+    """Several groups' caches decoded as one batch (`generation.engines.hf.sampling.sample_groups`): each group keeps
+    its own cache (its own padding, its own width), the layers' matrix products run over every group's rows at once,
+    and attention runs per group with the group's own mask, which `set_masks` makes before each step exactly as the
+    group's own forward pass would. Passed to the model as its cache and as `concord_groups`."""
+
+    def __init__(self, caches: list, bounds: list[tuple[int, int]]):
+        from transformers import DynamicCache
+
+        self.caches, self.bounds = caches, bounds
+        self.cache = DynamicCache()
+        self.cache.layers = [
+            _grouped_layer_class().of([cache.layers[index] for cache in caches], bounds)
+            for index in range(len(caches[0].layers))
+        ]
+        self.layers = self.cache.layers
+        self.masks: list = [None] * len(caches)
+
+    def set_masks(self, model, attention_masks: list, positions: list) -> None:
+        """Each group's attention mask for the coming step, from its 2D mask and positions, as its forward pass
+        would make it."""
+        import torch
+        from transformers.masking_utils import create_causal_mask
+
+        hidden = model.config.hidden_size
+        self.masks = [
+            create_causal_mask(
+                config=model.config,
+                inputs_embeds=torch.empty((mask.shape[0], 1, hidden), dtype=model.dtype, device=mask.device),
+                attention_mask=mask,
+                past_key_values=cache,
+                position_ids=position,
+            )
+            for cache, mask, position in zip(self.caches, attention_masks, positions, strict=True)
+        ]
+
+
 _CHECK_TEXTS = ["Robin said that", "Yesterday Alex went to the market because"]
 
 
@@ -246,6 +363,88 @@ def _agrees(loaded: LoadedModel) -> bool:
             ).logits
             got = model(input_ids=tokens, position_ids=position, past_key_values=shared, concord_shared=shared).logits
             if not torch.allclose(expected, got, atol=tolerance, rtol=0):
+                return False
+            tokens = tokens + 1
+    return True
+
+
+def grouped_ready(loaded: LoadedModel, contexts: tuple[int, ...], samples: int) -> bool:
+    """Whether this model may decode groups of these numbers of contexts, `samples` rows each, as one batch
+    (`GroupedCache`) and give each group's rows the very logits of the group's own steps. Checked once per model,
+    shape of groups and number of torch threads: it must take the registered attention function
+    (`shared_attention_ready`), and two decoding steps of groups of that shape must agree to the last bit. The
+    matrix product a CPU library picks can depend on the number of rows and threads (a few rows take another path,
+    whose sums may round differently), so a shape that was not checked is not trusted."""
+    import torch
+
+    key = (contexts, samples, torch.get_num_threads())
+    verdicts = _GROUPED.setdefault(loaded.model, {})
+    if key not in verdicts:
+        ready = False
+        if shared_attention_ready(loaded):
+            try:
+                ready = _grouped_agrees(loaded, contexts, samples)
+            except Exception:  # noqa: BLE001 - a model whose layers cannot take it decodes each group on its own
+                logger.info("%s: the grouped decoding failed; one call per group", loaded.name, exc_info=True)
+        verdicts[key] = ready
+    return bool(verdicts[key])
+
+
+_GROUP_TEXTS = ["Robin said that", "Yesterday Alex went to the market because", "Sam thinks that", "Yes,"]
+
+
+def _grouped_agrees(loaded: LoadedModel, contexts: tuple[int, ...], samples: int) -> bool:
+    """Two decoding steps of groups of `contexts` short texts (of different widths), `samples` rows each: the logits
+    of the rows decoded as one batch equal those of each group's own steps."""
+    import torch
+
+    model, tokenizer = loaded.model, loaded.tokenizer
+    previous_side = tokenizer.padding_side
+    tokenizer.padding_side = "left"
+    try:
+        batches = [
+            tokenizer(
+                [_GROUP_TEXTS[(group + index) % len(_GROUP_TEXTS)] for index in range(count)],
+                return_tensors="pt",
+                padding=True,
+            ).to(loaded.device)
+            for group, count in enumerate(contexts)
+        ]
+    finally:
+        tokenizer.padding_side = previous_side
+    with torch.inference_mode():
+        own, grouped_caches, masks, positions = [], [], [], []
+        bounds: list[tuple[int, int]] = []
+        for batch in batches:
+            pair = []
+            for _ in range(2):  # one cache for the group's own steps, one for the grouped steps
+                cache, _, last = prefill(model, batch.input_ids, batch.attention_mask)
+                cache_for_samples(cache, samples, room=2)
+                pair.append(cache)
+            own.append(pair[0])
+            grouped_caches.append(pair[1])
+            masks.append(batch.attention_mask.repeat_interleave(samples, dim=0))
+            positions.append(last.repeat_interleave(samples, dim=0))
+            start = bounds[-1][1] if bounds else 0
+            bounds.append((start, start + masks[-1].shape[0]))
+        grouped = GroupedCache(grouped_caches, bounds)
+        tokens = 10 + torch.arange(bounds[-1][1], device=loaded.device)[:, None] % 1000
+        for _ in range(2):
+            masks = [torch.cat([mask, torch.ones_like(mask[:, :1])], dim=-1) for mask in masks]
+            positions = [position + 1 for position in positions]
+            expected = [
+                model(
+                    input_ids=tokens[start:end],
+                    attention_mask=mask,
+                    position_ids=position,
+                    past_key_values=cache,
+                    use_cache=True,
+                ).logits[:, -1]
+                for cache, mask, position, (start, end) in zip(own, masks, positions, bounds, strict=True)
+            ]
+            grouped.set_masks(model, masks, positions)
+            got = grouped_logits(model, grouped, tokens, torch.cat(positions))
+            if not torch.equal(torch.cat(expected), got):
                 return False
             tokens = tokens + 1
     return True
