@@ -149,6 +149,15 @@ def bench_job(n: int, mode: str = "likelihood", k: int = 5, temperature: float =
         return likelihood_judge_plain(loaded=loaded, prompts=texts, options=judge.option_map)
 
     plain_loop(job_prompts[:1])  # warm-up
+    # The checks a worker runs once per loaded model (the tree pass against the plain one, the shared-context
+    # attention against the copied cache): timed here, apart from the job, as the model's loading is.
+    from generation.engines.hf.scoring import _tree_agrees
+    from generation.engines.hf.shared_attention import shared_attention_ready
+
+    start = time.perf_counter()
+    _tree_agrees(loaded)
+    shared_attention_ready(loaded)
+    checks_seconds = time.perf_counter() - start
     # Bracketed: the plain loop, the job, the plain loop again, in this process; the ratio takes the plain loop's mean.
     loads = [os.getloadavg()[0]]
     plain_seconds = []
@@ -197,6 +206,7 @@ def bench_job(n: int, mode: str = "likelihood", k: int = 5, temperature: float =
         "judge_job_generations_per_s": round(rate, 3),
         "speedup": round(plain_mean / job_seconds, 2),
         "speedup_each_side": [round(seconds / job_seconds, 2) for seconds in plain_seconds],
+        "once_per_process_checks_s": round(checks_seconds, 2),
         **compared,
         "projected_hours_for_30000": round(FULL_JOB / rate / 3600, 2),
         "load_1min": [round(x, 2) for x in loads],

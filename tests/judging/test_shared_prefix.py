@@ -125,6 +125,37 @@ def test_the_opening_every_prompt_shares_runs_once_and_the_rows_hold_only_what_f
         )
 
 
+def test_a_call_that_opens_as_an_earlier_one_reuses_its_opening_and_gets_the_same_numbers(loaded_model, monkeypatch):
+    """A judge run's chunks all open with the task and its options: the opening runs once for them, and a chunk's
+    verdicts are those it gets with the opening run afresh."""
+    import torch
+
+    prompts = _job_prompts()
+    seconds = prompts[1::2]  # like prompts[0::2], a prompt of each context: they share the template's opening
+    prefixes = loaded_model.tokenizer(prompts).input_ids
+    monkeypatch.setitem(scoring._OPENINGS, loaded_model.model, scoring.OrderedDict())
+    first = scoring._opening(loaded_model, prefixes[0::2])
+    assert scoring._opening(loaded_model, prefixes[1::2]) is first  # other prompts, the same opening
+    kept = likelihood_judge(loaded=loaded_model, prompts=seconds, options=OPTIONS)
+    assert list(scoring._OPENINGS[loaded_model.model]) == [tuple(first.tokens)]
+
+    scoring._OPENINGS[loaded_model.model].clear()
+    fresh = scoring._opening(loaded_model, prefixes[1::2])
+    assert fresh is not first and all(
+        torch.equal(a.keys, b.keys) and torch.equal(a.values, b.values)
+        for a, b in zip(first.cache.layers, fresh.cache.layers, strict=True)
+    )  # the kept opening is unchanged by the passes that read it
+    scoring._OPENINGS[loaded_model.model].clear()
+    again = likelihood_judge(loaded=loaded_model, prompts=seconds, options=OPTIONS)
+    assert [(v.label, v.scores) for v in kept] == [(v.label, v.scores) for v in again]
+
+    monkeypatch.setattr(scoring, "OPENINGS_KEPT", 1)
+    monkeypatch.setattr(scoring, "OPENING_MIN_TOKENS", 2)
+    ids = loaded_model.tokenizer("Robin baked bread for the whole street.").input_ids
+    other = scoring._opening(loaded_model, [ids, ids + [13]])
+    assert list(scoring._OPENINGS[loaded_model.model]) == [tuple(other.tokens)]  # the oldest one let go
+
+
 def test_an_opening_leaves_every_prefix_a_token_of_its_own_and_needs_its_minimum(loaded_model, monkeypatch):
     monkeypatch.setattr(scoring, "OPENING_MIN_TOKENS", 2)
     ids = loaded_model.tokenizer("Robin baked bread for the whole street.").input_ids

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import weakref
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -192,6 +193,12 @@ HEAD_ROWS = 512
 OPENING_MIN_TOKENS = 16
 
 
+# The openings last run, kept per model and reused by a call that opens with the same tokens (a judge run's chunks all
+# open with its template's task and options): the same numbers, since a pass copies an opening's cache before use.
+OPENINGS_KEPT = 4
+_OPENINGS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> OrderedDict(tokens -> _Opening)
+
+
 @dataclass
 class _Opening:
     """The tokens every entry of a call opens with, run once: a one-row key/value cache that each tree pass copies
@@ -214,9 +221,17 @@ def _opening(loaded: LoadedModel, prefixes: Sequence[Sequence[int]]) -> _Opening
     if shared < OPENING_MIN_TOKENS:
         return None
     tokens = list(first[:shared])
-    with torch.inference_mode():
-        out = loaded.model.base_model(input_ids=torch.tensor([tokens], device=loaded.device), use_cache=True)
-    return _Opening(tokens, out.past_key_values)
+    kept = _OPENINGS.setdefault(loaded.model, OrderedDict())
+    opening = kept.get(tuple(tokens))
+    if opening is None:
+        with torch.inference_mode():
+            out = loaded.model.base_model(input_ids=torch.tensor([tokens], device=loaded.device), use_cache=True)
+        opening = kept[tuple(tokens)] = _Opening(tokens, out.past_key_values)
+        while len(kept) > OPENINGS_KEPT:
+            kept.popitem(last=False)
+    else:
+        kept.move_to_end(tuple(tokens))
+    return opening
 
 
 @dataclass
