@@ -370,9 +370,9 @@ def test_groups_decoded_as_one_batch_give_each_group_the_text_of_its_own_call(lo
 
 @pytest.mark.slow
 def test_groups_are_sampled_one_call_at_a_time_where_they_may_not_share_a_batch(loaded_model, monkeypatch):
-    """A context as wide as the new tokens (decoded from its shared context), a model that fails the grouped check,
-    or a single group: one call per group, the same text."""
-    from generation.engines.hf import shared_attention
+    """A context as wide as the new tokens (decoded from its shared context), more rows than a batch may hold, a
+    model that fails the grouped check, or a single group: one call per group, the same text."""
+    from generation.engines.hf import sampling, shared_attention
 
     decoding = Decoding(samples=3, max_new_tokens=4)  # "After the meeting, Sam told everyone that" is wider
     calls = spy_on_grouped_rows(monkeypatch)
@@ -380,6 +380,11 @@ def test_groups_are_sampled_one_call_at_a_time_where_they_may_not_share_a_batch(
     assert sample_groups(loaded=loaded_model, groups=GROUPS, decoding=decoding) == own
 
     decoding = Decoding(samples=3, max_new_tokens=12)
+    limit = sampling.GROUPED_ROWS_MAX
+    monkeypatch.setattr(sampling, "GROUPED_ROWS_MAX", 3 * sum(SHAPE) - 1)  # one row more than a batch may hold
+    own = [sample_continuations(loaded=loaded_model, contexts=c, decoding=decoding, seed=s) for c, s in GROUPS]
+    assert sample_groups(loaded=loaded_model, groups=GROUPS, decoding=decoding) == own
+    monkeypatch.setattr(sampling, "GROUPED_ROWS_MAX", limit)
     assert sample_groups(loaded=loaded_model, groups=GROUPS[:1], decoding=decoding)[0] == sample_continuations(
         loaded=loaded_model, contexts=GROUPS[0][0], decoding=decoding, seed=GROUPS[0][1]
     )

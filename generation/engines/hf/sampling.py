@@ -416,16 +416,22 @@ def _grouped_rows(loaded: LoadedModel, groups: list, decoding: Decoding, criteri
     return [new[start:end] for start, end in bounds]
 
 
+# The most rows decoded as one batch: beyond it the groups are sampled one call each. A batch this large already runs
+# its matrix products at nearly the rate of a larger one, and the caches of every row are held at once.
+GROUPED_ROWS_MAX = 400
+
+
 def _grouped_applies(loaded: LoadedModel, decoding: Decoding, widths: list[int], contexts: tuple[int, ...]) -> bool:
     """Whether groups of contexts (their padded `widths`, their numbers of `contexts`) may decode as one batch
-    (`_grouped_rows`) and give what their own calls give: more than one group, Concord's own loop, a CPU (each
-    group's generator is torch's CPU one, as its own call's `set_seed` makes it), contexts narrower than the new
-    tokens (a wider one is decoded from the shared context, `_sample_rows`), and a model checked for this shape of
-    groups (`grouped_ready`)."""
+    (`_grouped_rows`) and give what their own calls give: more than one group, at most GROUPED_ROWS_MAX rows,
+    Concord's own loop, a CPU (each group's generator is torch's CPU one, as its own call's `set_seed` makes it),
+    contexts narrower than the new tokens (a wider one is decoded from the shared context, `_sample_rows`), and a
+    model checked for this shape of groups (`grouped_ready`)."""
     from generation.engines.hf.shared_attention import grouped_ready
 
     return (
         len(widths) > 1
+        and sum(contexts) * decoding.samples <= GROUPED_ROWS_MAX
         and all(0 < width < decoding.max_new_tokens for width in widths)
         and loaded.device.type == "cpu"
         and own_loop_applies(loaded, decoding)
