@@ -228,19 +228,3 @@ def engine_sample(
     return engine_lookup(engine_name(engine)).sample(
         language_model=language_model, loaded=loaded, contexts=contexts, decoding=decoding, seed=seed, stop=stop
     )
-
-
-def engine_sample_groups(
-    *,
-    engine: str | None,
-    language_model: LanguageModel,
-    loaded: LoadedModel,
-    groups: Sequence[tuple[Sequence[str], int]],
-    decoding: Decoding,
-    stop: Callable[[], bool] | None = None,
-) -> list[list[list[str]]]:
-    """`engine_sample` for several groups (contexts and their seed) in one call, each group's continuations as its
-    own `engine_sample` gives them: for an engine that `samples_groups` (a chunk's settings, sampled at once)."""
-    return engine_lookup(engine_name(engine)).sample_groups(
-        language_model=language_model, loaded=loaded, groups=groups, decoding=decoding, stop=stop
-    )

@@ -22,7 +22,7 @@ from django.db.models import Count
 
 from generation.contexts import ALL_SETTINGS, SETTINGS, build_context
 from generation.datasets.registry import dataset_kind
-from generation.engines import engine_lookup, engine_name, engine_sample, engine_sample_groups
+from generation.engines import engine_lookup, engine_name, engine_sample
 from generation.engines.hf.loading import LoadedModel, model_load
 from generation.engines.hf.sampling import Decoding, Interrupted
 from generation.engines.hf.scoring import ScoreItem, score_instances
@@ -93,13 +93,12 @@ def _sample(
     sampling. An engine that samples several groups in one call (hf) gets every setting at once, with the same text
     as one call per setting; another gets one call per setting."""
     run = job.generation_run
-    settings = list(run.settings)
-    todo = {
+    todo = [
         setting
-        for setting in settings
+        for setting in run.settings
         if Generation.objects.filter(job=job, instance__in=instances, setting=setting).count()
         != len(instances) * run.samples
-    }
+    ]
     contexts = {
         setting: [
             build_context(instance.text, instance.template.mask, instance.correct_form, setting)
@@ -119,31 +118,30 @@ def _sample(
     engine = run.engine or None  # the job's, else this worker's (generation/engines/)
     sampled: dict[str, list[list[str]]] = {}
     try:
-        if len(todo) > 1 and engine_lookup(engine_name(engine)).samples_groups:
-            ordered = [setting for setting in settings if setting in todo]
-            together = engine_sample_groups(
-                engine=engine,
+        chosen = engine_lookup(engine_name(engine))
+        if len(todo) > 1 and chosen.samples_groups:
+            together = chosen.sample_groups(
                 language_model=job.model,
                 loaded=loaded,
-                groups=[(contexts[setting], seeds[setting]) for setting in ordered],
+                groups=[(contexts[setting], seeds[setting]) for setting in todo],
                 decoding=decoding,
                 stop=stop,
             )
-            sampled = dict(zip(ordered, together, strict=True))
-        for setting in settings:
-            if setting in todo:
-                if setting not in sampled:
-                    if stop():
-                        return False
-                    sampled[setting] = engine_sample(
-                        engine=engine,
-                        language_model=job.model,
-                        loaded=loaded,
-                        contexts=contexts[setting],
-                        decoding=decoding,
-                        seed=seeds[setting],
-                        stop=stop,
-                    )
+            sampled = dict(zip(todo, together, strict=True))
+        for setting in run.settings:
+            if setting in todo and setting not in sampled:
+                if stop():
+                    return False
+                sampled[setting] = engine_sample(
+                    engine=engine,
+                    language_model=job.model,
+                    loaded=loaded,
+                    contexts=contexts[setting],
+                    decoding=decoding,
+                    seed=seeds[setting],
+                    stop=stop,
+                )
+            if setting in sampled:
                 _write_generations(job, instances, setting, contexts[setting], sampled[setting], codebook)
             step_done()
     except Interrupted:

@@ -336,9 +336,9 @@ def spy_on_grouped_rows(monkeypatch) -> list[int]:
     calls: list[int] = []
     real = sampling._grouped_rows
 
-    def spy(loaded, groups, decoding, criterion):
-        calls.append(len(groups))
-        return real(loaded, groups, decoding, criterion)
+    def spy(loaded, batches, generators, decoding, criterion):
+        calls.append(len(batches))
+        return real(loaded, batches, generators, decoding, criterion)
 
     monkeypatch.setattr(sampling, "_grouped_rows", spy)
     return calls
@@ -372,7 +372,7 @@ def test_groups_decoded_as_one_batch_give_each_group_the_text_of_its_own_call(lo
 def test_groups_are_sampled_one_call_at_a_time_where_they_may_not_share_a_batch(loaded_model, monkeypatch):
     """A context as wide as the new tokens (decoded from its shared context), more rows than a batch may hold, a
     model that fails the grouped check, or a single group: one call per group, the same text."""
-    from generation.engines.hf import sampling, shared_attention
+    from generation.engines.hf import sampling
 
     decoding = Decoding(samples=3, max_new_tokens=4)  # "After the meeting, Sam told everyone that" is wider
     calls = spy_on_grouped_rows(monkeypatch)
@@ -389,7 +389,7 @@ def test_groups_are_sampled_one_call_at_a_time_where_they_may_not_share_a_batch(
         loaded=loaded_model, contexts=GROUPS[0][0], decoding=decoding, seed=GROUPS[0][1]
     )
     checked = []
-    monkeypatch.setattr(shared_attention, "grouped_ready", lambda loaded, *shape: checked.append(shape) or False)
+    monkeypatch.setattr(sampling, "grouped_ready", lambda loaded, *shape: checked.append(shape) or False)
     own = [sample_continuations(loaded=loaded_model, contexts=c, decoding=decoding, seed=s) for c, s in GROUPS]
     assert sample_groups(loaded=loaded_model, groups=GROUPS, decoding=decoding) == own
     assert calls == [] and checked == [(SHAPE, 3)]

@@ -14,8 +14,10 @@ from dataclasses import dataclass
 
 from generation.engines.hf.loading import LoadedModel
 from generation.engines.hf.shared_attention import (
+    GroupedCache,
     cache_for_samples,
     cache_share_context,
+    grouped_ready,
     prefill,
     shared_attention_ready,
 )
@@ -372,48 +374,33 @@ def sample_continuations(
     return results
 
 
-def _grouped_rows(loaded: LoadedModel, groups: list, decoding: Decoding, criterion: StopWhen | None) -> list:
-    """`_sample_rows` for several groups of left-padded contexts (`groups`: input ids, attention mask, generator) in
-    one decoding loop, each group's tokens its own call's: each group is run once as its own call runs it, keeps its
+def _grouped_rows(
+    loaded: LoadedModel, batches: list, generators: list, decoding: Decoding, criterion: StopWhen | None
+) -> list:
+    """`_sample_rows` for several groups of left-padded contexts (`batches`: each group's input ids and attention
+    mask; `generators`: each group's random generator) in one decoding loop, each group's tokens its own call's: each group is run once as its own call runs it, keeps its
     own cache and draws from its own generator, and a step runs every group's rows through the model together
     (`shared_attention.GroupedCache`: attention per group, with the group's own mask). A row's matrix products give
     the same numbers in a larger batch, so every group gets the tokens its own call would give."""
     import torch
 
-    from generation.engines.hf.shared_attention import GroupedCache, grouped_logits
-
-    model = loaded.model
-    temperature = _temperature(model, None)
+    temperature = _temperature(loaded.model, None)
     banned = _eos_ids(loaded)  # min_new_tokens = max_new_tokens: the end of sequence is never drawn
-    samples, length = decoding.samples, decoding.max_new_tokens
-    caches, masks, positions, logits = [], [], [], []
-    bounds: list[tuple[int, int]] = []
-    for input_ids, attention_mask, _ in groups:
-        cache, last_logits, last = prefill(model, input_ids, attention_mask)
-        cache_for_samples(cache, samples, room=length)
-        start = bounds[-1][1] if bounds else 0
-        bounds.append((start, start + last_logits.shape[0] * samples))
-        caches.append(cache)
-        masks.append(attention_mask.repeat_interleave(samples, dim=0))
-        positions.append(last.repeat_interleave(samples, dim=0))
-        logits.append(last_logits.repeat_interleave(samples, dim=0))
-    grouped = GroupedCache(caches, bounds)
-    new = torch.empty((bounds[-1][1], length), dtype=torch.long, device=loaded.device)
+    length = decoding.max_new_tokens
+    grouped = GroupedCache(loaded.model, batches, decoding.samples, room=length)
+    logits = grouped.first_logits
+    new = torch.empty((grouped.rows, length), dtype=torch.long, device=loaded.device)
     for step in range(length):
-        for (start, end), scores, (_, _, generator) in zip(bounds, logits, groups, strict=True):
-            new[start:end, step] = draw_tokens(
+        for rows, scores, generator in zip(grouped.split(new), logits, generators, strict=True):
+            rows[:, step] = draw_tokens(
                 scores, decoding=decoding, temperature=temperature, banned=banned, generator=generator
             )
         if criterion is not None and criterion.due():
             raise Interrupted(f"stopped after {step + 1} new tokens")
         if step + 1 == length:
             break
-        masks = [torch.cat([mask, torch.ones_like(mask[:, :1])], dim=-1) for mask in masks]
-        positions = [position + 1 for position in positions]
-        grouped.set_masks(model, masks, positions)
-        every = grouped_logits(model, grouped, new[:, step : step + 1], torch.cat(positions))
-        logits = [every[start:end] for start, end in bounds]
-    return [new[start:end] for start, end in bounds]
+        logits = grouped.split(grouped.step(new[:, step : step + 1]))
+    return grouped.split(new)
 
 
 # The most rows decoded as one batch: beyond it the groups are sampled one call each. A batch this large already runs
@@ -427,8 +414,6 @@ def _grouped_applies(loaded: LoadedModel, decoding: Decoding, widths: list[int],
     Concord's own loop, a CPU (each group's generator is torch's CPU one, as its own call's `set_seed` makes it),
     contexts narrower than the new tokens (a wider one is decoded from the shared context, `_sample_rows`), and a
     model checked for this shape of groups (`grouped_ready`)."""
-    from generation.engines.hf.shared_attention import grouped_ready
-
     return (
         len(widths) > 1
         and sum(contexts) * decoding.samples <= GROUPED_ROWS_MAX
@@ -481,12 +466,9 @@ def sample_groups(
         ]
     criterion = StopWhen(stop, stop_interval) if stop is not None else None
     generators = [torch.Generator(device=loaded.device).manual_seed(seed) for _, seed in groups]
-    rows = [
-        (batch.input_ids.to(loaded.device), batch.attention_mask.to(loaded.device), generator)
-        for batch, generator in zip(encoded, generators, strict=True)
-    ]
+    batches = [(batch.input_ids.to(loaded.device), batch.attention_mask.to(loaded.device)) for batch in encoded]
     with torch.inference_mode():
-        new_tokens = _grouped_rows(loaded, rows, decoding, criterion)
+        new_tokens = _grouped_rows(loaded, batches, generators, decoding, criterion)
     # The random state as the last group's own call leaves it.
     set_seed(groups[-1][1])
     torch.set_rng_state(generators[-1].get_state())

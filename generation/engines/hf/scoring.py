@@ -221,16 +221,15 @@ def _opening(loaded: LoadedModel, prefixes: Sequence[Sequence[int]]) -> _Opening
     if shared < OPENING_MIN_TOKENS:
         return None
     tokens = list(first[:shared])
-    kept = _OPENINGS.setdefault(loaded.model, OrderedDict())
-    opening = kept.get(tuple(tokens))
-    if opening is None:
-        with torch.inference_mode():
-            out = loaded.model.base_model(input_ids=torch.tensor([tokens], device=loaded.device), use_cache=True)
-        opening = kept[tuple(tokens)] = _Opening(tokens, out.past_key_values)
-        while len(kept) > OPENINGS_KEPT:
-            kept.popitem(last=False)
-    else:
-        kept.move_to_end(tuple(tokens))
+    key, kept = tuple(tokens), _OPENINGS.setdefault(loaded.model, OrderedDict())
+    if key in kept:
+        kept.move_to_end(key)
+        return kept[key]
+    with torch.inference_mode():
+        out = loaded.model.base_model(input_ids=torch.tensor([tokens], device=loaded.device), use_cache=True)
+    opening = kept[key] = _Opening(tokens, out.past_key_values)
+    while len(kept) > OPENINGS_KEPT:
+        kept.popitem(last=False)
     return opening
 
 

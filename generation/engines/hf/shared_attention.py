@@ -79,7 +79,7 @@ def _grouped_attention(module, query, groups: GroupedCache, *, dropout: float, s
     import torch
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
-    layer = groups.layers[module.layer_idx]
+    layer = groups.cache.layers[module.layer_idx]
     outputs = [
         sdpa_attention_forward(
             module, query[start:end], part.keys, part.values, mask, dropout=dropout, scaling=scaling, **kwargs
@@ -250,41 +250,48 @@ def _grouped_layer_class():
     return GroupedLayer
 
 
-def grouped_logits(model, grouped: GroupedCache, input_ids, position_ids):
-    """One decoding step of every group's rows (one new token each): the last logits, (rows, vocabulary)."""
-    return model(
-        input_ids=input_ids,
-        position_ids=position_ids,
-        past_key_values=grouped.cache,
-        use_cache=True,
-        concord_groups=grouped,
-    ).logits[:, -1]
-
-
 class GroupedCache:
-    """Several groups' caches decoded as one batch (`generation.engines.hf.sampling.sample_groups`): each group keeps
-    its own cache (its own padding, its own width), the layers' matrix products run over every group's rows at once,
-    and attention runs per group with the group's own mask, which `set_masks` makes before each step exactly as the
-    group's own forward pass would. Passed to the model as its cache and as `concord_groups`."""
+    """Several groups of left-padded contexts decoded as one batch (`generation.engines.hf.sampling.sample_groups`),
+    `samples` rows per context. Each group is prefilled as its own call would do it and keeps its own cache (its own
+    padding, its own width), with room for `room` new tokens; a step (`step`) runs every group's rows through the
+    model's layers at once, and attention per group with the mask the group's own forward pass would make. Passed to
+    the model as its cache and as `concord_groups`."""
 
-    def __init__(self, caches: list, bounds: list[tuple[int, int]]):
+    def __init__(self, model, batches: list, samples: int, room: int):
+        """`batches`: each group's (input ids, attention mask). `first_logits` holds each group's rows' logits for
+        their first draw."""
         from transformers import DynamicCache
 
-        self.caches, self.bounds = caches, bounds
+        self.model = model
+        self.caches, self.first_logits, self.attention_masks, self.positions = [], [], [], []
+        self.bounds: list[tuple[int, int]] = []
+        for input_ids, attention_mask in batches:
+            cache, last_logits, last = prefill(model, input_ids, attention_mask)
+            cache_for_samples(cache, samples, room=room)
+            start = self.bounds[-1][1] if self.bounds else 0
+            self.bounds.append((start, start + last_logits.shape[0] * samples))
+            self.caches.append(cache)
+            self.first_logits.append(last_logits.repeat_interleave(samples, dim=0))
+            self.attention_masks.append(attention_mask.repeat_interleave(samples, dim=0))
+            self.positions.append(last.repeat_interleave(samples, dim=0))
         self.cache = DynamicCache()
         self.cache.layers = [
-            _grouped_layer_class().of([cache.layers[index] for cache in caches], bounds)
-            for index in range(len(caches[0].layers))
+            _grouped_layer_class().of([cache.layers[index] for cache in self.caches], self.bounds)
+            for index in range(len(self.caches[0].layers))
         ]
-        self.layers = self.cache.layers
-        self.masks: list = [None] * len(caches)
+        self.masks: list = [None] * len(self.caches)  # each group's attention mask for the step under way
+        self.rows = self.bounds[-1][1] if self.bounds else 0
 
-    def set_masks(self, model, attention_masks: list, positions: list) -> None:
-        """Each group's attention mask for the coming step, from its 2D mask and positions, as its forward pass
-        would make it."""
+    def step(self, input_ids):
+        """One decoding step of every row (`input_ids`: one new token each): the last logits, (rows, vocabulary)."""
         import torch
         from transformers.masking_utils import create_causal_mask
 
+        model = self.model
+        self.attention_masks = [
+            torch.cat([mask, torch.ones_like(mask[:, :1])], dim=-1) for mask in self.attention_masks
+        ]
+        self.positions = [position + 1 for position in self.positions]
         hidden = model.config.hidden_size
         self.masks = [
             create_causal_mask(
@@ -294,8 +301,19 @@ class GroupedCache:
                 past_key_values=cache,
                 position_ids=position,
             )
-            for cache, mask, position in zip(self.caches, attention_masks, positions, strict=True)
+            for cache, mask, position in zip(self.caches, self.attention_masks, self.positions, strict=True)
         ]
+        return model(
+            input_ids=input_ids,
+            position_ids=torch.cat(self.positions),
+            past_key_values=self.cache,
+            use_cache=True,
+            concord_groups=self,
+        ).logits[:, -1]
+
+    def split(self, rows) -> list:
+        """A tensor of every row, cut into its groups' rows."""
+        return [rows[start:end] for start, end in self.bounds]
 
 
 _CHECK_TEXTS = ["Robin said that", "Yesterday Alex went to the market because"]
@@ -413,38 +431,30 @@ def _grouped_agrees(loaded: LoadedModel, contexts: tuple[int, ...], samples: int
     finally:
         tokenizer.padding_side = previous_side
     with torch.inference_mode():
-        own, grouped_caches, masks, positions = [], [], [], []
-        bounds: list[tuple[int, int]] = []
+        grouped = GroupedCache(model, [(batch.input_ids, batch.attention_mask) for batch in batches], samples, room=2)
+        own = []  # each group's own cache, mask and positions, stepped as its own call steps them
         for batch in batches:
-            pair = []
-            for _ in range(2):  # one cache for the group's own steps, one for the grouped steps
-                cache, _, last = prefill(model, batch.input_ids, batch.attention_mask)
-                cache_for_samples(cache, samples, room=2)
-                pair.append(cache)
-            own.append(pair[0])
-            grouped_caches.append(pair[1])
-            masks.append(batch.attention_mask.repeat_interleave(samples, dim=0))
-            positions.append(last.repeat_interleave(samples, dim=0))
-            start = bounds[-1][1] if bounds else 0
-            bounds.append((start, start + masks[-1].shape[0]))
-        grouped = GroupedCache(grouped_caches, bounds)
-        tokens = 10 + torch.arange(bounds[-1][1], device=loaded.device)[:, None] % 1000
+            cache, _, last = prefill(model, batch.input_ids, batch.attention_mask)
+            cache_for_samples(cache, samples, room=2)
+            own.append(
+                [cache, batch.attention_mask.repeat_interleave(samples, dim=0), last.repeat_interleave(samples, dim=0)]
+            )
+        tokens = 10 + torch.arange(grouped.rows, device=loaded.device)[:, None] % 1000
         for _ in range(2):
-            masks = [torch.cat([mask, torch.ones_like(mask[:, :1])], dim=-1) for mask in masks]
-            positions = [position + 1 for position in positions]
-            expected = [
-                model(
-                    input_ids=tokens[start:end],
-                    attention_mask=mask,
-                    position_ids=position,
-                    past_key_values=cache,
-                    use_cache=True,
-                ).logits[:, -1]
-                for cache, mask, position, (start, end) in zip(own, masks, positions, bounds, strict=True)
-            ]
-            grouped.set_masks(model, masks, positions)
-            got = grouped_logits(model, grouped, tokens, torch.cat(positions))
-            if not torch.equal(torch.cat(expected), got):
+            expected = []
+            for group, ids in zip(own, grouped.split(tokens), strict=True):
+                cache, mask, position = group
+                group[1:] = mask, position = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=-1), position + 1
+                expected.append(
+                    model(
+                        input_ids=ids,
+                        attention_mask=mask,
+                        position_ids=position,
+                        past_key_values=cache,
+                        use_cache=True,
+                    ).logits[:, -1]
+                )
+            if not torch.equal(torch.cat(expected), grouped.step(tokens)):
                 return False
             tokens = tokens + 1
     return True
