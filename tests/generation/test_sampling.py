@@ -380,17 +380,14 @@ def test_groups_are_sampled_one_call_at_a_time_where_they_may_not_share_a_batch(
     assert sample_groups(loaded=loaded_model, groups=GROUPS, decoding=decoding) == own
 
     decoding = Decoding(samples=3, max_new_tokens=12)
+    own = [sample_continuations(loaded=loaded_model, contexts=c, decoding=decoding, seed=s) for c, s in GROUPS]
     limit = sampling.GROUPED_ROWS_MAX
     monkeypatch.setattr(sampling, "GROUPED_ROWS_MAX", 3 * sum(SHAPE) - 1)  # one row more than a batch may hold
-    own = [sample_continuations(loaded=loaded_model, contexts=c, decoding=decoding, seed=s) for c, s in GROUPS]
     assert sample_groups(loaded=loaded_model, groups=GROUPS, decoding=decoding) == own
     monkeypatch.setattr(sampling, "GROUPED_ROWS_MAX", limit)
-    assert sample_groups(loaded=loaded_model, groups=GROUPS[:1], decoding=decoding)[0] == sample_continuations(
-        loaded=loaded_model, contexts=GROUPS[0][0], decoding=decoding, seed=GROUPS[0][1]
-    )
+    assert sample_groups(loaded=loaded_model, groups=GROUPS[:1], decoding=decoding) == own[:1]
     checked = []
     monkeypatch.setattr(sampling, "grouped_ready", lambda loaded, *shape: checked.append(shape) or False)
-    own = [sample_continuations(loaded=loaded_model, contexts=c, decoding=decoding, seed=s) for c, s in GROUPS]
     assert sample_groups(loaded=loaded_model, groups=GROUPS, decoding=decoding) == own
     assert calls == [] and checked == [(SHAPE, 3)]
 
