@@ -351,7 +351,6 @@ def _agrees(loaded: LoadedModel) -> bool:
     import copy
 
     import torch
-    from transformers import DynamicCache
 
     model, tokenizer, samples = loaded.model, loaded.tokenizer, 3
     previous_side = tokenizer.padding_side
@@ -361,16 +360,14 @@ def _agrees(loaded: LoadedModel) -> bool:
     finally:
         tokenizer.padding_side = previous_side
     mask = encoded.attention_mask
-    positions = (mask.cumsum(-1) - 1).clamp(min=0)
     with torch.inference_mode():
-        cache = DynamicCache(config=model.config)
-        model(input_ids=encoded.input_ids, attention_mask=mask, position_ids=positions, past_key_values=cache)
+        cache, _, last = prefill(model, encoded.input_ids, mask)
         copied, shared = copy.deepcopy(cache), cache
         copied.batch_repeat_interleave(samples)  # transformers' own: the context copied for each row
         if not cache_share_context(shared, mask, samples, room=2):
             return False
         rows = mask.repeat_interleave(samples, dim=0)
-        position = positions[:, -1:].repeat_interleave(samples, dim=0)
+        position = last.repeat_interleave(samples, dim=0)
         tokens = torch.arange(10, 10 + rows.shape[0], device=loaded.device)[:, None]
         tolerance = 1e-4 if model.dtype == torch.float32 else 3e-2
         for _ in range(2):
