@@ -266,6 +266,50 @@ def _static_files_indexed_once():
     WhiteNoiseMiddleware.add_files_from_finders = index
 
 
+_FIGURES_KEPT = 256  # about 30 MB of drawings at most: the whole suite draws fewer distinct figures
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _figures_drawn_once_per_process():
+    """A figure is drawn once per pytest process for the same declaration, format and data: many tests render the
+    figures of the same hand-built study, and drawing them again took about 10 of the quick loop's 125 CPU-s. The
+    drawing is a function of these three (`analysis.plots.figure_digest` is what the report's own cache keys it by),
+    so a test gets the bytes it would have drawn. The declaration is the `FIGURES` entry itself, so a test that swaps
+    one draws afresh. Calls still reach `plot_render` (a test's spy on it counts every one). A test that compares two
+    drawings with each other is marked `figures_drawn_afresh`."""
+    from analysis import plots
+
+    draw = plots.plot_render
+    drawn: dict[tuple, tuple[object, bytes]] = {}
+
+    def plot_render(*, report: dict, name: str, fmt: str) -> bytes:
+        figure = plots.FIGURES.get(name)
+        if figure is None or _figures_afresh:
+            return draw(report=report, name=name, fmt=fmt)
+        key = (id(figure), fmt, plots.figure_digest(report=report, name=name))
+        kept = drawn.get(key)
+        if kept is None or kept[0] is not figure:  # an id reused by another declaration is not the same figure
+            if len(drawn) >= _FIGURES_KEPT:
+                drawn.pop(next(iter(drawn)))
+            kept = drawn[key] = (figure, draw(report=report, name=name, fmt=fmt))
+        return kept[1]
+
+    plots.plot_render = plot_render
+    yield
+    plots.plot_render = draw
+
+
+_figures_afresh = False
+
+
+@pytest.fixture(autouse=True)
+def _figures_afresh_where_marked(request):
+    global _figures_afresh
+    _figures_afresh = request.node.get_closest_marker("figures_drawn_afresh") is not None
+    yield
+    _figures_afresh = False
+
+
 @pytest.fixture(scope="session")
 def django_db_setup(django_db_setup, django_db_blocker):
     """pytest-django's, and before it drops the test database, the sessions still connected to it are ended: one left
