@@ -276,38 +276,36 @@ def _figures_drawn_once_per_process():
     drawing is a function of these three (`analysis.plots.figure_digest` is what the report's own cache keys it by),
     so a test gets the bytes it would have drawn. The declaration is the `FIGURES` entry itself, so a test that swaps
     one draws afresh. Calls still reach `plot_render` (a test's spy on it counts every one). A test that compares two
-    drawings with each other is marked `figures_drawn_afresh`."""
+    drawings with each other asks for `figures_drawn_afresh`."""
+    import functools
+
     from analysis import plots
 
     draw = plots.plot_render
+    # Each entry keeps its declaration alive, so no other declaration can take its id while the entry is kept.
     drawn: dict[tuple, tuple[object, bytes]] = {}
 
+    @functools.wraps(draw)
     def plot_render(*, report: dict, name: str, fmt: str) -> bytes:
-        figure = plots.FIGURES.get(name)
-        if figure is None or _figures_afresh:
-            return draw(report=report, name=name, fmt=fmt)
+        figure = plots.FIGURES[name]
         key = (id(figure), fmt, plots.figure_digest(report=report, name=name))
-        kept = drawn.get(key)
-        if kept is None or kept[0] is not figure:  # an id reused by another declaration is not the same figure
+        if key not in drawn:
             if len(drawn) >= _FIGURES_KEPT:
                 drawn.pop(next(iter(drawn)))
-            kept = drawn[key] = (figure, draw(report=report, name=name, fmt=fmt))
-        return kept[1]
+            drawn[key] = (figure, draw(report=report, name=name, fmt=fmt))
+        return drawn[key][1]
 
     plots.plot_render = plot_render
     yield
     plots.plot_render = draw
 
 
-_figures_afresh = False
+@pytest.fixture
+def figures_drawn_afresh(monkeypatch):
+    """`plot_render` itself, without the drawings kept in the process."""
+    from analysis import plots
 
-
-@pytest.fixture(autouse=True)
-def _figures_afresh_where_marked(request):
-    global _figures_afresh
-    _figures_afresh = request.node.get_closest_marker("figures_drawn_afresh") is not None
-    yield
-    _figures_afresh = False
+    monkeypatch.setattr(plots, "plot_render", getattr(plots.plot_render, "__wrapped__", plots.plot_render))
 
 
 @pytest.fixture(scope="session")

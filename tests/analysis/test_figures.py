@@ -95,7 +95,7 @@ class TestRendering:
         empty = once("empty", lambda: report_build(pool=PoolFactory(name="empty")))
         assert ET.fromstring(plots.plot_render(report=empty, name=name, fmt="svg")) is not None
 
-    @pytest.mark.figures_drawn_afresh
+    @pytest.mark.usefixtures("figures_drawn_afresh")
     def test_the_same_report_gives_the_same_bytes(self, report):
         assert plots.plot_render(report=report, name="accuracy", fmt="svg") == plots.plot_render(
             report=report, name="accuracy", fmt="svg"

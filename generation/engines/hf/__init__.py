@@ -5,7 +5,8 @@
 - `scoring`: the prefix-shared probability scorer, which every engine's jobs use;
 - `engine`: the sampler the registry names.
 
-This package imports nothing itself, so that naming a module here loads only what that module needs.
+This package imports none of its modules itself, so that naming a module here loads only what that module needs; it
+only sets MKL's reproducibility (below).
 """
 
 import os

@@ -378,10 +378,11 @@ def _grouped_rows(
     loaded: LoadedModel, batches: list, generators: list, decoding: Decoding, criterion: StopWhen | None
 ) -> list:
     """`_sample_rows` for several groups of left-padded contexts (`batches`: each group's input ids and attention
-    mask; `generators`: each group's random generator) in one decoding loop, each group's tokens its own call's: each group is run once as its own call runs it, keeps its
-    own cache and draws from its own generator, and a step runs every group's rows through the model together
-    (`shared_attention.GroupedCache`: attention per group, with the group's own mask). A row's matrix products give
-    the same numbers in a larger batch, so every group gets the tokens its own call would give."""
+    mask; `generators`: each group's random generator) in one decoding loop, each group's tokens its own call's.
+    Each group is run once as its own call runs it, keeps its own cache and draws from its own generator, and a step
+    runs every group's rows through the model together (`shared_attention.GroupedCache`: attention per group, with
+    the group's own mask). For a model and shape of groups checked by `grouped_ready`, a row's matrix products give
+    the same numbers in the larger batch, so every group gets the tokens its own call would give."""
     import torch
 
     temperature = _temperature(loaded.model, None)

@@ -429,28 +429,23 @@ def _grouped_agrees(loaded: LoadedModel, contexts: tuple[int, ...], samples: int
         tokenizer.padding_side = previous_side
     with torch.inference_mode():
         grouped = GroupedCache(model, [(batch.input_ids, batch.attention_mask) for batch in batches], samples, room=2)
-        own = []  # each group's own cache, mask and positions, stepped as its own call steps them
+        caches, masks, positions = [], [], []  # each group's own, stepped as its own call steps them
         for batch in batches:
             cache, _, last = prefill(model, batch.input_ids, batch.attention_mask)
             cache_for_samples(cache, samples, room=2)
-            own.append(
-                [cache, batch.attention_mask.repeat_interleave(samples, dim=0), last.repeat_interleave(samples, dim=0)]
-            )
+            caches.append(cache)
+            masks.append(batch.attention_mask.repeat_interleave(samples, dim=0))
+            positions.append(last.repeat_interleave(samples, dim=0))
         tokens = 10 + torch.arange(grouped.rows, device=loaded.device)[:, None] % 1000
         for _ in range(2):
-            expected = []
-            for group, ids in zip(own, grouped.split(tokens), strict=True):
-                cache, mask, position = group
-                group[1:] = mask, position = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=-1), position + 1
-                expected.append(
-                    model(
-                        input_ids=ids,
-                        attention_mask=mask,
-                        position_ids=position,
-                        past_key_values=cache,
-                        use_cache=True,
-                    ).logits[:, -1]
-                )
+            masks = [torch.cat([mask, torch.ones_like(mask[:, :1])], dim=-1) for mask in masks]
+            positions = [position + 1 for position in positions]
+            expected = [
+                model(
+                    input_ids=ids, attention_mask=mask, position_ids=position, past_key_values=cache, use_cache=True
+                ).logits[:, -1]
+                for cache, mask, position, ids in zip(caches, masks, positions, grouped.split(tokens), strict=True)
+            ]
             if not torch.equal(torch.cat(expected), grouped.step(tokens)):
                 return False
             tokens = tokens + 1
