@@ -309,6 +309,31 @@ def figures_drawn_afresh(monkeypatch):
 
 
 @pytest.fixture(scope="session")
+def two_layer_model():
+    """The default model cut to its first two decoder layers, for the tests that compare two ways of computing the
+    same numbers (batched and one at a time, groups together and apart, a tree pass and the plain loop, the own
+    sampling loop and `generate`). What those paths depend on is kept: the tokenizer, the embeddings and the head,
+    the attention and its cache, and the shape of every product (a layer's weights are the default's own), so a
+    shape on which the CPU's library rounds a batch's rows apart differs here as it would there. A decoding step
+    reads a quarter of the weights. Tests about the default model itself (its loading, its checks passing, its
+    texts, the jobs that load it) keep `loaded_model`."""
+    import copy
+    import dataclasses
+
+    from generation.engines.hf.loading import model_load
+    from generation.models import LanguageModel
+    from generation.models.jobs import DEFAULT_MODEL_FIELDS, DEFAULT_MODEL_NAME
+
+    default = model_load(language_model=LanguageModel(name=DEFAULT_MODEL_NAME, **DEFAULT_MODEL_FIELDS))
+    model = copy.deepcopy(default.model)
+    model.model.layers = model.model.layers[:2]
+    model.config.num_hidden_layers = 2
+    if getattr(model.config, "layer_types", None):
+        model.config.layer_types = model.config.layer_types[:2]
+    return dataclasses.replace(default, name=f"{default.name} (first 2 layers)", model=model)
+
+
+@pytest.fixture(scope="session")
 def django_db_setup(django_db_setup, django_db_blocker):
     """pytest-django's, and before it drops the test database, the sessions still connected to it are ended: one left
     idle after a browser test (seen after the quality dashboard's, whose origin was not found) would otherwise make

@@ -73,11 +73,11 @@ def test_a_stop_inside_one_generate_call_ends_it_early_and_returns_nothing(loade
 
 
 @pytest.mark.slow
-def test_a_stop_that_never_fires_changes_nothing(loaded_model):
+def test_a_stop_that_never_fires_changes_nothing(two_layer_model):
     decoding = Decoding(samples=2, max_new_tokens=8)
-    plain = sample_continuations(loaded=loaded_model, contexts=["Alex said that"], decoding=decoding, seed=4)
+    plain = sample_continuations(loaded=two_layer_model, contexts=["Alex said that"], decoding=decoding, seed=4)
     polled = sample_continuations(
-        loaded=loaded_model,
+        loaded=two_layer_model,
         contexts=["Alex said that"],
         decoding=decoding,
         seed=4,
@@ -172,19 +172,19 @@ def _greedy_pairs(loaded_model, encoded, length: int, *, may_end: bool = False) 
 
 
 @pytest.mark.slow
-def test_the_own_loop_decodes_as_generate_does_on_left_padded_contexts(loaded_model):
+def test_the_own_loop_decodes_as_generate_does_on_left_padded_contexts(two_layer_model):
     """With top_k=1 both paths are greedy, so they must produce the same tokens (the cached prefill shared by the
     samples, the positions under left padding, the end-of-sequence ban)."""
     import torch
 
-    tokenizer, model = loaded_model.tokenizer, loaded_model.model
+    tokenizer, model = two_layer_model.tokenizer, two_layer_model.model
     contexts = ["Alex said that", "After the long meeting about the budget, Sam told everyone that", "Yes,"]
     length = 12
     encoded = _left_padded(tokenizer, contexts)
     assert (encoded.attention_mask == 0).any()  # the contexts differ in length: some rows are padded
 
     with torch.inference_mode():
-        own = _greedy_pairs(loaded_model, encoded, length)
+        own = _greedy_pairs(two_layer_model, encoded, length)
         expected = model.generate(
             **encoded,
             do_sample=False,
@@ -215,12 +215,12 @@ def test_pure_sampling_draws_from_the_whole_tempered_distribution():
 
 
 @pytest.mark.slow
-def test_rows_that_may_end_stop_at_the_end_of_sequence_as_generate_does(loaded_model, monkeypatch):
+def test_rows_that_may_end_stop_at_the_end_of_sequence_as_generate_does(two_layer_model, monkeypatch):
     """The judge's answers: greedy (top_k=1), with a token the first row produces early made the end of sequence, so
     that row ends there and is padded after it, as in `generate`."""
     import torch
 
-    tokenizer, model = loaded_model.tokenizer, loaded_model.model
+    tokenizer, model = two_layer_model.tokenizer, two_layer_model.model
     contexts = ["Alex said that", "After the long meeting about the budget, Sam told everyone that"]
     length = 10
     encoded = _left_padded(tokenizer, contexts)
@@ -232,7 +232,7 @@ def test_rows_that_may_end_stop_at_the_end_of_sequence_as_generate_does(loaded_m
     monkeypatch.setattr(model.generation_config, "eos_token_id", end)
 
     with torch.inference_mode():
-        own = _greedy_pairs(loaded_model, encoded, length, may_end=True)
+        own = _greedy_pairs(two_layer_model, encoded, length, may_end=True)
         expected = model.generate(
             **encoded, do_sample=False, max_new_tokens=length, eos_token_id=end, pad_token_id=tokenizer.pad_token_id
         )[:, encoded.input_ids.shape[1] :]
@@ -350,45 +350,46 @@ def spy_on_grouped_rows(monkeypatch) -> list[int]:
     [Decoding(samples=3, max_new_tokens=12), Decoding(samples=3, max_new_tokens=12, top_k=0, top_p=1.0)],
     ids=["top-k-top-p", "pure"],
 )
-def test_groups_decoded_as_one_batch_give_each_group_the_text_of_its_own_call(loaded_model, monkeypatch, decoding):
+def test_groups_decoded_as_one_batch_give_each_group_the_text_of_its_own_call(two_layer_model, monkeypatch, decoding):
     """A chunk's settings are decoded together: each group's continuations are, token for token, those of one
     `sample_continuations` call with the group's contexts as one batch and its seed."""
     calls = spy_on_grouped_rows(monkeypatch)
-    together = sample_groups(loaded=loaded_model, groups=GROUPS, decoding=decoding)
+    together = sample_groups(loaded=two_layer_model, groups=GROUPS, decoding=decoding)
 
     assert calls == [3]  # one decoding loop for the three groups
     own = [
-        sample_continuations(loaded=loaded_model, contexts=contexts, decoding=decoding, seed=seed, batch_size=9)
+        sample_continuations(loaded=two_layer_model, contexts=contexts, decoding=decoding, seed=seed, batch_size=9)
         for contexts, seed in GROUPS
     ]
     assert together == own
     assert [len(texts) for group in together for texts in group] == [decoding.samples] * sum(SHAPE)
     assert (
-        together[0] != sample_groups(loaded=loaded_model, groups=[(GROUPS[0][0], 70), GROUPS[1]], decoding=decoding)[0]
+        together[0]
+        != sample_groups(loaded=two_layer_model, groups=[(GROUPS[0][0], 70), GROUPS[1]], decoding=decoding)[0]
     )
 
 
 @pytest.mark.slow
-def test_groups_are_sampled_one_call_at_a_time_where_they_may_not_share_a_batch(loaded_model, monkeypatch):
+def test_groups_are_sampled_one_call_at_a_time_where_they_may_not_share_a_batch(two_layer_model, monkeypatch):
     """A context as wide as the new tokens (decoded from its shared context), more rows than a batch may hold, a
     model that fails the grouped check, or a single group: one call per group, the same text."""
     from generation.engines.hf import sampling
 
     decoding = Decoding(samples=3, max_new_tokens=4)  # "After the meeting, Sam told everyone that" is wider
     calls = spy_on_grouped_rows(monkeypatch)
-    own = [sample_continuations(loaded=loaded_model, contexts=c, decoding=decoding, seed=s) for c, s in GROUPS]
-    assert sample_groups(loaded=loaded_model, groups=GROUPS, decoding=decoding) == own
+    own = [sample_continuations(loaded=two_layer_model, contexts=c, decoding=decoding, seed=s) for c, s in GROUPS]
+    assert sample_groups(loaded=two_layer_model, groups=GROUPS, decoding=decoding) == own
 
     decoding = Decoding(samples=3, max_new_tokens=12)
-    own = [sample_continuations(loaded=loaded_model, contexts=c, decoding=decoding, seed=s) for c, s in GROUPS]
+    own = [sample_continuations(loaded=two_layer_model, contexts=c, decoding=decoding, seed=s) for c, s in GROUPS]
     limit = sampling.GROUPED_ROWS_MAX
     monkeypatch.setattr(sampling, "GROUPED_ROWS_MAX", 3 * sum(SHAPE) - 1)  # one row more than a batch may hold
-    assert sample_groups(loaded=loaded_model, groups=GROUPS, decoding=decoding) == own
+    assert sample_groups(loaded=two_layer_model, groups=GROUPS, decoding=decoding) == own
     monkeypatch.setattr(sampling, "GROUPED_ROWS_MAX", limit)
-    assert sample_groups(loaded=loaded_model, groups=GROUPS[:1], decoding=decoding) == own[:1]
+    assert sample_groups(loaded=two_layer_model, groups=GROUPS[:1], decoding=decoding) == own[:1]
     checked = []
     monkeypatch.setattr(sampling, "grouped_ready", lambda loaded, *shape: checked.append(shape) or False)
-    assert sample_groups(loaded=loaded_model, groups=GROUPS, decoding=decoding) == own
+    assert sample_groups(loaded=two_layer_model, groups=GROUPS, decoding=decoding) == own
     assert calls == [] and checked == [(SHAPE, 3)]
 
 
@@ -396,6 +397,9 @@ def test_groups_are_sampled_one_call_at_a_time_where_they_may_not_share_a_batch(
 def test_the_grouped_check_passes_for_the_default_model_and_fails_where_a_group_would_differ(loaded_model, monkeypatch):
     from generation.engines.hf import shared_attention
 
+    # The grouped decoding runs on the shared-context attention, which this check switches the model to (as
+    # `grouped_ready` does before it checks a shape).
+    assert shared_attention.shared_attention_ready(loaded_model)
     assert shared_attention._grouped_agrees(loaded_model, SHAPE, 3)
     real = shared_attention._grouped_attention
 
@@ -408,7 +412,7 @@ def test_the_grouped_check_passes_for_the_default_model_and_fails_where_a_group_
 
 
 @pytest.mark.slow
-def test_a_stop_ends_the_grouped_decoding_and_returns_nothing(loaded_model, monkeypatch):
+def test_a_stop_ends_the_grouped_decoding_and_returns_nothing(two_layer_model, monkeypatch):
     calls = spy_on_grouped_rows(monkeypatch)
     steps = []
 
@@ -418,7 +422,7 @@ def test_a_stop_ends_the_grouped_decoding_and_returns_nothing(loaded_model, monk
 
     with pytest.raises(Interrupted, match="stopped after 2 new tokens"):
         sample_groups(
-            loaded=loaded_model,
+            loaded=two_layer_model,
             groups=GROUPS,
             decoding=Decoding(samples=3, max_new_tokens=12),
             stop=stop,

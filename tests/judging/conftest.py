@@ -46,17 +46,19 @@ def _plain_option_score(loaded, prompt: str, option: str) -> float:
 
 
 @pytest.fixture(scope="session")
-def plain_option_scores(loaded_model):
+def plain_option_scores(two_layer_model):
     """The reference the likelihood judge is checked against: (prompt, options) -> each option's mean log-probability
     after the prompt, one plain forward pass of the prompt and the option as one sequence (`_plain_option_score`).
-    Each prompt's scores are computed once for the session: a pass of a judge prompt takes about a second on the CPU,
-    and test_scoring.py and test_shared_prefix.py check some of the same prompts."""
+    Computed on the model the judges are checked on (`two_layer_model`), and once per prompt for the session:
+    test_scoring.py and test_shared_prefix.py check some of the same prompts."""
     computed: dict[tuple, dict[str, float]] = {}
 
     def scores(prompt: str, options: dict[str, str]) -> dict[str, float]:
         key = (prompt, tuple(options.items()))
         if key not in computed:
-            computed[key] = {label: _plain_option_score(loaded_model, prompt, text) for label, text in options.items()}
+            computed[key] = {
+                label: _plain_option_score(two_layer_model, prompt, text) for label, text in options.items()
+            }
         return dict(computed[key])
 
     return scores

@@ -1,4 +1,5 @@
-"""The judge's scores against an independent computation with transformers, and the sampling mode's seed."""
+"""The judge's scores against an independent computation with transformers, and the sampling mode's seed; both on
+the default model cut to two layers (`two_layer_model`)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from tests.judging.conftest import CONTINUATIONS
 pytestmark = pytest.mark.slow
 
 OPTIONS = default_options()
-# Three prompts, which batch_size=2 scores in two batches: each prompt costs the reference a forward pass per option
-# (about a second each on the CPU). The first two prompts are also test_shared_prefix.py's, whose reference is the same.
+# Three prompts, which batch_size=2 scores in two batches: each prompt costs the reference a forward pass per option.
+# The first two prompts are also test_shared_prefix.py's, whose reference is the same.
 SAMPLES = CONTINUATIONS[:3]
 
 
@@ -34,9 +35,9 @@ def _prompts() -> list[str]:
     ]
 
 
-def test_it_scores_every_option_as_one_sequence_at_a_time_does(loaded_model, plain_option_scores):
+def test_it_scores_every_option_as_one_sequence_at_a_time_does(two_layer_model, plain_option_scores):
     prompts = _prompts()
-    verdicts = likelihood_judge(loaded=loaded_model, prompts=prompts, options=OPTIONS, batch_size=2)
+    verdicts = likelihood_judge(loaded=two_layer_model, prompts=prompts, options=OPTIONS, batch_size=2)
     for prompt, verdict in zip(prompts, verdicts, strict=True):
         reference = plain_option_scores(prompt, OPTIONS)  # one plain forward pass per option (conftest.py)
         for label in OPTIONS:
@@ -47,10 +48,10 @@ def test_it_scores_every_option_as_one_sequence_at_a_time_does(loaded_model, pla
         assert verdict.confidence == pytest.approx(math.exp(verdict.scores[best]) / total)
 
 
-def test_it_gives_the_same_sampled_labels_twice_with_the_same_seed(loaded_model):
+def test_it_gives_the_same_sampled_labels_twice_with_the_same_seed(two_layer_model):
     prompts = _prompts()[:2]  # two prompts, four answers each: each prompt's tokens run once per call
-    first = sampling_judge(loaded=loaded_model, prompts=prompts, options=OPTIONS, k=4, temperature=0.7, seed=7)
-    again = sampling_judge(loaded=loaded_model, prompts=prompts, options=OPTIONS, k=4, temperature=0.7, seed=7)
+    first = sampling_judge(loaded=two_layer_model, prompts=prompts, options=OPTIONS, k=4, temperature=0.7, seed=7)
+    again = sampling_judge(loaded=two_layer_model, prompts=prompts, options=OPTIONS, k=4, temperature=0.7, seed=7)
     assert [v.samples for v in first] == [v.samples for v in again]
     assert [(v.label, v.confidence) for v in first] == [(v.label, v.confidence) for v in again]
     assert all(len(v.samples) == 4 for v in first)
