@@ -38,3 +38,15 @@ def demo_misgendered(db):
 def loaded_model():
     """The default model, loaded once; jobs that use the same registry fields find it in the process cache."""
     return model_load(language_model=LanguageModel(name=DEFAULT_MODEL_NAME, **DEFAULT_MODEL_FIELDS))
+
+
+@pytest.fixture
+def two_layer_row(db, two_layer_model, monkeypatch) -> LanguageModel:
+    """A registered model whose jobs run on `two_layer_model` (tests/conftest.py): the default's registry fields under
+    a name of its own, found loaded in the process cache. For the job tests that compare what a chunk wrote with
+    sampling called directly on the same model."""
+    from generation.engines.hf import loading
+
+    row = LanguageModel.objects.create(name=f"{DEFAULT_MODEL_NAME}-2-layers", **DEFAULT_MODEL_FIELDS)
+    monkeypatch.setitem(loading._cache, loading._cache_key(row), two_layer_model)
+    return row

@@ -169,7 +169,7 @@ class TestChunkRun:
             assert generation.context.startswith(generation.instance.text.split(generation.instance.template.mask)[0])
 
     def test_a_chunk_samples_its_settings_in_one_call_each_from_its_own_seed(
-        self, smollm2, demo_ruff, loaded_model, monkeypatch
+        self, two_layer_row, demo_ruff, two_layer_model, monkeypatch
     ):
         """Both settings decoded as one batch, each setting's text that of its own call with its own seed; a re-run
         that misses one setting samples that one alone and gets the same text."""
@@ -177,9 +177,9 @@ class TestChunkRun:
         from generation.engines.hf.sampling import Decoding, sample_continuations
         from generation.jobs.generation_kind import chunk_seed
 
-        smollm2.batch_size = 2
-        smollm2.save()
-        job = job_create(model="smollm2-135m", dataset="demo-ruff", queue=False, samples=2, max_new_tokens=40)
+        two_layer_row.batch_size = 2
+        two_layer_row.save()
+        job = job_create(model=two_layer_row.name, dataset="demo-ruff", queue=False, samples=2, max_new_tokens=40)
         groups: list[int] = []
         real = sampling._grouped_rows
         monkeypatch.setattr(
@@ -200,7 +200,7 @@ class TestChunkRun:
         for setting in ("pre", "post"):
             texts, contexts = stored(setting)
             seed = chunk_seed(job_seed=job.generation_run.seed, chunk_index=first.index, setting=setting)
-            own = sample_continuations(loaded=loaded_model, contexts=contexts, decoding=decoding, seed=seed)
+            own = sample_continuations(loaded=two_layer_model, contexts=contexts, decoding=decoding, seed=seed)
             assert len(texts) == 2 * len(contexts) and texts == [text for row in own for text in row]
 
         before = stored("post")
