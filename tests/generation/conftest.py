@@ -49,4 +49,6 @@ def two_layer_row(db, two_layer_model, monkeypatch) -> LanguageModel:
 
     row = LanguageModel.objects.create(name=f"{DEFAULT_MODEL_NAME}-2-layers", **DEFAULT_MODEL_FIELDS)
     monkeypatch.setitem(loading._cache, loading._cache_key(row), two_layer_model)
+    # A load from the cache takes the row's batch size; the session's model gets its own back after the test.
+    monkeypatch.setattr(two_layer_model, "batch_size", two_layer_model.batch_size)
     return row
