@@ -309,7 +309,16 @@ def figures_drawn_afresh(monkeypatch):
 
 
 @pytest.fixture(scope="session")
-def two_layer_model():
+def loaded_model():
+    """The default model, loaded once; jobs that use the same registry fields find it in the process cache."""
+    from generation.engines.hf.loading import model_load
+    from generation.models import DEFAULT_MODEL_FIELDS, DEFAULT_MODEL_NAME, LanguageModel
+
+    return model_load(language_model=LanguageModel(name=DEFAULT_MODEL_NAME, **DEFAULT_MODEL_FIELDS))
+
+
+@pytest.fixture(scope="session")
+def two_layer_model(loaded_model):
     """The default model cut to its first two decoder layers, for the tests that compare two ways of computing the
     same numbers (batched and one at a time, groups together and apart, a tree pass and the plain loop, the own
     sampling loop and `generate`). What those paths depend on is kept: the tokenizer, the embeddings and the head,
@@ -320,17 +329,12 @@ def two_layer_model():
     import copy
     import dataclasses
 
-    from generation.engines.hf.loading import model_load
-    from generation.models import LanguageModel
-    from generation.models.jobs import DEFAULT_MODEL_FIELDS, DEFAULT_MODEL_NAME
-
-    default = model_load(language_model=LanguageModel(name=DEFAULT_MODEL_NAME, **DEFAULT_MODEL_FIELDS))
-    model = copy.deepcopy(default.model)
+    model = copy.deepcopy(loaded_model.model)
     model.model.layers = model.model.layers[:2]
     model.config.num_hidden_layers = 2
     if getattr(model.config, "layer_types", None):
         model.config.layer_types = model.config.layer_types[:2]
-    return dataclasses.replace(default, name=f"{default.name} (first 2 layers)", model=model)
+    return dataclasses.replace(loaded_model, name=f"{loaded_model.name} (first 2 layers)", model=model)
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,4 @@
-"""Generation fixtures: the registered default model, the demo datasets, and the model loaded once per session."""
+"""Generation fixtures: the registered default model, the demo datasets, and a registered two-layer model."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import pytest
 
 from generation.datasets.misgendered import dataset_import_misgendered
 from generation.datasets.ruff import dataset_import_ruff
-from generation.engines.hf.loading import model_load
 from generation.models import DEFAULT_MODEL_FIELDS, DEFAULT_MODEL_NAME, LanguageModel
 from tests.conftest import DEMO
 
@@ -32,12 +31,6 @@ def demo_misgendered(db):
         seed=42,
         name="demo-misgendered",
     ).dataset
-
-
-@pytest.fixture(scope="session")
-def loaded_model():
-    """The default model, loaded once; jobs that use the same registry fields find it in the process cache."""
-    return model_load(language_model=LanguageModel(name=DEFAULT_MODEL_NAME, **DEFAULT_MODEL_FIELDS))
 
 
 @pytest.fixture

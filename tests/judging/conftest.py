@@ -1,10 +1,9 @@
-"""Judging fixtures: the default model (registered and loaded once), a judge, and a small pool of items."""
+"""Judging fixtures: the registered default model, a judge, a small pool of items, and the judge's reference."""
 
 from __future__ import annotations
 
 import pytest
 
-from generation.engines.hf.loading import model_load
 from generation.models import DEFAULT_MODEL_FIELDS, DEFAULT_MODEL_NAME, LanguageModel
 from judging.services.judges import judge_add
 from tests.factories import PoolFactory, PoolItemFactory
@@ -22,11 +21,6 @@ CONTINUATIONS = [
 def smollm2(db) -> LanguageModel:
     model, _ = LanguageModel.objects.get_or_create(name=DEFAULT_MODEL_NAME, defaults=DEFAULT_MODEL_FIELDS)
     return model
-
-
-@pytest.fixture(scope="session")
-def loaded_model():
-    return model_load(language_model=LanguageModel(name=DEFAULT_MODEL_NAME, **DEFAULT_MODEL_FIELDS))
 
 
 def _plain_option_score(loaded, prompt: str, option: str) -> float:
