@@ -5,7 +5,7 @@
 The token, its user and the user's roles are read in one statement, and the roles are kept on the user for the
 request (`accounts.roles.roles_remember`), so the permission check asks nothing more. This is the annotator API's
 hot path: DRF's own lookup (a `select_related` query) plus the roles query cost about as much server CPU as the
-save itself (benchmarks/README.md, "The annotator path").
+save itself (benchmarks/README.md, "Annotation API").
 """
 
 from __future__ import annotations

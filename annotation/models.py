@@ -159,7 +159,7 @@ class PoolItem(models.Model):
             models.Index(fields=["pool", "model_name", "dataset", "setting", "pronoun"]),
             # A pool's training (or gold) items, for the qualification counts on the annotator API's hot path. Not a
             # partial index: the save's query passes the kind as a parameter, and a prepared statement's generic plan
-            # could not use one (it scanned the whole pool, 0.3 s at 200,000 items).
+            # could not use one (it scanned the whole pool).
             models.Index(fields=["pool", "kind"], name="pool_item_kind"),
         ]
 

@@ -5,7 +5,7 @@ from celery.signals import worker_ready
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 # Celery's Django fixup runs Django's system checks as a worker starts and never reads what they find; their URL check
-# imports every view, and with the views scipy and pandas, which no task needs (about 3 s of CPU per worker start).
+# imports every view, and with the views scipy and pandas, which no task needs (seconds of CPU per worker start).
 # The web server and `manage.py check` run the checks; CELERY_SKIP_CHECKS set empty runs them in the worker too.
 os.environ.setdefault("CELERY_SKIP_CHECKS", "1")
 

@@ -84,9 +84,8 @@ DATABASES = {"default": env.db_url("DATABASE_URL", default=f"sqlite:///{VAR_DIR 
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 if DATABASES["default"]["ENGINE"].endswith("postgresql") and env.bool("DATABASE_PREPARED_STATEMENTS", default=True):
     # Bind parameters on the server and let psycopg prepare a statement after its 5th use on a connection: the
-    # annotator API's statements then skip PostgreSQL's planner, which costs more than running them. Measured at human
-    # pace, 200 annotators: 7.3 ms of database CPU per request without, 2 ms with (benchmarks/README.md, "The
-    # annotator path"). Set DATABASE_PREPARED_STATEMENTS=0 behind a pooler that cannot keep prepared statements
+    # annotator API's statements then skip PostgreSQL's planner, which costs more than running them (measured in
+    # benchmarks/README.md, "Annotation API"). Set DATABASE_PREPARED_STATEMENTS=0 behind a pooler that cannot keep prepared statements
     # (PgBouncer in transaction mode before 1.21).
     DATABASES["default"].setdefault("OPTIONS", {}).update({"server_side_binding": True, "prepare_threshold": 5})
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
@@ -276,7 +275,7 @@ CACHES = {
 # Generation: where models are cached by workers, and the default registered model.
 CONCORD_MODEL_CACHE_SIZE = env.int("CONCORD_MODEL_CACHE_SIZE", 1, minimum=1)
 # A GGUF model is dequantized on every load, most of a worker's start; its first load keeps the result here as
-# safetensors, which later loads read instead (figures in benchmarks/README.md, "Test suite"). Empty: no copy.
+# safetensors, which later loads read instead (benchmarks/README.md, "Test suite"). Empty: no copy.
 CONCORD_CONVERTED_MODELS_DIR = env.str("CONCORD_CONVERTED_MODELS_DIR", default=str(VAR_DIR / "models")) or ""
 # Prob-TANGO's rewriting needs an English spaCy pipeline with a dependency parser (generation/rewriting.py).
 CONCORD_SPACY_MODEL = (env.str("CONCORD_SPACY_MODEL", default="") or "").strip() or "en_core_web_sm"

@@ -57,9 +57,8 @@ TEMPLATES_DATASET = "demo-templates"  # demo/templates_*.{csv,txt}: a templates 
 ANNOTATORS = ["annotator1", "annotator2"]
 SHIPPED_OVERLAP = 16  # of 48 items: each annotator gets 32
 # The live job: the default model on demo-misgendered, one instance per pronoun, the pre-[MASK] setting, 5 samples:
-# 20 continuations, one pool cell per pronoun. Two datasets x two settings x two instances (160 continuations) had not
-# finished after an hour on a busy 2-core machine; this appears within 5 minutes there (benchmarks/README.md, "Demo
-# job"). Admins queue more on the demo datasets from the jobs page.
+# 20 continuations, one pool cell per pronoun: small enough to appear within minutes on a busy 2-core machine, where
+# eight times as many had not finished after an hour (benchmarks/README.md, "First start"). Admins queue more on the demo datasets from the jobs page.
 LIVE_DATASETS = ("demo-misgendered",)
 LIVE_SETTINGS = ("pre",)
 LIVE_PER_PRONOUN = 1

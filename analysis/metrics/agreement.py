@@ -196,7 +196,7 @@ def _statsmodels_kappa(table: np.ndarray) -> tuple[float | None, float | None, f
     return _kappa_of_table(table.shape, table.dtype.str, table.tobytes())
 
 
-# statsmodels freezes two scipy distributions for every result (about 1.4 ms, nearly all of a call), and a report
+# statsmodels freezes two scipy distributions for every result (nearly all of a call's time), and a report
 # rebuilt after a new annotation computes mostly the same tables again: the figures are kept per table (a few hundred
 # bytes each).
 KAPPA_MEMO_SIZE = 4096

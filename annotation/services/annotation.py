@@ -81,7 +81,7 @@ def _check_input(*, tags: Sequence[str], seconds: float) -> list[str]:
 
 
 # The save's statements: hand-written SQL, the same text on PostgreSQL and SQLite (table names from the models, values
-# as parameters), because a measurement at human pace demands it (benchmarks/README.md, "The annotator path"): built
+# as parameters), because a measurement at human pace demands it (benchmarks/README.md, "Annotation API"): built
 # by the ORM, the locking read alone (an assignment, an item and a pool instantiated, a subquery compiled) cost more
 # than the rest of the request.
 #

@@ -33,7 +33,7 @@ from generation.services.upload_runs import (
 
 THREAD_PREFIX = DATASET_IMPORT_RUNS.thread_prefix  # tests/conftest.py lets threads named concord-job-* finish
 # An upload whose instances (template lines x codebook families x name draws, counted from the files' lines) pass
-# this is imported in the background: 100,000 lines outlived a 60 s HTTP timeout.
+# this is imported in the background: a large file outlived the HTTP timeout (benchmarks/README.md, "Imports and bundles").
 INLINE_INSTANCES_MAX = 50_000
 
 

@@ -181,9 +181,9 @@ def _score_batch_cached(
 
 # A row of the tree pass holds the trees of consecutive entries up to this many distinct nodes (an entry larger than
 # that gets a row of its own): the matrix products grow with the number of nodes, attention with the square of a row.
-# Measured side by side (benchmarks/README.md): 384 for the candidates' sequences (16 RUFF instances make two rows of
-# about 260 nodes; one row of 520 was slower), 640 for suffixes after long prefixes (the judge's prompts of about 170
-# tokens: the samples of one context share their prompt's opening in one row; 20% faster than 384, and 1,024 slower).
+# Measured side by side (benchmarks/README.md, "Generation" and "LLM judge"): 384 for the candidates' sequences
+# (16 RUFF instances make two balanced rows; one wide row was slower), 640 for suffixes after long prefixes (the
+# judge's prompts: the samples of one context share their prompt's opening in one row).
 ROW_NODES = 384
 SUFFIX_ROW_NODES = 640
 # Rows of the language model head computed at once (each row is a vocabulary's worth of logits).
