@@ -265,3 +265,19 @@ def test_a_researcher_made_by_user_create_or_update_again_keeps_their_projects(s
     user_create_or_update(username="sam_stranger", role=RESEARCHER, password=PASSWORD)
 
     assert list(stranger.projects.values_list("name", flat=True)) == ["elsewhere"]
+
+
+def test_the_admins_sample_page_draws_into_the_project_chosen(admin_user, stranger):
+    from tests.annotation.factories import job_with_generations
+
+    job = job_with_generations(instances_per_pronoun=1, samples=1, pronouns=("he",), settings=("pre",))
+    client = Client()
+    client.force_login(admin_user)
+    assert 'value="elsewhere"' in client.get("/pools/new/").content.decode()
+
+    response = client.post(
+        "/pools/new/", {"name": "drawn", "jobs": [job.pk], "instances": 1, "seed": 0, "project": "elsewhere"}
+    )
+
+    assert response.status_code == 302, response.content.decode()[-2000:]
+    assert Pool.objects.get(name="drawn").project.name == "elsewhere"
