@@ -365,7 +365,7 @@ class PoolImportListCreateApi(APIView):
         request={"multipart/form-data": _named(InputSerializer, "ImportUpload")},
         responses={
             200: ImportPreviewSerializer, 201: LabelImportResultSerializer, 202: ImportJobSerializer,
-            400: ImportRefusedSerializer, 413: None,
+            400: ImportRefusedSerializer, 404: None, 413: None,
         },
     )  # fmt: skip
     def post(self, request, name: str):
