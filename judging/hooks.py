@@ -79,12 +79,25 @@ def audit_hidden(reader):
     )
 
 
+def jobs_hidden(reader):
+    """The judge jobs over pools `reader` may not see (generation.selectors' hook; docs/domain.md, "Projects")."""
+    from django.db.models import Q
+
+    from accounts.roles import ADMIN, has_role
+    from annotation.access import pools_visible_to
+
+    if has_role(reader, ADMIN):
+        return None
+    return Q(judge_run__pool__isnull=False) & ~Q(judge_run__pool__in=pools_visible_to(user=reader))
+
+
 def connect() -> None:
     from annotation.active import context_probability_source_register
     from annotation.label_imports import JUDGE_LABELS, label_import_kind_register
     from annotation.machine import machine_label_source_register
     from common.audit import audit_hidden_register
     from generation.jobs.kinds import job_kind_register
+    from generation.selectors import jobs_hidden_register
     from judging.active import JudgeContextProbabilities
     from judging.kinds import JudgeKind
     from judging.models import JUDGE_KIND
@@ -94,3 +107,4 @@ def connect() -> None:
     label_import_kind_register(JUDGE_LABELS, JudgeLabelImport())
     context_probability_source_register(JudgeContextProbabilities())
     audit_hidden_register(audit_hidden)
+    jobs_hidden_register(jobs_hidden)

@@ -275,9 +275,17 @@ def test_a_researcher_of_another_project_finds_none_of_its_pools_in_the_lists(pe
 
     assert [row["name"] for row in own.get("/api/pools/").json()] == [pool]
     assert client.get("/api/pools/").json() == []
-    for page in ("/pools/", "/reports/", "/audit/", f"/api/generation-jobs/{site.values['job_id']}/judges/"):
-        assert pool in own.get(page).content.decode() or page.startswith("/api/generation-jobs/"), page
+    for page in ("/pools/", "/reports/", "/audit/", "/generation/jobs/", "/api/generation-jobs/"):
+        assert pool in own.get(page).content.decode(), page
         assert pool not in client.get(page).content.decode(), page
+    assert pool not in client.get(f"/api/generation-jobs/{site.values['job_id']}/judges/").content.decode()
+    # The judge run over the pool is a job: its pages answer as for a job that does not exist.
+    from judging.models import JudgeRun
+
+    judge_job = JudgeRun.objects.get(pool__name=pool).job_id
+    for page in (f"/generation/jobs/{judge_job}/", f"/api/generation-jobs/{judge_job}/"):
+        assert own.get(page).status_code == 200, page
+        assert client.get(page).status_code == 404, page
 
 
 @pytest.mark.django_db
