@@ -186,6 +186,7 @@ class PoolListCreateApi(APIView):
             max_length=32, required=False, allow_blank=True, default="",
             help_text="with labels: the label rates count, when the set has no misgendering",
         )  # fmt: skip
+        # SCALE: the pool's `scale` (nominal, ordinal, interval) joins here, and pool_create, once Pool has the field.
         jobs = serializers.ListField(
             child=serializers.IntegerField(min_value=1), required=False, help_text="finished jobs; none: all of them"
         )

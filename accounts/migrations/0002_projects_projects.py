@@ -14,7 +14,6 @@ def default_project(apps, schema_editor):
 
 class Migration(migrations.Migration):
 
-    initial = True
 
     dependencies = [
         ('accounts', '0001_roles'),
