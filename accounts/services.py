@@ -10,7 +10,8 @@ from django.db import transaction
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
-from accounts.roles import ADMIN, ROLES
+from accounts.models import DEFAULT_PROJECT, Project
+from accounts.roles import ADMIN, RESEARCHER, ROLES
 from common.audit import CREATE, DELETE, audit_record
 
 
@@ -24,8 +25,11 @@ def roles_ensure() -> dict[str, Group]:
 
 
 @transaction.atomic
-def user_create_or_update(*, username: str, role: str, password: str) -> tuple[object, bool]:
-    """Create the user (or reset an existing one's password) and give it exactly this role.
+def user_create_or_update(
+    *, username: str, role: str, password: str, project: str | None = None
+) -> tuple[object, bool]:
+    """Create the user (or reset an existing one's password) and give it exactly this role. A researcher who gains
+    the role joins `project` (made if missing; default: the default project).
 
     The audit trail records what changed: a new user's creation and its role, an existing user's changed fields and
     the roles it lost or gained (none when it keeps its role)."""
@@ -52,6 +56,12 @@ def user_create_or_update(*, username: str, role: str, password: str) -> tuple[o
         user.groups.remove(*(groups[name] for name in held - {role}))
     if role not in held:
         user.groups.add(groups[role])
+    if role == RESEARCHER and role not in held:
+        # A new researcher joins the default project, where pools made without a project go (docs/domain.md,
+        # "Projects"); `project_add` puts them in others.
+        Project.objects.get_or_create(name=project or DEFAULT_PROJECT)[0].members.add(user)
+    elif project:
+        Project.objects.get_or_create(name=project)[0].members.add(user)
     return user, created
 
 

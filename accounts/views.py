@@ -98,7 +98,7 @@ def audit_log(request):
         "until": _date(query.get("until", "").strip(), "until"),
         "accounts": has_role(request.user, ADMIN),
     }
-    entries = audit_entries(**filters)
+    entries = audit_entries(**filters, reader=request.user)
     if query.get("format") == "csv":
         response = HttpResponse(audit_csv(entries), content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = 'attachment; filename="concord-audit.csv"'

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-from django.shortcuts import get_object_or_404
 from drf_spectacular.plumbing import resolve_type_hint
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.exceptions import ValidationError
@@ -22,7 +21,7 @@ from analysis.selectors.human import HUMAN_VERDICTS
 from analysis.selectors.quality import quality_dashboard
 from analysis.selectors.verdict import VerdictQuery, verdict_parameters
 from analysis.services import report_build
-from annotation.models import Pool
+from annotation.access import pool_visible_or_404
 from annotation.selectors.aggregate import AggregationError
 from common.openapi import FILE, Detail, FieldErrors
 from common.renderers import CsvRenderer
@@ -144,7 +143,7 @@ class ReportApi(APIView):
         },
     )
     def get(self, request, pool: str):
-        pool_row = get_object_or_404(Pool, name=pool)
+        pool_row = pool_visible_or_404(user=request.user, name=pool)
         fmt = request.accepted_renderer.format
         verdict = verdict_query(request.query_params)
         try:
@@ -169,5 +168,5 @@ class PoolQualityApi(APIView):
 
     @extend_schema(responses={200: OpenApiResponse(QUALITY_SCHEMA), 404: Detail})
     def get(self, request, name: str):
-        pool_row = get_object_or_404(Pool, name=name)
+        pool_row = pool_visible_or_404(user=request.user, name=name)
         return Response(quality_dashboard(pool=pool_row))

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from django.core.cache import cache
 from django.db import IntegrityError, transaction
 
+from accounts.models import Project
 from analysis.metrics.verdict import selective_threshold
 from analysis.repetition import repetition_rates_fill
 from analysis.report.build import report_data, report_data_version
@@ -118,6 +119,7 @@ def pool_escalate(
     alpha: float = DEFAULT_ALPHA,
     delta: float = DEFAULT_DELTA,
     created_by=None,
+    project: Project | None = None,
 ) -> Escalation:
     """Escalate to people what the judge abstains on: calibrate the selective threshold (alpha, delta) on `pool`'s
     human labels (docs/domain.md, "The judge's verdict": adjudicated, else the majority, ties left out) against the run's labels, then draw
@@ -125,7 +127,7 @@ def pool_escalate(
     generations `pool` already holds. The new pool keeps `pool`'s label set and is ready to assign. When no
     threshold passes, or no generation is below it, no pool is made and the message says so. Raises EscalationError
     (nothing written) for a run that is not over one of the pool's generation jobs, an unfinished run, bad alpha or
-    delta, or a name that is taken."""
+    delta, or a name that is taken. The new pool belongs to `project` (None: `pool`'s own project)."""
     from django.utils.text import slugify
 
     try:
@@ -183,6 +185,7 @@ def pool_escalate(
         new = _escalated_pool_write(
             name=name, source=pool, run=run, generations=[generations[pk] for pk in below], threshold=threshold,
             parameters=parameters, calibrated_on=len(pairs), created_by=created_by,
+            project=project if project is not None else pool.project,
         )  # fmt: skip
     except IntegrityError:
         # Another request made a pool of this name since the check above (two researchers, or one double click):
@@ -212,12 +215,13 @@ def _escalated_pool_write(
     parameters: VerdictParameters,
     calibrated_on: int,
     created_by,
+    project: Project,
 ) -> Pool:
     """The new pool, its items and its audit entry, in one transaction (all of it, or nothing)."""
     job = run.source_job
     assert job is not None
     with transaction.atomic():
-        new = Pool.objects.create(name=name, labels=list(source.labels), created_by=created_by)
+        new = Pool.objects.create(name=name, labels=list(source.labels), created_by=created_by, project=project)
         new.jobs.set([job])
         audit_record(
             event="pool.escalate",

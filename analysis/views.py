@@ -8,7 +8,7 @@ from urllib.parse import urlencode
 from django.contrib import messages
 from django.core.exceptions import BadRequest
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 
@@ -30,6 +30,7 @@ from analysis.selectors.verdict import NOTE as VERDICT_NOTE
 from analysis.selectors.verdict import VerdictQuery, verdict_page_rows, verdict_parameters
 from analysis.services import EscalationError, pool_escalate, report_build, report_is_cached
 from analysis.study.export import study_export
+from annotation.access import pool_may_assign, pool_visible_or_404, pools_visible_to
 from annotation.models import Pool
 from annotation.selectors.aggregate import AggregationError
 from judging.models import JudgeRun
@@ -38,13 +39,17 @@ from judging.models import JudgeRun
 @require_safe
 @role_required(RESEARCHER)
 def report_index(request: HttpRequest) -> HttpResponse:
-    return render(request, "analysis/report_index.html", {"pools": pool_list_for_reports()})
+    return render(
+        request,
+        "analysis/report_index.html",
+        {"pools": pools_visible_to(user=request.user, pools=pool_list_for_reports())},
+    )
 
 
 @require_safe
 @role_required(RESEARCHER)
 def report_detail(request: HttpRequest, pool: str) -> HttpResponse:
-    pool_row = get_object_or_404(Pool, name=pool)
+    pool_row = pool_visible_or_404(user=request.user, name=pool)
     seed = _seed(request)
     verdict = _verdict(request)
     if (
@@ -87,7 +92,7 @@ def report_detail(request: HttpRequest, pool: str) -> HttpResponse:
 @role_required(RESEARCHER)
 def report_study_bundle(request: HttpRequest, pool: str) -> HttpResponse:
     """The pool's study bundle (analysis/study/export.py): the same archive as `manage.py export_study`."""
-    pool_row = get_object_or_404(Pool, name=pool)
+    pool_row = pool_visible_or_404(user=request.user, name=pool)
     buffer = io.BytesIO()
     study_export(pool=pool_row, out=buffer, user=request.user)
     response = HttpResponse(buffer.getvalue(), content_type="application/zip")
@@ -98,7 +103,7 @@ def report_study_bundle(request: HttpRequest, pool: str) -> HttpResponse:
 @require_safe
 @role_required(RESEARCHER)
 def report_export(request: HttpRequest, pool: str, fmt: str) -> HttpResponse:
-    pool_row = get_object_or_404(Pool, name=pool)
+    pool_row = pool_visible_or_404(user=request.user, name=pool)
     try:
         report = report_build(
             pool=pool_row, examples_seed=_seed(request), human_verdict=_human(request), **_verdict(request)
@@ -113,7 +118,7 @@ def report_export(request: HttpRequest, pool: str, fmt: str) -> HttpResponse:
 def report_plot(request: HttpRequest, pool: str, name: str, fmt: str) -> HttpResponse:
     if name not in FIGURES or fmt not in PLOT_FORMATS:
         raise Http404("No such plot.")
-    pool_row = get_object_or_404(Pool, name=pool)
+    pool_row = pool_visible_or_404(user=request.user, name=pool)
     version = request.GET.get("v")
     image = plot_for_pool(
         pool=pool_row.name, name=name, fmt=fmt, version=version, build=lambda: report_build(pool=pool_row)
@@ -155,7 +160,7 @@ def _verdict(request: HttpRequest) -> VerdictQuery:
 @role_required(RESEARCHER)
 def report_escalate(request: HttpRequest, pool: str) -> HttpResponse:
     """The verdict section's button: a new pool of what the judge abstains on (`pool_escalate`)."""
-    pool_row = get_object_or_404(Pool, name=pool)
+    pool_row = pool_visible_or_404(user=request.user, name=pool)
     try:
         run = JudgeRun.objects.select_related("judge", "job", "source_job").get(pk=int(request.POST.get("run", "")))
         alpha, delta = float(request.POST.get("alpha") or 0.1), float(request.POST.get("delta") or 0.1)
@@ -173,8 +178,17 @@ def report_escalate(request: HttpRequest, pool: str) -> HttpResponse:
     if result.pool is None:
         messages.warning(request, result.message)
         return redirect("report-detail", pool=pool_row.name)
-    messages.success(request, result.message)
+    messages.success(
+        request, _ready_to_assign(result.message, may_assign=pool_may_assign(user=request.user, pool=result.pool))
+    )
     return redirect("annotation:pool-detail", name=result.pool.name)
+
+
+def _ready_to_assign(message: str, *, may_assign: bool) -> str:
+    """The escalation's sentence for its reader: who assigns the new pool's annotators (annotation.access)."""
+    if may_assign:
+        return message.replace("ready to assign.", "ready to assign: Assign annotators below.")
+    return message.replace("ready to assign.", "ready for an admin, or the researcher who made it, to assign.")
 
 
 def _opened_in_a_browser(request: HttpRequest) -> bool:
@@ -211,7 +225,7 @@ def _seed(request: HttpRequest) -> int:
 def report_cells(request: HttpRequest, pool: str) -> HttpResponse:
     """The cell explorer. With all four cell fields (`model`, `dataset`, `setting`, `pronoun`): that cell's instances,
     paged (`page`). With fewer (e.g. only `model`: the model view): the matching cells, each linked."""
-    pool_row = get_object_or_404(Pool, name=pool)
+    pool_row = pool_visible_or_404(user=request.user, name=pool)
     given = {c: request.GET[c] for c in CELL if request.GET.get(c)}
     if len(given) < len(CELL):
         cells = [{**row, "query": urlencode({c: row[c] for c in CELL})} for row in pool_cells(pool=pool_row, **given)]
@@ -230,6 +244,6 @@ def report_cells(request: HttpRequest, pool: str) -> HttpResponse:
 def pool_quality(request: HttpRequest, name: str) -> HttpResponse:
     """The quality dashboard of a pool: annotator_quality, the kappa heat map, drift, time per decision and
     warnings. The page draws the first state itself and then polls `api-pool-quality` from static/js/quality.js."""
-    pool_row = get_object_or_404(Pool, name=name)
+    pool_row = pool_visible_or_404(user=request.user, name=name)
     context = {"pool": pool_row, "data": quality_dashboard(pool=pool_row), "ceiling_min_items": CEILING_MIN_ITEMS}
     return render(request, "analysis/pool_quality.html", context)

@@ -24,7 +24,12 @@ class AnnotationConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from annotation.access import audit_hidden
+        from common.audit import audit_hidden_register
         from generation.signals import resuming_jobs, resuming_on_start, sweeping
+
+        # The audit trail shows a researcher the entries of their projects' pools only (docs/domain.md, "Projects").
+        audit_hidden_register(audit_hidden)
 
         # The embedded default restarts the imports a stopped process left unfinished, as it resumes generation jobs.
         resuming_on_start.connect(_imports_restart, dispatch_uid="annotation-imports-restart")

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from django.http import HttpResponse
-from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import JSONRenderer
 from rest_framework.views import APIView
 
 from accounts.roles import IsResearcher
-from annotation.models import Pool
+from annotation.access import pool_visible_or_404
 from annotation.services.export import annotations_export
 from common.openapi import FILE_FORMAT, FILE_RESPONSES
 from common.renderers import CONTENT_TYPES, CsvRenderer, JsonLinesRenderer
@@ -32,7 +31,7 @@ class PoolAnnotationsExportApi(APIView):
 
     @extend_schema(parameters=[FILE_FORMAT], responses=FILE_RESPONSES)
     def get(self, request, name: str):
-        pool = get_object_or_404(Pool, name=name)
+        pool = pool_visible_or_404(user=request.user, name=name)
         fmt = request.accepted_renderer.format
         response = HttpResponse(annotations_export(pool=pool, fmt=fmt), content_type=CONTENT_TYPES[fmt])
         response["Content-Disposition"] = f'attachment; filename="{pool.name}-annotations.{fmt}"'

@@ -2,6 +2,7 @@ from typing import cast
 
 from django import forms
 
+from accounts.models import Project
 from annotation.models import GOLD, STUDY, TRAINING
 from annotation.schema import LABEL_NAMES
 from annotation.services.pool import DRAW_INSTANCES, DRAW_PER_SAMPLE_INDEX, POOL_SEED
@@ -50,9 +51,17 @@ class PoolSampleForm(forms.Form):
         min_value=0, required=False, help_text="active: the expected number of contexts people label"
     )
 
-    def __init__(self, *args, jobs, **kwargs):
+    project = forms.ModelChoiceField(
+        queryset=Project.objects.none(), to_field_name="name", required=False, empty_label="the default project",
+        help_text="its members alone see the pool (docs/domain.md, 'Projects')",
+    )  # fmt: skip
+
+    def __init__(self, *args, jobs, projects=None, **kwargs):
         super().__init__(*args, **kwargs)
         cast(forms.ModelMultipleChoiceField, self.fields["jobs"]).queryset = jobs
+        cast(forms.ModelChoiceField, self.fields["project"]).queryset = (
+            Project.objects.all() if projects is None else projects
+        )
 
     def clean_jobs(self) -> list[int] | None:
         return [job.pk for job in self.cleaned_data["jobs"]] or None
@@ -65,6 +74,32 @@ class PoolSampleForm(forms.Form):
 
     def clean_per_cell(self) -> int:
         return self.cleaned_data["per_cell"] or 25
+
+
+class PoolFilesForm(forms.Form):
+    """A new pool for a researcher's own files (the "New pool from files" page): its name, label set and project;
+    the generations, people's labels and judges' labels are uploaded on its page after."""
+
+    name = forms.SlugField(max_length=64, help_text="letters, digits, - and _; the pool's address")
+    labels = forms.CharField(
+        label="Label set", initial="misgendering,correct",
+        help_text="comma separated, at least two, e.g. misgendering,correct or yes,no,unsure",
+    )  # fmt: skip
+    positive = forms.CharField(
+        required=False, label="Positive label", help_text="the label rates count, when the set has no misgendering"
+    )
+    # SCALE: the pool's scale (nominal, ordinal, interval) goes here once Pool has its `scale` field.
+    project = forms.ModelChoiceField(
+        queryset=Project.objects.none(), to_field_name="name", empty_label=None,
+        help_text="its members alone see the pool",
+    )  # fmt: skip
+
+    def __init__(self, *args, projects, **kwargs):
+        super().__init__(*args, **kwargs)
+        cast(forms.ModelChoiceField, self.fields["project"]).queryset = projects
+
+    def clean_labels(self) -> list[str]:
+        return [label.strip() for label in self.cleaned_data["labels"].split(",") if label.strip()]
 
 
 class UsernamesField(forms.MultipleChoiceField):

@@ -4,11 +4,10 @@ admins: the same file as `export_pool`, streamed."""
 from __future__ import annotations
 
 from django.http import StreamingHttpResponse
-from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_safe
 
 from accounts.roles import RESEARCHER, role_required
-from annotation.models import Pool
+from annotation.access import pool_visible_or_404
 from annotation.selectors.pool_items import pool_item_rows
 from common.safe_csv import SafeWriter
 
@@ -23,7 +22,7 @@ class _Echo:
 @require_safe
 @role_required(RESEARCHER)
 def pool_items_download(request, name: str):
-    pool = get_object_or_404(Pool, name=name)
+    pool = pool_visible_or_404(user=request.user, name=name)
     writer = SafeWriter(_Echo(), lineterminator="\n")  # type: ignore[arg-type]  # only write() is called
     response = StreamingHttpResponse(
         (writer.writerow(row) for row in pool_item_rows(pool=pool)), content_type="text/csv; charset=utf-8"

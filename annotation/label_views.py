@@ -6,14 +6,14 @@ the page shows the preview, the outcome or every problem, each named by the uplo
 from __future__ import annotations
 
 from django.contrib import messages
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from accounts.roles import RESEARCHER, role_required
+from annotation.access import pool_visible_or_404
 from annotation.forms import ImportGenerationsForm
 from annotation.label_imports import JUDGE_LABELS, LABELS, label_import_kind
-from annotation.models import Pool
 from annotation.services.label_files import LabelImportError, Upload
 from annotation.views import _pool_detail_context
 
@@ -34,7 +34,7 @@ def _options(post) -> dict:
 @require_http_methods(["GET", "HEAD", "POST"])  # GET: back to the pool page
 @role_required(RESEARCHER)
 def pool_label_import(request, name: str):
-    pool = get_object_or_404(Pool, name=name)
+    pool = pool_visible_or_404(user=request.user, name=name)
     if request.method != "POST":
         return redirect("annotation:pool-detail", name=pool.name)
     kind = request.POST.get("kind", LABELS)
@@ -59,7 +59,7 @@ def pool_label_import(request, name: str):
             else:
                 messages.success(request, _outcome(kind, summary))
                 return redirect(f"{reverse('annotation:pool-detail', kwargs={'name': pool.name})}#labels")
-    context = {**_pool_detail_context(pool, ImportGenerationsForm()), "label_upload": result}
+    context = {**_pool_detail_context(pool, ImportGenerationsForm(), request.user), "label_upload": result}
     response = render(request, "annotation/pool_detail.html", context)
     response.status_code = 400 if result.get("errors") else 200
     return response

@@ -4,6 +4,7 @@ from django.conf import settings
 from django.db import connection, models
 from django.db.models import F, Q
 
+from accounts.models import Project, default_project_id
 from annotation.schema import DEFAULT_LABELS
 from generation.models import Generation, Job
 from generation.models.datasets import BASE_CHOICES
@@ -47,6 +48,8 @@ class Pool(models.Model):
     )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
+    # The team it belongs to (docs/domain.md, "Projects"): its members alone see the pool; admins see every pool.
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="pools", default=default_project_id)
     # The current guidelines' version (docs/domain.md, 'A study others can check'), kept here beside the versions
     # themselves so that the annotator's save reads it with the pool's row it already locks (no extra statement).
     guideline_version = models.PositiveIntegerField(null=True, blank=True, editable=False)

@@ -1,8 +1,9 @@
 """The REST API for pools, imports and assignments (docs/api.md, "Pools, imports and assignments"): the same services
 and the same roles as the pages.
 
-- `GET /api/pools/` (researcher): every pool with its item and assignment counts.
-  `POST /api/pools/` (admin): draw a pool from finished generation jobs (the "New pool" page).
+- `GET /api/pools/` (researcher): the pools of the caller's projects (an admin: every pool) with their counts.
+  `POST /api/pools/`: with `labels`, an empty pool for the researcher's own files (the "New pool from files" page);
+  without, a pool drawn from finished generation jobs (admin; the "New pool" page). `project` names its project.
 - `GET /api/pools/{name}/` (researcher): one pool, with its progress per annotator and per cell.
 - `GET /api/pools/{name}/imports/` (researcher): the pool's imports, newest first.
   `POST /api/pools/{name}/imports/` (researcher, multipart: `files`, `kind`): generations (`kind` generations, or
@@ -18,13 +19,16 @@ from __future__ import annotations
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.roles import IsAdmin, IsResearcher
+from accounts.projects import ProjectError, project_choose
+from accounts.roles import ADMIN, IsAdmin, IsResearcher, has_role
+from annotation.access import MayAssignPool, pool_visible_or_404, pools_visible_to
 from annotation.label_imports import JUDGE_LABELS, LABELS, label_import_kind
 from annotation.labelset import positive_label
 from annotation.models import GOLD, STUDY, TRAINING, ImportJob, Pool
@@ -33,7 +37,13 @@ from annotation.services import AssignmentError, PoolSampleError, assignments_cr
 from annotation.services.assignment import DEFAULT_RATERS
 from annotation.services.imports.jobs import ImportJobError, import_job_create, import_job_progress
 from annotation.services.label_files import LabelImportError, Upload
-from annotation.services.pool import DRAW_INSTANCES, DRAW_PER_SAMPLE_INDEX, POOL_SEED
+from annotation.services.pool import (
+    DRAW_INSTANCES,
+    DRAW_PER_SAMPLE_INDEX,
+    POOL_SEED,
+    PoolCreateError,
+    pool_create,
+)
 from annotation.services.preview import GENERATIONS, UploadOptionsError, generation_options, generations_preview
 from common.renderers import CsvRenderer
 
@@ -43,16 +53,9 @@ def _named(serializer: type, name: str) -> type:
     return type(f"{name}Serializer", (serializer,), {"__module__": serializer.__module__})
 
 
-class _ResearcherReadsAdminWrites:
-    """GET for researchers (and admins), POST for admins only, as on the pages."""
-
-    def get_permissions(self):
-        role = IsAdmin if self.request.method == "POST" else IsResearcher  # type: ignore[attr-defined]
-        return [IsAuthenticated(), role()]
-
-
 class PoolSummarySerializer(serializers.Serializer):
     name = serializers.CharField()
+    project = serializers.CharField(source="project.name", help_text="its members alone see the pool")
     labels = serializers.ListField(child=serializers.CharField())
     items = serializers.IntegerField(source="n_items")
     assignments = serializers.IntegerField(source="n_assignments")
@@ -83,6 +86,7 @@ class CellProgressSerializer(serializers.Serializer):
 
 class PoolDetailSerializer(serializers.Serializer):
     name = serializers.CharField()
+    project = serializers.CharField(help_text="its members alone see the pool")
     labels = serializers.ListField(child=serializers.CharField())
     positive_label = serializers.CharField(allow_null=True, help_text="the label rates count; null: none in the set")
     active = serializers.BooleanField(help_text="an active draw: each item carries its inclusion probability")
@@ -143,6 +147,7 @@ def _pool_detail(pool: Pool) -> dict:
     annotators, cells = research.pool_progress(pool=pool)
     return {
         "name": pool.name,
+        "project": pool.project.name,
         "labels": list(pool.labels),
         "positive_label": positive_label(pool),
         "active": pool.active_run_id is not None,
@@ -155,14 +160,33 @@ def _pool_detail(pool: Pool) -> dict:
     }
 
 
-class PoolListCreateApi(_ResearcherReadsAdminWrites, APIView):
-    """GET: every pool, newest first (researcher; `?format=csv` for a table). POST: draw a pool from finished jobs
-    (admin); 201."""
+class PoolListCreateApi(APIView):
+    """GET: the pools of the caller's projects (an admin: every pool), newest first (researcher; `?format=csv` for a
+    table). POST (researcher), 201: with `labels`, an empty pool for the caller's own files, whose generations,
+    people's labels and judges' labels are then uploaded to `/api/pools/{name}/imports/`; without `labels`, a pool
+    drawn from finished jobs (admin). `project`: one of the caller's projects (default: their only one, else the
+    default project)."""
 
+    permission_classes = [IsAuthenticated, IsResearcher]
     renderer_classes = [JSONRenderer, CsvRenderer]
 
     class InputSerializer(serializers.Serializer):
         name = serializers.SlugField(max_length=64)
+        project = serializers.CharField(
+            max_length=64, required=False, allow_null=True, default=None,
+            help_text="the project the pool belongs to, one of the caller's (default: their only one, else the "
+            "default project)",
+        )  # fmt: skip
+        labels = serializers.ListField(
+            child=serializers.CharField(max_length=32), required=False, min_length=2, max_length=100,
+            help_text="a pool for your own files: its label set (docs/domain.md, 'Bring your own study'); draw "
+            "fields do not apply",
+        )  # fmt: skip
+        positive = serializers.CharField(
+            max_length=32, required=False, allow_blank=True, default="",
+            help_text="with labels: the label rates count, when the set has no misgendering",
+        )  # fmt: skip
+        # SCALE: the pool's `scale` (nominal, ordinal, interval) joins here, and pool_create, once Pool has the field.
         jobs = serializers.ListField(
             child=serializers.IntegerField(min_value=1), required=False, help_text="finished jobs; none: all of them"
         )
@@ -186,7 +210,9 @@ class PoolListCreateApi(_ResearcherReadsAdminWrites, APIView):
 
     @extend_schema(responses={200: PoolSummarySerializer(many=True)})
     def get(self, request):
-        rows = PoolSummarySerializer(research.pool_summaries(), many=True).data
+        rows = PoolSummarySerializer(
+            pools_visible_to(user=request.user, pools=research.pool_summaries()), many=True
+        ).data
         if request.accepted_renderer.format == "csv":
             rows = [{**row, "labels": " ".join(row["labels"])} for row in rows]
         return Response(rows)
@@ -202,14 +228,26 @@ class PoolListCreateApi(_ResearcherReadsAdminWrites, APIView):
                 },
             ),
             400: None,
+            403: None,
         },
     )
     def post(self, request):
+        if "labels" not in request.data and not has_role(request.user, ADMIN):
+            raise PermissionDenied(
+                f"{IsAdmin.message} A researcher makes a pool for their own files: send its `labels`."
+            )
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
+        if "labels" in data:
+            return self._pool_of_files(request, data)
+        try:
+            project = project_choose(name=data["project"], user=request.user)
+        except ProjectError as exc:
+            return Response({"project": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
         try:
             result = pool_sample(
+                project=project,
                 name=data["name"],
                 job_ids=data.get("jobs") or None,
                 draw=data["draw"],
@@ -231,6 +269,32 @@ class PoolListCreateApi(_ResearcherReadsAdminWrites, APIView):
         }
         return Response(body, status=status.HTTP_201_CREATED)
 
+    def _pool_of_files(self, request, data: dict) -> Response:
+        drawing = sorted(set(request.data) & DRAW_FIELDS)
+        if drawing:
+            return Response(
+                {"detail": f"labels make a pool for your own files: {', '.join(drawing)} belong to a draw from jobs"},
+                status=status.HTTP_400_BAD_REQUEST,
+            )
+        try:
+            project = project_choose(name=data["project"], user=request.user)
+        except ProjectError as exc:
+            return Response({"project": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
+        try:
+            pool = pool_create(
+                name=data["name"], labels=data["labels"], positive=data["positive"], project=project,
+                created_by=request.user,
+            )  # fmt: skip
+        except PoolCreateError as exc:
+            field, _, message = str(exc).partition(": ")
+            return Response({field: [message]}, status=status.HTTP_400_BAD_REQUEST)
+        body = {"pool": PoolDetailSerializer(_pool_detail(pool)).data, "short_cells": []}
+        return Response(body, status=status.HTTP_201_CREATED)
+
+
+# What only a draw from jobs takes (PoolListCreateApi.InputSerializer): refused beside `labels`.
+DRAW_FIELDS = {"jobs", "draw", "instances", "per_cell", "seed", "allow_short", "active", "judge_run", "budget"}
+
 
 class PoolDetailApi(APIView):
     """GET: one pool, its items by kind and its progress per annotator and per cell (researcher)."""
@@ -239,7 +303,7 @@ class PoolDetailApi(APIView):
 
     @extend_schema(responses={200: PoolDetailSerializer, 404: None})
     def get(self, request, name: str):
-        pool = get_object_or_404(Pool, name=name)
+        pool = pool_visible_or_404(user=request.user, name=name)
         return Response(PoolDetailSerializer(_pool_detail(pool)).data)
 
 
@@ -294,7 +358,7 @@ class PoolImportListCreateApi(APIView):
 
     @extend_schema(responses={200: ImportJobSerializer(many=True), 404: None})
     def get(self, request, name: str):
-        pool = get_object_or_404(Pool, name=name)
+        pool = pool_visible_or_404(user=request.user, name=name)
         jobs = pool.import_jobs.select_related("pool")[:100]
         return Response(ImportJobSerializer([import_job_progress(job=job) for job in jobs], many=True).data)
 
@@ -302,11 +366,11 @@ class PoolImportListCreateApi(APIView):
         request={"multipart/form-data": _named(InputSerializer, "ImportUpload")},
         responses={
             200: ImportPreviewSerializer, 201: LabelImportResultSerializer, 202: ImportJobSerializer,
-            400: ImportRefusedSerializer, 413: None,
+            400: ImportRefusedSerializer, 404: None, 413: None,
         },
     )  # fmt: skip
     def post(self, request, name: str):
-        pool = get_object_or_404(Pool, name=name)
+        pool = pool_visible_or_404(user=request.user, name=name)
         data = {key: value for key, value in request.data.items() if key not in ("files", "codebook")}
         if "codebook" in request.FILES:
             data["codebook"] = request.FILES["codebook"]
@@ -359,15 +423,17 @@ class PoolImportDetailApi(APIView):
 
     @extend_schema(responses={200: ImportJobSerializer, 404: None})
     def get(self, request, name: str, job_id: int):
-        job = get_object_or_404(ImportJob.objects.select_related("pool"), pk=job_id, pool__name=name)
+        job = get_object_or_404(
+            ImportJob.objects.select_related("pool"), pk=job_id, pool=pool_visible_or_404(user=request.user, name=name)
+        )
         return Response(ImportJobSerializer(import_job_progress(job=job)).data)
 
 
 class PoolAssignApi(APIView):
-    """POST: share the pool's items out among annotators, as the Assign page does (admin); 201 with the counts.
-    Safe to repeat: done work and items in progress never move."""
+    """POST: share the pool's items out among annotators, as the Assign page does (an admin, or the researcher who
+    made the pool); 201 with the counts. Safe to repeat: done work and items in progress never move."""
 
-    permission_classes = [IsAuthenticated, IsAdmin]
+    permission_classes = [IsAuthenticated, MayAssignPool]
 
     class InputSerializer(serializers.Serializer):
         annotators = serializers.ListField(child=serializers.CharField(max_length=150), allow_empty=False)
@@ -389,10 +455,11 @@ class PoolAssignApi(APIView):
     )
 
     @extend_schema(
-        request=_named(InputSerializer, "AssignmentsRequest"), responses={201: OutputSerializer, 400: None, 404: None}
+        request=_named(InputSerializer, "AssignmentsRequest"),
+        responses={201: OutputSerializer, 400: None, 403: None, 404: None},
     )
     def post(self, request, name: str):
-        pool = get_object_or_404(Pool, name=name)
+        pool = pool_visible_or_404(user=request.user, name=name)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data

@@ -13,15 +13,16 @@ from django.contrib import messages
 from django.contrib.auth import login
 from django.core.cache import cache
 from django.http import HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_safe
 
 from accounts.backends import client_address
 from accounts.roles import RESEARCHER, role_required
+from annotation.access import pool_visible_or_404
 from annotation.middleware import PARTICIPANT_SESSION_KEY
-from annotation.models import Participant, Pool, Recruitment
+from annotation.models import Participant, Recruitment
 from annotation.selectors.participants import participants_csv
 from annotation.services.recruitment import (
     RecruitmentError,
@@ -166,7 +167,7 @@ def study_finish(request):
 @role_required(RESEARCHER)
 def pool_recruit(request, name: str):
     """The pool page's recruitment form: open or update (`action=open`), close, or a new link (`rotate`)."""
-    pool = get_object_or_404(Pool, name=name)
+    pool = pool_visible_or_404(user=request.user, name=name)
     back = f"{reverse('annotation:pool-detail', kwargs={'name': pool.name})}#recruit"
     if request.method != "POST":
         return redirect(back)
@@ -210,7 +211,7 @@ def _number(data, name: str, title: str) -> int | None:
 @role_required(RESEARCHER)
 def pool_participants(request, name: str):
     """The participants' CSV (`export_participants`): the only download with the platform's ids."""
-    pool = get_object_or_404(Pool, name=name)
+    pool = pool_visible_or_404(user=request.user, name=name)
     if not Recruitment.objects.filter(pool=pool).exists():
         return redirect(f"{reverse('annotation:pool-detail', kwargs={'name': pool.name})}#recruit")
     response = HttpResponse(participants_csv(pool=pool), content_type="text/csv; charset=utf-8")

@@ -13,6 +13,7 @@ urlpatterns = [
     path("annotate/<slug:pool>/", views.annotate_pool, name="annotate-pool"),
     path("pools/", views.pool_list, name="pool-list"),
     path("pools/new/", views.pool_sample_page, name="pool-sample"),
+    path("pools/new/files/", views.pool_files_page, name="pool-files"),
     path("pools/<slug:name>/", views.pool_detail, name="pool-detail"),
     path("pools/<slug:name>/assign/", views.pool_assign_page, name="pool-assign"),
     path("pools/<slug:name>/adjudicate/", views.pool_adjudicate, name="pool-adjudicate"),

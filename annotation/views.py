@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.core.exceptions import BadRequest
+from django.core.exceptions import BadRequest, PermissionDenied
 from django.http import Http404, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
+from accounts.projects import ProjectError, project_choose, project_default, projects_of
 from accounts.roles import ADMIN, ANNOTATOR, RESEARCHER, role_required
 from annotation import selectors
-from annotation.forms import AdjudicationForm, AssignForm, ImportGenerationsForm, PoolSampleForm
+from annotation.access import ASSIGN_REFUSED, pool_may_assign, pool_visible_or_404, pools_visible_to
+from annotation.forms import AdjudicationForm, AssignForm, ImportGenerationsForm, PoolFilesForm, PoolSampleForm
 from annotation.machine import machine_labels
 from annotation.middleware import PARTICIPANT_SESSION_KEY
 from annotation.models import ImportJob, Pool, PoolItem, Recruitment
@@ -28,6 +30,7 @@ from annotation.services import (
 from annotation.services.adjudication import AdjudicationError
 from annotation.services.guidelines import GuidelineError, pool_guideline, pool_guidelines_set
 from annotation.services.imports.jobs import ImportJobError, import_job_cancel, import_job_create, import_job_progress
+from annotation.services.pool import PoolCreateError, pool_create
 from annotation.services.qualification import (
     QualificationError,
     pass_mark_parse,
@@ -80,13 +83,18 @@ def _annotate_page(request, *, pool: str, pools: list):
 @require_safe
 @role_required(RESEARCHER)
 def pool_list(request):
-    return render(request, "annotation/pool_list.html", {"pools": research.pool_summaries()})
+    return render(
+        request,
+        "annotation/pool_list.html",
+        {"pools": pools_visible_to(user=request.user, pools=research.pool_summaries())},
+    )
 
 
-def _pool_detail_context(pool: Pool, import_form: ImportGenerationsForm) -> dict:
+def _pool_detail_context(pool: Pool, import_form: ImportGenerationsForm, user) -> dict:
     annotators, cells = research.pool_progress(pool=pool)
     return {
         "pool": pool,
+        "may_assign": pool_may_assign(user=user, pool=pool),
         "annotators": annotators,
         "cells": cells,
         "items": pool.items.count(),
@@ -106,15 +114,17 @@ def _recruitment_context(pool: Pool) -> dict:
 @require_safe
 @role_required(RESEARCHER)
 def pool_detail(request, name: str):
-    pool = get_object_or_404(Pool, name=name)
-    return render(request, "annotation/pool_detail.html", _pool_detail_context(pool, ImportGenerationsForm()))
+    pool = pool_visible_or_404(user=request.user, name=name)
+    return render(
+        request, "annotation/pool_detail.html", _pool_detail_context(pool, ImportGenerationsForm(), request.user)
+    )
 
 
 @require_http_methods(["GET", "HEAD", "POST"])  # GET: back to the pool page
 @role_required(RESEARCHER)
 def pool_import(request, name: str):
     """Generations uploaded from the pool page: the same import service, the same checks, errors on the page."""
-    pool = get_object_or_404(Pool, name=name)
+    pool = pool_visible_or_404(user=request.user, name=name)
     if request.method != "POST":
         return redirect("annotation:pool-detail", name=pool.name)
     form = ImportGenerationsForm(request.POST, request.FILES)
@@ -132,7 +142,7 @@ def pool_import(request, name: str):
         # Check every row and show the first ones; nothing is written.
         data = form.cleaned_data
         preview = generations_preview(pool=pool, kind=data["kind"], files=data["csv_files"], options=options)
-        context = {**_pool_detail_context(pool, form), "generations_preview": preview}
+        context = {**_pool_detail_context(pool, form, request.user), "generations_preview": preview}
         return render(request, "annotation/pool_detail.html", context, status=200 if preview["ok"] else 400)
     if form.is_valid():
         # Run in the background (annotation/services/imports/jobs.py): the page answers at once and shows its state.
@@ -146,7 +156,7 @@ def pool_import(request, name: str):
         else:
             messages.success(request, f"Import {job.pk} queued: {', '.join(job.file_names)}. Its state is below.")
             return redirect(f"{reverse('annotation:pool-detail', kwargs={'name': pool.name})}#import")
-    response = render(request, "annotation/pool_detail.html", _pool_detail_context(pool, form))
+    response = render(request, "annotation/pool_detail.html", _pool_detail_context(pool, form, request.user))
     response.status_code = 400
     return response
 
@@ -155,7 +165,7 @@ def pool_import(request, name: str):
 @role_required(RESEARCHER)
 def pool_import_cancel(request, name: str, job_id: int):
     """Cancel a queued or running import of the pool (its uploader's role): it stops at its next batch."""
-    job = get_object_or_404(ImportJob, pk=job_id, pool__name=name)
+    job = get_object_or_404(ImportJob, pk=job_id, pool=pool_visible_or_404(user=request.user, name=name))
     try:
         import_job_cancel(job=job, user=request.user)
     except UploadRunStateError as exc:
@@ -169,7 +179,7 @@ def pool_import_cancel(request, name: str, job_id: int):
 @role_required(RESEARCHER)
 def pool_guidelines(request, name: str):
     """The pool's guidelines: every version, readable; a POST saves the text as a new version."""
-    pool = get_object_or_404(Pool, name=name)
+    pool = pool_visible_or_404(user=request.user, name=name)
     status = 200
     text = request.POST.get("text", "") if request.method == "POST" else ""
     if request.method == "POST":
@@ -192,7 +202,7 @@ def pool_guidelines(request, name: str):
 def pool_qualification(request, name: str):
     """The pool page's qualification controls: a new pass mark (`pass_mark`), or a new training round for an
     annotator who failed it (`reset`: the username). The same services as `manage.py pool_qualification`."""
-    pool = get_object_or_404(Pool, name=name)
+    pool = pool_visible_or_404(user=request.user, name=name)
     back = f"{reverse('annotation:pool-detail', kwargs={'name': pool.name})}#by-annotator"
     if request.method != "POST":
         return redirect(back)
@@ -268,7 +278,7 @@ def _annotator_referents(row, tokens: list[dict]) -> dict[str, str]:
 @require_http_methods(["GET", "HEAD", "POST"])
 @role_required(RESEARCHER)
 def pool_adjudicate(request, name: str):
-    pool = get_object_or_404(Pool, name=name)
+    pool = pool_visible_or_404(user=request.user, name=name)
     if request.method == "POST":
         item = _adjudication_post(request, pool)
         # Back to the same filters; the query is parsed and re-encoded, never echoed.
@@ -317,11 +327,12 @@ def pool_adjudicate(request, name: str):
 @require_http_methods(["GET", "HEAD", "POST"])
 @role_required(ADMIN)
 def pool_sample_page(request):
-    form = PoolSampleForm(request.POST or None, jobs=research.finished_jobs())
+    form = PoolSampleForm(request.POST or None, jobs=research.finished_jobs(), projects=projects_of(user=request.user))
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
             result = pool_sample(
+                project=data["project"] or project_default(),
                 name=data["name"],
                 job_ids=data["jobs"],
                 draw=data["draw"],
@@ -347,9 +358,11 @@ def pool_sample_page(request):
 
 
 @require_http_methods(["GET", "HEAD", "POST"])
-@role_required(ADMIN)
+@role_required(RESEARCHER)
 def pool_assign_page(request, name: str):
-    pool = get_object_or_404(Pool, name=name)
+    pool = pool_visible_or_404(user=request.user, name=name)
+    if not pool_may_assign(user=request.user, pool=pool):
+        raise PermissionDenied(ASSIGN_REFUSED)
     usernames = list(research.annotators().values_list("username", flat=True))
     form = AssignForm(request.POST or None, usernames=usernames)
     if request.method == "POST" and form.is_valid():
@@ -374,3 +387,36 @@ def pool_assign_page(request, name: str):
             return redirect("annotation:pool-detail", name=pool.name)
     status = 400 if request.method == "POST" else 200  # the form again, with what was wrong
     return render(request, "annotation/pool_assign.html", {"pool": pool, "form": form}, status=status)
+
+
+@require_http_methods(["GET", "HEAD", "POST"])
+@role_required(RESEARCHER)
+def pool_files_page(request):
+    """New pool from files: its name, label set and project; then its page takes the generations, people's labels and
+    judges' labels (docs/guide-researcher.md, "Bring your own study")."""
+    projects = projects_of(user=request.user)
+    try:
+        initial = {"project": project_choose(user=request.user).name}
+    except ProjectError:
+        initial = {}
+    form = PoolFilesForm(request.POST or None, projects=projects, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            pool = pool_create(
+                name=data["name"], labels=data["labels"], positive=data["positive"], project=data["project"],
+                created_by=request.user,
+            )  # fmt: skip
+        except PoolCreateError as exc:
+            field, _, message = str(exc).partition(": ")
+            form.add_error(field if field in form.fields else None, message if field in form.fields else str(exc))
+        else:
+            messages.success(
+                request,
+                f"Pool {pool.name} is made in project {pool.project.name}, with labels {', '.join(pool.labels)}. "
+                "Upload its generations below, then people's labels and judges' labels.",
+            )
+            return redirect(f"{reverse('annotation:pool-detail', kwargs={'name': pool.name})}#import")
+    status = 400 if request.method == "POST" else 200
+    context = {"form": form, "no_project": not projects.exists()}
+    return render(request, "annotation/pool_files.html", context, status=status)

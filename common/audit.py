@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Callable
 from typing import Any
 
 from auditlog.models import LogEntry
 from django.contrib.auth import get_user_model
 from django.contrib.contenttypes.models import ContentType
 from django.db import models
+from django.db.models import Q
 
 from common.safe_csv import SafeDictWriter
 
@@ -97,6 +99,17 @@ AUDIT_COLUMNS = [
 ]
 
 
+# What a reader may not see of the study's trail, one hook per app that owns such rows (annotation: the entries on
+# another project's pools, docs/domain.md "Projects"): each returns the Q of the entries hidden from that reader, or
+# None when it hides nothing. A lower app cannot name the rows of a higher one; the higher one registers at start-up.
+AUDIT_HIDDEN: list[Callable[[Any], Q | None]] = []
+
+
+def audit_hidden_register(hook: Callable[[Any], Q | None]) -> None:
+    if hook not in AUDIT_HIDDEN:
+        AUDIT_HIDDEN.append(hook)
+
+
 # The apps whose entries are about accounts (users, roles, tokens, lockouts) rather than a study: admins' business.
 ACCOUNT_APPS = ("auth", "authtoken", "axes")
 
@@ -110,14 +123,20 @@ def audit_entries(
     until=None,
     event: str = "",
     accounts: bool = True,
+    reader=None,
 ):
     """The entries, newest first, filtered by the object's type (its model's name, e.g. "pool") and id, the actor's
     username, an event name and a date range (`since` and `until` are dates, both included). `accounts=False`
-    leaves out the entries on accounts (a user, its roles and tokens): the study's trail, which researchers see."""
+    leaves out the entries on accounts (a user, its roles and tokens): the study's trail, which researchers see.
+    `reader`: leave out what the registered hooks hide from that person (another project's pools)."""
     entries = LogEntry.objects.select_related("content_type", "actor").order_by("-timestamp", "-pk")
     if not accounts:
         user_type = ContentType.objects.get_for_model(get_user_model())
         entries = entries.exclude(content_type__app_label__in=ACCOUNT_APPS).exclude(content_type=user_type)
+    for hook in AUDIT_HIDDEN if reader is not None else ():
+        hidden = hook(reader)
+        if hidden is not None:
+            entries = entries.exclude(hidden)
     if object_type:
         entries = entries.filter(content_type__model=object_type.lower())
     if object_id:

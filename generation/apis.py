@@ -227,7 +227,7 @@ class JobListCreateApi(APIView):
 
     @extend_schema(operation_id="generation_jobs_list", responses={200: JobOutputSerializer(many=True)})
     def get(self, request):
-        return Response(JobOutputSerializer(job_list()[:200], many=True).data)
+        return Response(JobOutputSerializer(job_list(reader=request.user)[:200], many=True).data)
 
     @extend_schema(
         description="Queue a job (admins).",
@@ -252,7 +252,7 @@ class JobDetailApi(APIView):
 
     @extend_schema(responses={200: JobOutputSerializer, 404: Detail})
     def get(self, request, job_id: int):
-        job = job_get(job_id=job_id)
+        job = job_get(job_id=job_id, reader=request.user)
         if job is None:
             return _not_found(job_id)
         return Response(JobOutputSerializer(job).data)

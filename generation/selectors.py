@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
+from typing import Any
 
 from django.core.cache import cache
 from django.db.models import Case, Count, F, IntegerField, Min, Q, QuerySet, Value, When
@@ -28,15 +29,30 @@ from generation.models import (
 )
 from generation.pronouns import Codebook
 
+# What a reader may not see of the jobs, one hook per higher app (judging: a judge run over another project's pool,
+# docs/domain.md "Projects"): each returns the Q of the jobs hidden from that reader, or None.
+JOBS_HIDDEN: list[Callable[[Any], Q | None]] = []
 
-def job_list() -> QuerySet[Job]:
+
+def jobs_hidden_register(hook: Callable[[Any], Q | None]) -> None:
+    if hook not in JOBS_HIDDEN:
+        JOBS_HIDDEN.append(hook)
+
+
+def job_list(*, reader=None) -> QuerySet[Job]:
+    """Every job, newest first; with `reader`, those the registered hooks do not hide from them."""
     # Each kind's own row is read with its job (`JobKind.rows_related`).
     related = [path for name in job_kinds() for path in job_kind_handler(name).rows_related]
-    return Job.objects.select_related("model", "created_by", *related).order_by("-created_at", "-id")
+    jobs = Job.objects.select_related("model", "created_by", *related).order_by("-created_at", "-id")
+    for hook in JOBS_HIDDEN if reader is not None else ():
+        hidden = hook(reader)
+        if hidden is not None:
+            jobs = jobs.exclude(hidden)
+    return jobs
 
 
-def job_get(*, job_id: int) -> Job | None:
-    return job_list().filter(pk=job_id).first()
+def job_get(*, job_id: int, reader=None) -> Job | None:
+    return job_list(reader=reader).filter(pk=job_id).first()
 
 
 def dataset_codebook(*, dataset: Dataset) -> Codebook:

@@ -55,8 +55,8 @@ from generation.textfiles import MAX_ERRORS_SHOWN
 PAGE_SIZE = 50
 
 
-def _job_or_404(job_id: int):
-    job = job_get(job_id=job_id)
+def _job_or_404(job_id: int, reader=None):
+    job = job_get(job_id=job_id, reader=reader)
     if job is None:
         raise Http404(f"no generation job {job_id}")
     return job
@@ -66,7 +66,7 @@ def _job_or_404(job_id: int):
 @role_required(RESEARCHER)
 def job_list_page(request):
     can_manage = has_role(request.user, ADMIN)
-    rows = [_job_row(job, can_manage=can_manage) for job in job_list()[:200]]
+    rows = [_job_row(job, can_manage=can_manage) for job in job_list(reader=request.user)[:200]]
     return render(request, "generation/job_list.html", {"jobs": rows, "can_manage": can_manage})
 
 
@@ -204,7 +204,7 @@ def dataset_import_cancel_page(request, job_id: int):
 @require_POST
 @role_required(ADMIN)
 def job_cancel_page(request, job_id: int):
-    job = _job_or_404(job_id)
+    job = _job_or_404(job_id, request.user)
     try:
         job_cancel(job=job, user=request.user)
     except JobStateError as exc:
@@ -217,7 +217,7 @@ def job_cancel_page(request, job_id: int):
 @require_POST
 @role_required(ADMIN)
 def job_resume_page(request, job_id: int):
-    job = _job_or_404(job_id)
+    job = _job_or_404(job_id, request.user)
     try:
         job = job_resume(job_id=job.pk, user=request.user)
     except (JobStateError, JobDispatchError) as exc:
@@ -261,7 +261,7 @@ class _Echo:
 @role_required(RESEARCHER)
 def job_export_page(request, job_id: int):
     """The job's generations as CSV (the export_generations columns), streamed; formula-like cells neutralised."""
-    job = _job_or_404(job_id)
+    job = _job_or_404(job_id, request.user)
     writer = SafeDictWriter(_Echo(), fieldnames=EXPORT_COLUMNS)
 
     def lines():
@@ -277,7 +277,7 @@ def job_export_page(request, job_id: int):
 @require_safe
 @role_required(RESEARCHER)
 def job_results_page(request, job_id: int):
-    job = _job_or_404(job_id)
+    job = _job_or_404(job_id, request.user)
     run = job.generation_run_or_none  # None: a job of another kind, whose page shows no generations
     setting = request.GET.get("setting") or None
     if run is None or setting not in run.settings:  # pre, post, or TANGO's open; anything else shows them all

@@ -5,6 +5,7 @@ judged generation, as `export_judge_labels` writes them)."""
 
 from __future__ import annotations
 
+from django.db.models import Q
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -15,7 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.roles import IsResearcher
-from annotation.models import Pool
+from annotation.access import pool_visible_or_404, pools_visible_to
 from common.openapi import FILE_FORMAT, FILE_RESPONSES, Detail
 from common.renderers import CONTENT_TYPES, CsvRenderer, JsonLinesRenderer
 from generation.models import Job
@@ -55,7 +56,7 @@ class PoolJudgeRunsApi(APIView):
 
     @extend_schema(responses={200: RunSerializer(many=True), 404: Detail})
     def get(self, request, name: str):
-        pool = get_object_or_404(Pool, name=name)
+        pool = pool_visible_or_404(user=request.user, name=name)
         runs = pool_runs(pool=pool).select_related("judge__model")
         return Response(RunSerializer(runs, many=True).data)
 
@@ -68,7 +69,9 @@ class JobJudgeRunsApi(APIView):
     @extend_schema(responses={200: RunSerializer(many=True), 404: Detail})
     def get(self, request, job_id: int):
         job = get_object_or_404(Job, pk=job_id)
+        # A run over a pool of another project is that project's (annotation.access): left out.
         runs = job_runs(job=job).select_related("judge__model", "pool")
+        runs = runs.filter(Q(pool__isnull=True) | Q(pool__in=pools_visible_to(user=request.user)))
         return Response(RunSerializer(runs, many=True).data)
 
 
@@ -96,7 +99,7 @@ class JudgeRunLabelsApi(_LabelFileApi):
         responses=FILE_RESPONSES,
     )
     def get(self, request, name: str, run: int):
-        pool = get_object_or_404(Pool, name=name)
+        pool = pool_visible_or_404(user=request.user, name=name)
         run_row = get_object_or_404(JudgeRun.objects.select_related("judge"), pk=run, pool=pool)
         fmt = request.accepted_renderer.format
         response = HttpResponse(labels_export(run=run_row, fmt=fmt), content_type=CONTENT_TYPES[fmt])
@@ -117,13 +120,16 @@ class RunLabelsApi(_LabelFileApi):
         responses=FILE_RESPONSES,
     )
     def get(self, request, run: int):
-        run_row = get_object_or_404(JudgeRun.objects.select_related("judge"), pk=run)
+        run_row = get_object_or_404(JudgeRun.objects.select_related("judge", "pool"), pk=run)
+        if run_row.pool is not None:
+            pool_visible_or_404(user=request.user, name=run_row.pool.name)  # a run over another project's pool: 404
         pool = None
         if request.query_params.get("pool"):
-            pool = get_object_or_404(Pool, name=request.query_params["pool"])
+            pool = pool_visible_or_404(user=request.user, name=request.query_params["pool"])
         fmt = request.accepted_renderer.format
         response = HttpResponse(
-            generation_labels_export(run=run_row, fmt=fmt, pool=pool), content_type=CONTENT_TYPES[fmt]
+            generation_labels_export(run=run_row, fmt=fmt, pool=pool, pools=pools_visible_to(user=request.user)),
+            content_type=CONTENT_TYPES[fmt],
         )
         response["Content-Disposition"] = f'attachment; filename="judge-run-{run_row.pk}.{fmt}"'
         return response

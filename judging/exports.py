@@ -48,8 +48,10 @@ def labels_export(*, run: JudgeRun, fmt: str) -> str:
     return _write(label_rows(run=run), columns=label_columns(run=run), fmt=fmt)
 
 
-def generation_labels_export(*, run: JudgeRun, fmt: str, pool=None) -> str:
+def generation_labels_export(*, run: JudgeRun, fmt: str, pool=None, pools=None) -> str:
     """A run's labels one row per judged generation (a pool run: per item), as `export_judge_labels` writes them:
     generation, model, dataset, setting, pronoun, context, sample_index, item, label, confidence, prob_<label>,
     score_<label>. A missing value is empty in CSV and null in JSON lines."""
-    return _write(generation_label_rows(run=run, pool=pool), columns=generation_label_columns(run=run), fmt=fmt)
+    return _write(
+        generation_label_rows(run=run, pool=pool, pools=pools), columns=generation_label_columns(run=run), fmt=fmt
+    )

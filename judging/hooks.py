@@ -60,11 +60,44 @@ class JudgeLabelImport:
         return {**plan.summary(), "run": run.pk, "judge": run.judge.name, "version": run.judge.version}
 
 
+def audit_hidden(reader):
+    """The audit entries on judge runs over pools `reader` may not see, and on those runs' jobs (common.audit's hook;
+    docs/domain.md, "Projects"); runs over a generation job are everyone's."""
+    from django.contrib.contenttypes.models import ContentType
+    from django.db.models import Q
+
+    from accounts.roles import ADMIN, has_role
+    from annotation.access import pools_visible_to
+    from generation.models import Job
+    from judging.models import JudgeRun
+
+    if has_role(reader, ADMIN):
+        return None
+    hidden_runs = JudgeRun.objects.filter(pool__isnull=False).exclude(pool__in=pools_visible_to(user=reader))
+    return Q(content_type=ContentType.objects.get_for_model(JudgeRun), object_id__in=hidden_runs.values("pk")) | Q(
+        content_type=ContentType.objects.get_for_model(Job), object_id__in=hidden_runs.values("job_id")
+    )
+
+
+def jobs_hidden(reader):
+    """The judge jobs over pools `reader` may not see (generation.selectors' hook; docs/domain.md, "Projects")."""
+    from django.db.models import Q
+
+    from accounts.roles import ADMIN, has_role
+    from annotation.access import pools_visible_to
+
+    if has_role(reader, ADMIN):
+        return None
+    return Q(judge_run__pool__isnull=False) & ~Q(judge_run__pool__in=pools_visible_to(user=reader))
+
+
 def connect() -> None:
     from annotation.active import context_probability_source_register
     from annotation.label_imports import JUDGE_LABELS, label_import_kind_register
     from annotation.machine import machine_label_source_register
+    from common.audit import audit_hidden_register
     from generation.jobs.kinds import job_kind_register
+    from generation.selectors import jobs_hidden_register
     from judging.active import JudgeContextProbabilities
     from judging.kinds import JudgeKind
     from judging.models import JUDGE_KIND
@@ -73,3 +106,5 @@ def connect() -> None:
     machine_label_source_register(JudgeLabels())
     label_import_kind_register(JUDGE_LABELS, JudgeLabelImport())
     context_probability_source_register(JudgeContextProbabilities())
+    audit_hidden_register(audit_hidden)
+    jobs_hidden_register(jobs_hidden)

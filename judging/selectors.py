@@ -176,11 +176,13 @@ def generation_label_columns(*, run: JudgeRun) -> list[str]:
     return GENERATION_COLUMNS + [f"prob_{label}" for label in options] + [f"score_{label}" for label in options]
 
 
-def generation_label_rows(*, run: JudgeRun, pool: Pool | None = None) -> list[dict]:
+def generation_label_rows(
+    *, run: JudgeRun, pool: Pool | None = None, pools: QuerySet[Pool] | None = None
+) -> list[dict]:
     """One row per judged generation of a run over a job (a pool run: per item), in generation (item) order.
 
     `item` is the public id of the study item that shows the generation in `pool`; without a pool, the items that
-    show it in any pool, joined by `;` (empty when none). `prob_<label>` is the option's probability (the softmax of
+    show it in any pool (of `pools`, when given: those the reader may see), joined by `;` (empty when none). `prob_<label>` is the option's probability (the softmax of
     the scores in likelihood mode, the vote share in sampling mode), `score_<label>` its stored score."""
     from annotation.models import STUDY
     from judging.scoring import option_probabilities
@@ -216,6 +218,8 @@ def generation_label_rows(*, run: JudgeRun, pool: Pool | None = None) -> list[di
     items = PoolItem.objects.filter(generation__job_id=run.source_job_id, kind=STUDY)
     if pool is not None:
         items = items.filter(pool=pool)
+    if pools is not None:
+        items = items.filter(pool__in=pools)
     for generation_id, public_id in items.order_by("pool_id", "id").values_list("generation_id", "public_id"):
         shown[generation_id].append(public_id)
     labels = (

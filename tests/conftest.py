@@ -56,6 +56,13 @@ def second_annotator(db):
 
 
 @pytest.fixture
+def stranger(db):
+    """A researcher of another project (docs/domain.md, "Projects"): none of the default project's pools are theirs."""
+    user, _ = user_create_or_update(username="sam_stranger", role=RESEARCHER, password=PASSWORD, project="elsewhere")
+    return user
+
+
+@pytest.fixture
 def outsider(db):
     return _person("otto_outsider", None)
 

@@ -102,6 +102,7 @@ def pages_by_role(site: dict) -> dict[str, list[str]]:
         "rui_researcher": [
             "/",
             "/pools/",
+            "/pools/new/files/",
             f"/pools/{pool}/",
             f"/pools/{pool}/adjudicate/",
             f"/pools/{pool}/quality/",

@@ -51,7 +51,9 @@ ACCESS: dict[str, dict[str, str]] = {
     "pools/": {"GET": RESEARCHER},
     "pools/new/": {"GET": ADMIN, "POST": ADMIN},
     "pools/<slug:name>/": {"GET": RESEARCHER},
+    # Assigning: admins, and the researcher who made the pool (tests/annotation/test_pool_files.py).
     "pools/<slug:name>/assign/": {"GET": ADMIN, "POST": ADMIN},
+    "pools/new/files/": {"GET": RESEARCHER, "POST": RESEARCHER},
     "pools/<slug:name>/adjudicate/": {"GET": RESEARCHER, "POST": RESEARCHER},
     "pools/<slug:name>/import/": {"GET": RESEARCHER, "POST": RESEARCHER},  # GET goes back to the pool page
     "pools/<slug:name>/imports/<int:job_id>/cancel/": {"POST": RESEARCHER},
@@ -66,6 +68,8 @@ ACCESS: dict[str, dict[str, str]] = {
     "study/finish/": {"GET": PUBLIC},
     "study/<str:token>/": {"GET": PUBLIC},
     "api/pools/<slug:name>/annotations/": {"GET": RESEARCHER, "OPTIONS": RESEARCHER},
+    # POST: a draw from jobs for admins; with `labels`, a pool for a researcher's own files
+    # (tests/annotation/test_pool_files.py).
     "api/pools/": {"GET": RESEARCHER, "POST": ADMIN, "OPTIONS": RESEARCHER},
     "api/pools/<slug:name>/": {"GET": RESEARCHER, "OPTIONS": RESEARCHER},
     "api/pools/<slug:name>/imports/": {"GET": RESEARCHER, "POST": RESEARCHER, "OPTIONS": RESEARCHER},
@@ -234,6 +238,54 @@ def test_every_route_role_and_method_gets_what_the_table_says(people, site):
                     if not any(message in text for message in ROLE_MESSAGES):
                         mismatches.append(f"{method} {path} as {role}: 403 without the role's message: {text[:200]}")
     assert not mismatches, "\n".join(mismatches)
+
+
+def pool_routes() -> list[str]:
+    """The routes about one pool: a pool in the address, or a judge run (the site's is over its pool)."""
+    return [
+        route
+        for route in routes()
+        if route in ACCESS and re.search(r"<slug:(name|pool)>|^api/judge-runs/<int:run>/", route)
+    ]
+
+
+@pytest.mark.django_db
+def test_a_researcher_of_another_project_gets_404_on_every_pool_route(people, stranger, site):
+    """docs/domain.md, "Projects": a pool of another project answers as a pool that does not exist, on every method
+    a researcher or an admin may use (OPTIONS answers the same for any name and tells nothing of the pool)."""
+    assert len(pool_routes()) >= 25
+    mismatches = []
+    client = client_for("researcher", {"researcher": stranger})
+    for route in pool_routes():
+        path = site.path(route)
+        for method, who in ACCESS[route].items():
+            if method == "OPTIONS" or who not in (RESEARCHER, ADMIN):
+                continue
+            response = client.generic(method, path)
+            if response.status_code != 404:
+                mismatches.append(f"{method} {path} as a researcher of another project: {response.status_code}")
+    assert not mismatches, "\n".join(mismatches)
+
+
+@pytest.mark.django_db
+def test_a_researcher_of_another_project_finds_none_of_its_pools_in_the_lists(people, stranger, site):
+    client = client_for("researcher", {"researcher": stranger})
+    own = client_for(RESEARCHER, people)
+    pool = site.values["pool"]
+
+    assert [row["name"] for row in own.get("/api/pools/").json()] == [pool]
+    assert client.get("/api/pools/").json() == []
+    for page in ("/pools/", "/reports/", "/audit/", "/generation/jobs/", "/api/generation-jobs/"):
+        assert pool in own.get(page).content.decode(), page
+        assert pool not in client.get(page).content.decode(), page
+    assert pool not in client.get(f"/api/generation-jobs/{site.values['job_id']}/judges/").content.decode()
+    # The judge run over the pool is a job: its pages answer as for a job that does not exist.
+    from judging.models import JudgeRun
+
+    judge_job = JudgeRun.objects.get(pool__name=pool).job_id
+    for page in (f"/generation/jobs/{judge_job}/", f"/api/generation-jobs/{judge_job}/"):
+        assert own.get(page).status_code == 200, page
+        assert client.get(page).status_code == 404, page
 
 
 @pytest.mark.django_db

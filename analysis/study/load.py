@@ -23,6 +23,7 @@ from django.core.exceptions import ValidationError
 from django.db import DatabaseError, models, transaction
 from django.db.models import UniqueConstraint
 
+from accounts.models import Project
 from accounts.roles import ANNOTATOR, RESEARCHER
 from accounts.services import roles_ensure
 from analysis.models import StudyPseudonym
@@ -248,10 +249,11 @@ def _version_1_upgraded(bundle: Bundle) -> None:
 
 
 class _Importer:
-    def __init__(self, bundle: Bundle, pool_name: str):
+    def __init__(self, bundle: Bundle, pool_name: str, project: Project | None = None):
         _version_1_upgraded(bundle)
         self.bundle = bundle
         self.pool_name = pool_name
+        self.project = project
         self.ids: dict[str, dict[int, int]] = {}
         self.people: dict[str, int] = {}
         self.suffix = f"-{pool_name}"
@@ -321,6 +323,8 @@ class _Importer:
                 obj.name = f"{obj.name}{self.suffix}"[:64]
         if isinstance(obj, Pool):
             obj.name = self.pool_name
+            if self.project is not None:
+                obj.project = self.project
         return None
 
     def table(self, table: Table) -> int:
@@ -543,13 +547,14 @@ def differences_text(outcome: dict) -> str:
 
 
 def study_import(
-    *, bundle: Bundle, pool_name: str | None = None, user=None, accept_differences: bool = False
-) -> Imported:
+    *, bundle: Bundle, pool_name: str | None = None, user=None, accept_differences: bool = False,
+    project: Project | None = None,
+) -> Imported:  # fmt: skip
     """Import the bundle as a new pool (named `pool_name`, or as in the bundle) in one transaction: all of it or
     nothing. The bundle is verified first (`bundle_verify`): one whose report does not follow from its data is
     refused, naming the figures that differ, unless `accept_differences`. People come in as users named by their
     pseudonyms, without a password (an admin sets one to let them work on). Raises BundleError, and then nothing is
-    written."""
+    written. The new pool belongs to `project` (None: the default project)."""
     if bundle.changed_files:
         raise BundleError(
             "differs from the manifest's SHA-256: the bundle was changed after export", file=bundle.changed_files[0]
@@ -559,7 +564,7 @@ def study_import(
     if outcome["differ"] and not accept_differences:
         raise BundleError(f"{differences_text(outcome)} (import it anyway with --accept-differences)", file=REPORT_FILE)
     with transaction.atomic():
-        imported = _Importer(bundle, name).run()
+        imported = _Importer(bundle, name, project).run()
         audit_record(
             event="study.import",
             obj=imported.pool,

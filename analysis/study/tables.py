@@ -91,7 +91,8 @@ TABLES: list[Table] = [
     Table("instances", Instance, lambda s: Instance.objects.filter(dataset_id__in=s.dataset_ids)),
     Table("judges", Judge, lambda s: Judge.objects.filter(name__in=s.judge_names)),
     # The pool's row carries its jobs' ids too (`jobs`), and the guidelines every version of their text.
-    Table("pools", Pool, lambda s: Pool.objects.filter(pk=s.pool.pk)),
+    # Its project is this site's team (docs/domain.md, "Projects"): an importing site puts the pool in one of its own.
+    Table("pools", Pool, lambda s: Pool.objects.filter(pk=s.pool.pk), drop=("project",)),
     Table("guidelines", PoolGuideline, lambda s: PoolGuideline.objects.filter(pool=s.pool)),
     # The jobs (kind, model, status, progress) and what each generation job ran: its dataset, decoding and seed.
     Table("jobs", Job, lambda s: Job.objects.filter(pk__in=s.job_ids), drop=("error",)),

@@ -115,10 +115,14 @@ def pool_kind_counts(*, pool: Pool) -> dict[str, int]:
 
 
 def pool_summaries() -> QuerySet[Pool]:
-    return Pool.objects.annotate(
-        n_items=Count("items", distinct=True),
-        n_assignments=Count("assignments", distinct=True),
-    ).order_by("-created_at")
+    return (
+        Pool.objects.select_related("project")
+        .annotate(
+            n_items=Count("items", distinct=True),
+            n_assignments=Count("assignments", distinct=True),
+        )
+        .order_by("-created_at")
+    )
 
 
 def finished_jobs() -> QuerySet[Job]:

@@ -27,8 +27,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from django.db import transaction
+from django.utils.text import slugify
 
+from accounts.models import Project
 from annotation.active import ActiveDrawError, active_draw, inclusion_probabilities, judged_contexts
+from annotation.labelset import LabelSetError, labels_check
 from annotation.models import Pool, PoolItem
 from annotation.schema import MISGENDERING
 from common.audit import CREATE, audit_record
@@ -254,13 +257,14 @@ def _draw_active(
 
 def _write_pool(
     *, name: str, per_cell: int | None, seed: int, jobs: list[Job], chosen, created_by,
-    active: ActiveDraw | None = None,
+    active: ActiveDraw | None = None, project: Project | None = None,
 ) -> tuple[Pool, int]:  # fmt: skip
     generations = Generation.objects.select_related("instance").in_bulk([pk for _, pk in chosen])
     with transaction.atomic():
         pool = Pool.objects.create(
             name=name, per_cell=per_cell, seed=seed, created_by=created_by,
             active_run_id=active.run_id if active else None, active_budget=active.budget if active else None,
+            **_in_project(project),
         )  # fmt: skip
         pool.jobs.set(jobs)
         data: dict = {"per_cell": per_cell, "seed": seed, "jobs": [job.pk for job in jobs], "items": len(chosen)}
@@ -303,6 +307,7 @@ def pool_sample(
     active: bool = False,
     judge_run: int | None = None,
     budget: float | None = None,
+    project: Project | None = None,
 ) -> PoolSampleResult:
     """Draw a pool per model x dataset x setting x pronoun from finished jobs (see the module docstring).
 
@@ -314,12 +319,14 @@ def pool_sample(
     `active=True` draws an active pool instead (see the module docstring) from the one job named, with `judge_run`
     (a finished judge run over that job) and `budget` (the expected number of contexts); `draw`, `instances` and
     `per_cell` do not apply. Refused (PoolSampleError, nothing written) when the run does not cover the job or has
-    no probabilities.
+    no probabilities. `project`: the project the pool belongs to (accounts.projects.project_choose; None: the
+    default project).
     """
     if active:
         return _pool_sample_active(
-            name=name, job_ids=job_ids, judge_run=judge_run, budget=budget, seed=seed, created_by=created_by
-        )
+            name=name, job_ids=job_ids, judge_run=judge_run, budget=budget, seed=seed, created_by=created_by,
+            project=project,
+        )  # fmt: skip
     if judge_run is not None or budget is not None:
         raise PoolSampleError("a judge run and a budget belong to an active draw (--active)")
     if draw not in DRAWS:
@@ -354,14 +361,16 @@ def pool_sample(
         per_cell if draw == DRAW_PER_SAMPLE_INDEX else (instances * sizes.pop() if len(sizes) == 1 else None)
     )
     result.pool, result.items = _write_pool(
-        name=name, per_cell=stored_per_cell, seed=seed, jobs=jobs, chosen=chosen, created_by=created_by
-    )
+        name=name, per_cell=stored_per_cell, seed=seed, jobs=jobs, chosen=chosen, created_by=created_by,
+        project=project,
+    )  # fmt: skip
     return result
 
 
 def _pool_sample_active(
-    *, name: str, job_ids: list[int] | None, judge_run: int | None, budget: float | None, seed: int, created_by
-) -> PoolSampleResult:
+    *, name: str, job_ids: list[int] | None, judge_run: int | None, budget: float | None, seed: int, created_by,
+    project: Project | None,
+) -> PoolSampleResult:  # fmt: skip
     if judge_run is None or budget is None:
         raise PoolSampleError("an active draw needs a judge run (--judge-run) and a budget (--budget)")
     if not job_ids or len(job_ids) != 1:
@@ -374,6 +383,44 @@ def _pool_sample_active(
     if not chosen:
         raise PoolSampleError(f"the draw at budget {budget:g} and seed {seed} took no context; raise the budget")
     result.pool, result.items = _write_pool(
-        name=name, per_cell=None, seed=seed, jobs=[job], chosen=chosen, created_by=created_by, active=active
-    )
+        name=name, per_cell=None, seed=seed, jobs=[job], chosen=chosen, created_by=created_by, active=active,
+        project=project,
+    )  # fmt: skip
     return result
+
+
+def _in_project(project: Project | None) -> dict:
+    """The new pool's project field: the one chosen, or none given (the model's default: the default project)."""
+    return {} if project is None else {"project": project}
+
+
+class PoolCreateError(ValueError):
+    """The pool cannot be made as asked; nothing was written."""
+
+
+@transaction.atomic
+def pool_create(
+    *, name: str, labels: list[str], positive: str = "", project: Project | None = None, created_by=None
+) -> Pool:
+    """An empty pool for a researcher's own files (docs/domain.md, "Bring your own study"): its label set (and the
+    label rates count, for a set without misgendering), in `project`; its generations, people's labels and judges'
+    labels are uploaded after. The same checks as an import's label set (annotation/labelset.py)."""
+    limit = Pool._meta.get_field("name").max_length or 64
+    if not name or slugify(name) != name or len(name) > limit:
+        raise PoolCreateError(
+            f"name: a pool's name is a slug of at most {limit} characters (letters, digits, - and _), got {name!r}"
+        )
+    try:
+        chosen, chosen_positive = labels_check(list(labels), positive.strip()), positive.strip()
+    except LabelSetError as exc:
+        raise PoolCreateError(f"labels: {exc}") from None
+    if Pool.objects.filter(name=name).exists():
+        raise PoolCreateError(f"name: a pool named {name!r} already exists; choose another name")
+    pool = Pool.objects.create(
+        name=name, labels=chosen, positive_label=chosen_positive, created_by=created_by, **_in_project(project)
+    )
+    audit_record(
+        event="pool.create", obj=pool, actor=created_by, action=CREATE,
+        data={"labels": chosen, "positive_label": chosen_positive, "project": pool.project.name, "items": 0},
+    )  # fmt: skip
+    return pool

@@ -22,6 +22,7 @@ def page_urls(pool):
         "pool": f"/pools/{pool.name}/",
         "adjudicate": f"/pools/{pool.name}/adjudicate/",
         "sample": "/pools/new/",
+        "files": "/pools/new/files/",
         "assign": f"/pools/{pool.name}/assign/",
     }
 
@@ -32,8 +33,11 @@ ALLOWED = {
     "pool": {"admin", "researcher"},
     "adjudicate": {"admin", "researcher"},
     "sample": {"admin"},
-    "assign": {"admin"},
+    "files": {"admin", "researcher"},
+    "assign": {"admin"},  # and the researcher who made the pool (tests/annotation/test_pool_files.py)
 }
+# The pages about one pool, which a researcher of another project cannot tell from a pool that does not exist.
+POOL_PAGES = ["pool", "adjudicate", "assign"]
 
 
 @pytest.mark.django_db
@@ -45,6 +49,28 @@ def test_it_lets_only_the_right_roles_open_each_page(client, people, pool, page,
     response = client.get(page_urls(pool)[page])
 
     assert response.status_code == (200 if role in ALLOWED[page] else 403)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("page", POOL_PAGES)
+def test_a_researcher_of_another_project_gets_404_on_each_pool_page(client, stranger, pool, page):
+    client.force_login(stranger)
+
+    response = client.get(page_urls(pool)[page])
+
+    assert response.status_code == 404
+    assert pool.name.encode() not in response.content
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("page", sorted(set(ALLOWED) - set(POOL_PAGES) - {"annotate", "sample"}))
+def test_a_researcher_of_another_project_opens_the_pages_about_no_one_pool(client, stranger, pool, page):
+    client.force_login(stranger)
+
+    response = client.get(page_urls(pool)[page])
+
+    assert response.status_code == 200
+    assert pool.name.encode() not in response.content
 
 
 @pytest.mark.django_db

@@ -233,3 +233,28 @@ def test_the_verdict_figures_draw_the_reports_figures_with_one_legend_below(stud
                 )
         finally:
             plt.close(figure)
+
+
+def test_an_escalated_pool_stays_in_its_source_pools_project_and_its_maker_is_told_to_assign_it(
+    client, researcher, study
+):
+    client.force_login(researcher)
+    form = {"run": study.run.pk, "name": "own-look", "alpha": "0.25", "delta": "0.15"}
+
+    response = client.post(f"/reports/{study.pool.name}/escalate/", form, follow=True)
+
+    assert "ready to assign: Assign annotators below." in response.content.decode()
+    assert 'href="/pools/own-look/assign/">Assign annotators</a>' in response.content.decode()
+    new = Pool.objects.get(name="own-look")
+    assert (new.project, new.created_by) == (study.pool.project, researcher)
+
+
+def test_pool_escalate_puts_the_new_pool_in_the_project_named(study, stranger):
+    call_command(
+        "pool_escalate", pool=study.pool.name, run=study.run.pk, name="theirs", alpha=0.25, delta=0.15,
+        project="elsewhere",
+    )  # fmt: skip
+
+    assert Pool.objects.get(name="theirs").project.name == "elsewhere"
+    with pytest.raises(CommandError, match="--project: no project 'nowhere' known"):
+        call_command("pool_escalate", pool=study.pool.name, run=study.run.pk, name="never", project="nowhere")

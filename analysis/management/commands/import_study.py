@@ -6,6 +6,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from accounts.projects import project_argument_add, project_option
 from analysis.study.load import BundleError, study_bundle_read, study_import
 
 
@@ -26,6 +27,7 @@ class Command(BaseCommand):
             action="store_true",
             help="import even when the recomputed report differs from the bundled one",
         )
+        project_argument_add(parser)
 
     def handle(self, *args, **options) -> None:
         try:
@@ -33,6 +35,7 @@ class Command(BaseCommand):
                 bundle=study_bundle_read(options["bundle"]),
                 pool_name=options["pool"],
                 accept_differences=options["accept_differences"],
+                project=project_option(options),
             )
         except BundleError as exc:
             raise CommandError(f"rejected: {exc}") from None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from accounts.projects import ProjectError, project_choose
 from analysis.selectors.verdict import DEFAULT_ALPHA, DEFAULT_DELTA
 from analysis.services import EscalationError, pool_escalate
 from annotation.models import Pool
@@ -23,6 +24,9 @@ class Command(BaseCommand):
         parser.add_argument("--name", required=True, help="the new pool's name")
         parser.add_argument("--alpha", type=float, default=DEFAULT_ALPHA, help=f"default {DEFAULT_ALPHA}")
         parser.add_argument("--delta", type=float, default=DEFAULT_DELTA, help=f"default {DEFAULT_DELTA}")
+        parser.add_argument(
+            "--project", default=None, help="the project the new pool belongs to (default: POOL's project)"
+        )
 
     def handle(self, *args, pool: str, run: int, name: str, alpha: float, delta: float, **options) -> None:
         pool_row = Pool.objects.filter(name=pool).first()
@@ -36,7 +40,11 @@ class Command(BaseCommand):
         if run_row is None:
             raise CommandError(f"No judge run {run}.")
         try:
-            result = pool_escalate(pool=pool_row, run=run_row, name=name, alpha=alpha, delta=delta)
+            project = project_choose(name=options["project"]) if options.get("project") else None
+        except ProjectError as exc:
+            raise CommandError(f"--project: {exc}") from None
+        try:
+            result = pool_escalate(pool=pool_row, run=run_row, name=name, alpha=alpha, delta=delta, project=project)
         except EscalationError as error:
             raise CommandError(str(error)) from None
         self.stdout.write(result.message)

@@ -3,6 +3,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from accounts.projects import project_argument_add, project_option
 from annotation.models import GOLD, STUDY, TRAINING
 from annotation.services import GenerationImportError, generations_import
 from generation.datasets.files import ImportFailed
@@ -36,6 +37,7 @@ class Command(BaseCommand):
             help="free-text datasets' pronoun families (CSV: base, nom, acc, pos_dep, pos_ind, ref); default "
             "MISGENDERED's",
         )
+        project_argument_add(parser, what="a new pool")
         parser.add_argument(
             "--json", action="store_true", help="end with one JSON line: pool, items, heuristic_mismatches"
         )
@@ -57,6 +59,7 @@ class Command(BaseCommand):
                 labels=labels,
                 positive=options["positive"].strip(),
                 codebook=codebook,
+                project=project_option(options),
             )
         except GenerationImportError as exc:
             raise CommandError(str(exc)) from None

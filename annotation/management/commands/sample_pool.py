@@ -1,5 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from accounts.projects import project_argument_add, project_option
 from annotation.services import PoolSampleError, pool_sample
 from annotation.services.pool import DRAW_INSTANCES, DRAWS, POOL_SEED
 
@@ -41,6 +42,7 @@ class Command(BaseCommand):
         )
         parser.add_argument("--judge-run", type=int, help="--active: a finished judge run over the job")
         parser.add_argument("--budget", type=float, help="--active: the expected number of contexts people label")
+        project_argument_add(parser)
 
     def handle(self, *args, **options):
         if options["active"]:
@@ -61,6 +63,7 @@ class Command(BaseCommand):
                 per_cell=options["per_cell"] or 25,
                 seed=options["seed"],
                 allow_short=options["allow_short"],
+                project=project_option(options),
             )
         except PoolSampleError as exc:
             raise CommandError(str(exc)) from None
@@ -84,7 +87,7 @@ class Command(BaseCommand):
         try:
             result = pool_sample(
                 name=options["name"], job_ids=jobs, seed=options["seed"], active=True,
-                judge_run=options["judge_run"], budget=options["budget"],
+                judge_run=options["judge_run"], budget=options["budget"], project=project_option(options),
             )  # fmt: skip
         except PoolSampleError as exc:
             raise CommandError(str(exc)) from None

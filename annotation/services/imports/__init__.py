@@ -19,6 +19,7 @@ from pathlib import Path
 
 from django.db import transaction
 
+from accounts.models import Project
 from annotation.labelset import LabelSetError, labels_check
 from annotation.models import GOLD, STUDY, TRAINING, Annotation, Pool, PoolItem
 from annotation.schema import DEFAULT_LABELS
@@ -198,6 +199,7 @@ def generations_import(
     codebook: Codebook | None = None,
     created_by=None,
     progress: Progress | None = None,
+    project: Project | None = None,
 ) -> GenerationsImportResult:
     """Import every row of every file as a pool item of `kind` (study, gold or training).
 
@@ -214,12 +216,15 @@ def generations_import(
 
     The files may also hold free-text generations (docs/domain.md, "Bring your own study"; free_text.py), read with
     `codebook` (a free-text dataset's families; MISGENDERED's when None). `labels` (and `positive`) declare the
-    pool's label set, written onto the pool with its first batch.
+    pool's label set, written onto the pool with its first batch. A new pool goes to `project` (None: the default
+    project); an existing pool stays in its own, which `project`, when given, must be.
     """
     if kind not in KINDS:
         raise GenerationImportError([f"unknown item kind {kind!r}: use one of {', '.join(KINDS)}"])
     sources = [path if isinstance(path, Upload | Stored) else Path(path) for path in paths]
     existing_pool = Pool.objects.filter(name=pool_name).first()
+    if existing_pool is not None and project is not None and existing_pool.project_id != project.pk:
+        raise GenerationImportError([f"--project: pool {pool_name!r} belongs to another project"])
     pool_labels, pool_positive = _label_set(existing_pool, labels, positive)
     errors: list[str] = []
     datasets = Datasets(codebook)
@@ -233,7 +238,12 @@ def generations_import(
     mismatches = created = done = 0
     pool, pool_created = Pool.objects.get_or_create(
         name=pool_name,
-        defaults={"created_by": created_by, "labels": pool_labels, "positive_label": pool_positive},
+        defaults={
+            "created_by": created_by,
+            "labels": pool_labels,
+            "positive_label": pool_positive,
+            **({} if project is None else {"project": project}),
+        },  # fmt: skip
     )
     if pool_created:
         audit_record(event="pool.create", obj=pool, actor=created_by, action=CREATE, data={"by": "import"})
