@@ -20,9 +20,9 @@ from django.db import transaction
 
 from common.safe_csv import SafeDictWriter
 from generation.datasets.files import ImportFailed, read_text
-from generation.datasets.registry import dataset_kind
 from generation.models import Dataset, Pair, PairScore
 from generation.models.pairs import IMPORTED_SCORES, PAIR_METHOD_CHOICES
+from generation.selectors import pair_datasets
 
 SCORE_COLUMNS = ("model", "dataset", "pair", "score_stereotypical", "score_anti_stereotypical")
 EXPORT_COLUMNS = ("pair", "dataset", "stereotypical", "anti_stereotypical", "score_stereotypical",
@@ -51,11 +51,6 @@ def _number(value: str, column: str, problems: list[str]) -> float | None:
         problems.append(f"{column} {value!r} is not a finite number")
         return None
     return number
-
-
-def pair_datasets() -> dict[str, Dataset]:
-    """The datasets of stereotype pairs, by name."""
-    return {d.name: d for d in Dataset.objects.order_by("name") if dataset_kind(d.kind).pairs}
 
 
 def _score_row(
