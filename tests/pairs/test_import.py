@@ -129,4 +129,6 @@ def test_it_exports_a_pair_dataset_with_export_instances(tmp_path):
     call_command("export_instances", "--dataset", "ss", "--out", str(out), stdout=io.StringIO())
     rows = list(csv.DictReader(out.open(encoding="utf-8")))
     assert [r["pair"] for r in rows] == ["a1", "b2", "c3", "d4"]
-    assert rows[0]["stereotypical"] == "The schoolgirl is gentle." and rows[0]["unrelated"] == "The schoolgirl is cheese."
+    assert (
+        rows[0]["stereotypical"] == "The schoolgirl is gentle." and rows[0]["unrelated"] == "The schoolgirl is cheese."
+    )

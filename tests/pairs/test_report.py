@@ -153,7 +153,9 @@ def test_it_writes_csv_and_latex(study, tmp_path):
 def test_it_asks_for_two_datasets_when_more_have_scores(study, tmp_path):
     call_command("import_dataset", "crows-pairs", "--file", str(crows_file(tmp_path / "c2.csv")), "--name", "cp2",
                  stdout=io.StringIO())  # fmt: skip
-    (tmp_path / "more.csv").write_text("model,dataset,pair,score_stereotypical,score_anti_stereotypical\nm1,cp2,0,-1,-2\n")
+    (tmp_path / "more.csv").write_text(
+        "model,dataset,pair,score_stereotypical,score_anti_stereotypical\nm1,cp2,0,-1,-2\n"
+    )
     call_command("import_pair_scores", str(tmp_path / "more.csv"), stdout=io.StringIO())
     with pytest.raises(CommandError, match="name two with --datasets A,B"):
         report()
