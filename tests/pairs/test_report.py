@@ -162,3 +162,20 @@ def test_it_asks_for_two_datasets_when_more_have_scores(study, tmp_path):
     assert report("--datasets", "cp,ss")["datasets"] == ["cp", "ss"]
     with pytest.raises(CommandError, match="not a dataset of pairs: nope"):
         report("--datasets", "cp,nope")
+
+
+def test_the_page_shows_the_tables_and_both_figures_to_researchers_only(study, client, researcher, annotator):
+    client.force_login(annotator)
+    assert client.get("/pair-reports/").status_code in (302, 403)
+    client.force_login(researcher)
+    response = client.get("/pair-reports/", {"pool": "dims"})
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert page.count('src="data:image/svg+xml;base64,') == 2
+    built = report("--dimensions-pool", "dims")
+    assert f"{built['bias']['m1']['cp']:.2f}" in page
+    assert "Roles and behaviors" in page and "Balanced" in page
+    download = client.get("/pair-reports/", {"pool": "dims", "format": "json"})
+    assert json.loads(download.content) == built
+    refused = client.get("/pair-reports/", {"pool": "nope"})
+    assert refused.status_code == 400 and "no pool" in refused.content.decode()
