@@ -100,3 +100,16 @@ def test_it_refuses_a_dataset_that_is_not_of_pairs_and_an_unknown_method(dataset
         job_create(kind="pair_score", model="tiny-bert", dataset="cp", options={"method": "bleu"}, queue=False)
     with pytest.raises(CommandError, match="needs a dataset of stereotype pairs|unknown dataset|no dataset"):
         call_command("pair_score", "--model", "tiny-bert", "--dataset", "nope")
+
+
+def test_the_jobs_page_datasets_page_and_api_show_a_pair_score_job(dataset, tiny_bert_dir, client, admin_user, api):
+    model = registered("tiny-bert", tiny_bert_dir)
+    job = job_create(kind="pair_score", model=model, dataset="cp", options={"method": "pll"}, queue=False)
+    client.force_login(admin_user)
+    page = client.get("/generation/jobs/")
+    assert page.status_code == 200
+    assert "pair scores of cp by tiny-bert (pll)" in page.content.decode()
+    assert client.get("/generation/datasets/").status_code == 200
+    api.force_authenticate(admin_user)
+    body = api.get(f"/api/generation-jobs/{job.pk}/").json()
+    assert body["kind"] == "pair_score" and body["options"]["method"] == "pll"
