@@ -179,3 +179,30 @@ def test_the_page_shows_the_tables_and_both_figures_to_researchers_only(study, c
     assert json.loads(download.content) == built
     refused = client.get("/pair-reports/", {"pool": "nope"})
     assert refused.status_code == 400 and "no pool" in refused.content.decode()
+
+
+def test_labels_made_elsewhere_give_the_dimensions_through_import_labels(tmp_path):
+    call_command("import_dataset", "crows-pairs", "--file", str(crows_file(tmp_path / "c.csv")), "--bias-type",
+                 "gender", "--name", "cp", stdout=io.StringIO())  # fmt: skip
+    call_command("pair_pool", "--datasets", "cp", "--name", "byos", stdout=io.StringIO())
+    labels = tmp_path / "labels.csv"
+    labels.write_text("item,annotator,label\ncp/0,r1,roles_and_behaviors\ncp/1,r1,personality_traits\n"
+                      "cp/2,r1,roles_and_behaviors\ncp/4,r1,attitudes_and_beliefs\n", encoding="utf-8")  # fmt: skip
+    call_command("import_labels", str(labels), "--pool", "byos", stdout=io.StringIO())
+    built = report("--dimensions-pool", "byos", "--datasets", "cp")
+    assert built["dimension_counts"]["cp"] == {"personality_traits": 1, "attitudes_and_beliefs": 1,
+                                               "roles_and_behaviors": 2, "physical_characteristics": 0}  # fmt: skip
+    assert built["dimensions"]["cp"]["roles_and_behaviors"] == 0.5
+
+
+def test_a_model_scored_by_two_methods_counts_once_per_method_unless_one_is_kept(tmp_path):
+    call_command("import_dataset", "crows-pairs", "--file", str(crows_file(tmp_path / "c.csv")), "--bias-type",
+                 "gender", "--name", "cp", stdout=io.StringIO())  # fmt: skip
+    scores = tmp_path / "s.csv"
+    scores.write_text("model,dataset,pair,method,score_stereotypical,score_anti_stereotypical\n"
+                      "bert,cp,0,pll,-1,-2\nbert,cp,1,pll,-3,-2\nbert,cp,0,pll-word-l2r,-1,-2\n"
+                      "bert,cp,1,pll-word-l2r,-1,-2\n", encoding="utf-8")  # fmt: skip
+    call_command("import_pair_scores", str(scores), stdout=io.StringIO())
+    built = report()
+    assert built["bias"] == {"bert (pll)": {"cp": 50.0}, "bert (pll-word-l2r)": {"cp": 100.0}}
+    assert report("--method", "pll")["bias"] == {"bert": {"cp": 50.0}}
