@@ -5,6 +5,7 @@ Figure 2). Each takes the report dict of analysis/selectors/pairs.py and gives S
 from __future__ import annotations
 
 import io
+import textwrap
 
 import numpy as np
 
@@ -52,7 +53,7 @@ def pair_bias_figure(report: dict) -> bytes:
 def pair_dimensions_figure(report: dict) -> bytes:
     """Each benchmark's share of its labelled pairs per dimension (the seed's Figure 2)."""
     pyplot = _pyplot()
-    names = [label_guideline(d)["name"] for d in DIMENSIONS]
+    names = [textwrap.fill(label_guideline(d)["name"], 16) for d in DIMENSIONS]  # four names side by side
     with pyplot.rc_context(STYLE):
         figure, ax = pyplot.subplots(figsize=(WIDTH, 2.6))
         shares = report["dimensions"]
