@@ -113,3 +113,15 @@ def test_the_jobs_page_datasets_page_and_api_show_a_pair_score_job(dataset, tiny
     api.force_authenticate(admin_user)
     body = api.get(f"/api/generation-jobs/{job.pk}/").json()
     assert body["kind"] == "pair_score" and body["options"]["method"] == "pll"
+
+
+def test_the_jobs_api_creates_a_pair_score_job(dataset, tiny_bert_dir, admin_user, api, settings):
+    registered("tiny-bert", tiny_bert_dir)
+    api.force_authenticate(admin_user)
+    refused = api.post("/api/generation-jobs/", {"kind": "pair_score", "model": "tiny-bert", "dataset": "cp",
+                                                 "options": {"method": "bleu"}}, format="json")  # fmt: skip
+    assert refused.status_code == 400 and "unknown method" in refused.content.decode()
+    response = api.post("/api/generation-jobs/", {"kind": "pair_score", "model": "tiny-bert", "dataset": "cp",
+                                                  "options": {"method": "pll"}}, format="json")  # fmt: skip
+    assert response.status_code in (201, 202), response.content
+    assert response.json()["kind"] == "pair_score" and response.json()["total_units"] == 5
