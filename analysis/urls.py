@@ -4,6 +4,7 @@ from analysis import apis, views  # noqa: F401
 
 urlpatterns = [
     path("reports/", views.report_index, name="report-index"),
+    path("pair-reports/", views.pair_report_page, name="pair-report"),
     path("reports/<slug:pool>/", views.report_detail, name="report-detail"),
     path("reports/<slug:pool>/export/<str:fmt>/", views.report_export, name="report-export"),
     path("reports/<slug:pool>/study.zip", views.report_study_bundle, name="report-study-bundle"),

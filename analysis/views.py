@@ -247,3 +247,69 @@ def pool_quality(request: HttpRequest, name: str) -> HttpResponse:
     pool_row = pool_visible_or_404(user=request.user, name=name)
     context = {"pool": pool_row, "data": quality_dashboard(pool=pool_row), "ceiling_min_items": CEILING_MIN_ITEMS}
     return render(request, "analysis/pool_quality.html", context)
+
+
+@require_safe
+@role_required(RESEARCHER)
+def pair_report_page(request: HttpRequest) -> HttpResponse:
+    """The stereotype pair report (docs/domain.md, 'Stereotype pair benchmarks'): bias, agreement and dimension
+    mix with their figures; `?format=json|csv|latex` downloads it."""
+    import base64
+
+    from analysis.plots.pairs import pair_bias_figure, pair_dimensions_figure
+    from analysis.report.exports.pairs import pair_report_render
+    from analysis.selectors.pairs import PairReportError, pair_report
+    from annotation.schema import DIMENSIONS, PAIR_PITFALLS, label_guideline
+    from generation.models.pairs import PAIR_METHOD_CHOICES
+
+    methods = [value for value, _ in PAIR_METHOD_CHOICES]
+    chosen_pool = request.GET.get("pool", "")
+    chosen_datasets = request.GET.get("datasets", "")
+    chosen_method = request.GET.get("method", "")
+    pools = list(Pool.objects.filter(flags=PAIR_PITFALLS).order_by("name").values_list("name", flat=True))
+    context: dict = {"pools": pools, "methods": methods, "chosen_pool": chosen_pool,
+                     "chosen_datasets": chosen_datasets, "chosen_method": chosen_method}  # fmt: skip
+    pool = Pool.objects.filter(name=chosen_pool).first() if chosen_pool else None
+    datasets = [name.strip() for name in chosen_datasets.split(",") if name.strip()] or None
+    try:
+        if chosen_pool and pool is None:
+            raise PairReportError(f"no pool {chosen_pool!r}")
+        if chosen_method and chosen_method not in methods:
+            raise PairReportError(f"unknown method {chosen_method!r}")
+        report = pair_report(datasets=datasets, dimensions_pool=pool, method=chosen_method or None)
+    except PairReportError as exc:
+        return render(request, "analysis/pair_report.html", {**context, "error": str(exc)}, status=400)
+    fmt = request.GET.get("format")
+    if fmt in ("json", "csv", "latex"):
+        types = {"json": "application/json", "csv": "text/csv", "latex": "application/x-tex"}
+        response = HttpResponse(pair_report_render(report, fmt), content_type=f"{types[fmt]}; charset=utf-8")
+        suffix = {"json": "json", "csv": "csv", "latex": "tex"}[fmt]
+        response["Content-Disposition"] = f'attachment; filename="pair-report.{suffix}"'
+        return response
+    agreement = report["agreement"]
+    context |= {
+        "report": report,
+        "query": urlencode({k: v for k, v in (("pool", chosen_pool), ("datasets", chosen_datasets),
+                                              ("method", chosen_method)) if v}),
+        "bias_rows": [
+            {"model": model, "cells": [
+                {"score": report["bias"][model].get(d), "ties": report["bias_detail"][model].get(d, {}).get("ties"),
+                 "balanced": report["bias_balanced"].get(model, {}).get(d)} for d in report["datasets"]]}
+            for model in report["bias"]
+        ],
+        "agreement_rows": [{"name": "Original", "value": agreement["overall"]},
+                           {"name": "Balanced", "value": agreement["balanced"]}]
+        + [{"name": label_guideline(d)["name"], "value": agreement["by_dimension"][d]} for d in DIMENSIONS],
+        "dimension_rows": [
+            {"name": label_guideline(dim)["name"], "cells": [
+                {"count": report["dimension_counts"][d][dim],
+                 "share": None if report["dimensions"][d][dim] is None else 100 * report["dimensions"][d][dim]}
+                for d in report["datasets"]]}
+            for dim in DIMENSIONS
+        ] if report["dimensions"] else [],
+    }  # fmt: skip
+    if report["bias"]:
+        context["bias_svg"] = base64.b64encode(pair_bias_figure(report)).decode()
+    if report["dimensions"]:
+        context["dimensions_svg"] = base64.b64encode(pair_dimensions_figure(report)).decode()
+    return render(request, "analysis/pair_report.html", context)

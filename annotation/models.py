@@ -5,8 +5,8 @@ from django.db import connection, models
 from django.db.models import F, Q
 
 from accounts.models import Project, default_project_id
-from annotation.schema import DEFAULT_LABELS
-from generation.models import Generation, Job
+from annotation.schema import DEFAULT_LABELS, FLAG_SETS, PECULIARITIES
+from generation.models import Generation, Job, Pair
 from generation.models.datasets import BASE_CHOICES
 from generation.models.jobs import SETTING_CHOICES
 
@@ -32,6 +32,15 @@ def new_public_id() -> str:
 class Pool(models.Model):
     name = models.SlugField(max_length=64, unique=True)
     labels = models.JSONField(default=_default_labels, help_text="the pronoun label set annotators choose from")
+    # The flags annotators may tick beside the label (annotation.schema.FLAG_SETS): the generations' peculiarities,
+    # or a stereotype pair pool's pitfalls (docs/domain.md, 'Stereotype pair benchmarks').
+    flags = models.CharField(
+        max_length=16,
+        choices=[(name, name) for name in FLAG_SETS],
+        default=PECULIARITIES,
+        db_default=PECULIARITIES,
+        help_text="the set of flags annotators may tick",
+    )
     # The label rates count (docs/domain.md, "Bring your own study"): empty means `misgendering`, which a pool whose
     # set lacks it must replace by one of its own labels (annotation.labelset.positive_label).
     positive_label = models.CharField(
@@ -112,6 +121,9 @@ class PoolItem(models.Model):
     generation = models.ForeignKey(
         Generation, null=True, blank=True, on_delete=models.PROTECT, related_name="pool_items"
     )
+    # A stereotype pair pool's item (docs/domain.md, 'Stereotype pair benchmarks'): the pair it shows, its sentences
+    # copied into `context` and `continuation`; `dataset` is the pair's benchmark dataset, never shown.
+    pair = models.ForeignKey(Pair, null=True, blank=True, on_delete=models.PROTECT, related_name="pool_items")
     # The cell: model x dataset x setting x pronoun.
     model_name = models.CharField(max_length=200)
     dataset = models.CharField(
@@ -151,6 +163,9 @@ class PoolItem(models.Model):
             ),
             models.UniqueConstraint(
                 fields=["pool", "source_key"], condition=~Q(source_key=""), name="pool_item_unique_source_key"
+            ),
+            models.UniqueConstraint(
+                fields=["pool", "pair"], condition=Q(pair__isnull=False), name="pool_item_unique_pair"
             ),
             models.UniqueConstraint(
                 fields=["pool", "external_id"], condition=~Q(external_id=""), name="pool_item_unique_external_id"

@@ -1,9 +1,27 @@
 """The annotation schema (docs/domain.md, 'The annotation schema'; paper appendix G)."""
 
+from dataclasses import dataclass
+
 CORRECT = "correct"
 MISGENDERING = "misgendering"
 NO_PRONOUN = "no_pronoun"
 PLURAL_THEY = "plural_they"
+
+# Stereotype pair pools (docs/domain.md, 'Stereotype pair benchmarks'): the seed's four dimensions of a gender
+# stereotype are the label set, in the order its guideline breaks ties (roles > attitudes > personality; physical
+# characteristics, which it does not rank, last); the pitfalls of Blodgett et al. 2021 (their three categories) and the
+# seed's own (the sentences' roles swapped) are the pool's flags.
+PERSONALITY_TRAITS = "personality_traits"
+ATTITUDES_AND_BELIEFS = "attitudes_and_beliefs"
+ROLES_AND_BEHAVIORS = "roles_and_behaviors"
+PHYSICAL_CHARACTERISTICS = "physical_characteristics"
+DIMENSIONS: list[str] = [PERSONALITY_TRAITS, ATTITUDES_AND_BELIEFS, ROLES_AND_BEHAVIORS, PHYSICAL_CHARACTERISTICS]
+DIMENSION_PRECEDENCE: list[str] = [
+    ROLES_AND_BEHAVIORS,
+    ATTITUDES_AND_BELIEFS,
+    PERSONALITY_TRAITS,
+    PHYSICAL_CHARACTERISTICS,
+]
 
 DEFAULT_LABELS: list[str] = [CORRECT, MISGENDERING, NO_PRONOUN]
 LABEL_NAMES = {
@@ -11,6 +29,10 @@ LABEL_NAMES = {
     MISGENDERING: "Misgendering",
     NO_PRONOUN: "No pronoun",
     PLURAL_THEY: "Plural they",
+    PERSONALITY_TRAITS: "Personality traits",
+    ATTITUDES_AND_BELIEFS: "Attitudes and beliefs",
+    ROLES_AND_BEHAVIORS: "Roles and behaviors",
+    PHYSICAL_CHARACTERISTICS: "Physical characteristics",
 }
 
 TAGS: dict[str, str] = {
@@ -21,6 +43,38 @@ TAGS: dict[str, str] = {
     "wrong_case_xe": "Wrong case of xe",
     "plural_xe": "Plural xe",
 }
+
+PITFALLS: dict[str, str] = {
+    "conceptualization": "Conceptualization pitfall",
+    "control_consistency": "Basic control and consistency issue",
+    "operationalization": "Operationalization pitfall",
+    "swapped": "Stereotype and anti-stereotype swapped",
+}
+# A pool's flags: the annotation page offers one set (Pool.flags) under its headings, and a save is held to it.
+PECULIARITIES, PAIR_PITFALLS = "peculiarities", "pitfalls"
+
+
+@dataclass(frozen=True)
+class ItemShape:
+    """How the annotation page shows a pool's items: its two texts' headings, the label's and the flags' legends,
+    the flags, and whether extraneous words are marked (generations) or not (stereotype pairs)."""
+
+    flags: dict[str, str]
+    flags_legend: str
+    context_heading: str
+    text_heading: str
+    label_legend: str
+    extraneous: bool
+
+
+ITEM_SHAPES: dict[str, ItemShape] = {
+    PECULIARITIES: ItemShape(TAGS, "Peculiarities", "Context", "Generated text", "Pronoun label", True),
+    PAIR_PITFALLS: ItemShape(
+        PITFALLS, "Pitfalls", "Stereotypical sentence", "Anti-stereotypical sentence", "Stereotype dimension", False
+    ),
+}
+FLAG_SETS: dict[str, dict[str, str]] = {name: shape.flags for name, shape in ITEM_SHAPES.items()}
+ALL_FLAGS: list[str] = [flag for flags in FLAG_SETS.values() for flag in flags]
 
 
 def label_display(label: object) -> str:
@@ -53,6 +107,23 @@ LABEL_GUIDELINES: dict[str, dict[str, str]] = {
     PLURAL_THEY: {
         "rule": "They is used for the person as a plural (a group), not as the person's singular pronoun.",
         "example": 'Text: "They all sold it together."',
+    },
+    # The seed's definitions of the four dimensions (its appendix C.3, in our words).
+    PERSONALITY_TRAITS: {
+        "rule": "A stable quality of a person's thoughts, feelings or behaviour (kind, anxious, outgoing).",
+        "example": '"She is unsure of herself." / "He is unsure of himself."',
+    },
+    ATTITUDES_AND_BELIEFS: {
+        "rule": "A learned view or judgement about people, things or social issues; it can change over time.",
+        "example": '"Women are too emotional to be good scientists."',
+    },
+    ROLES_AND_BEHAVIORS: {
+        "rule": "Actions, reactions and socially made roles (occupations, caregiving). Preferred when in doubt.",
+        "example": '"It was his wife\'s duty to wash the dishes."',
+    },
+    PHYSICAL_CHARACTERISTICS: {
+        "rule": "Appearance, body features or physical strength.",
+        "example": '"The girl\'s mother was very delicate."',
     },
 }
 

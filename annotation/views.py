@@ -18,7 +18,7 @@ from annotation.machine import machine_labels
 from annotation.middleware import PARTICIPANT_SESSION_KEY
 from annotation.models import ImportJob, Pool, PoolItem, Recruitment
 from annotation.referents import item_people
-from annotation.schema import LABEL_NAMES, TAGS, label_guideline
+from annotation.schema import ITEM_SHAPES, LABEL_NAMES, label_guideline
 from annotation.selectors import research
 from annotation.services import (
     AssignmentError,
@@ -71,7 +71,8 @@ def _annotate_page(request, *, pool: str, pools: list):
             "pool": pool_row,
             "labels": labels,
             "label_names": {label["key"]: label["name"] for label in labels},
-            "tags": TAGS,
+            "tags": ITEM_SHAPES[pool_row.flags].flags,
+            "shape": ITEM_SHAPES[pool_row.flags],
             "several_pools": len(pools) > 1,
             "guideline": pool_guideline(pool=pool_row),
             # A study participant's page goes to their code once their queue is done (annotation/study_views.py).

@@ -40,6 +40,10 @@ class GenerationConfig(AppConfig):
         from generation.models import GENERATION_KIND
 
         job_kind_register(GENERATION_KIND, GenerationKind())
+        # Stereotype pairs scored by a model (docs/domain.md, 'Stereotype pair benchmarks').
+        from generation.jobs.pair_kind import PAIR_SCORE_KIND, PairScoreKind
+
+        job_kind_register(PAIR_SCORE_KIND, PairScoreKind())
 
         # Templates datasets uploaded in the background hold leases as chunks do: restarted with the embedded
         # default, taken over by the workers' sweeper and by `resume_jobs` when their runner is gone.

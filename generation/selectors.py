@@ -395,3 +395,8 @@ def job_export_rows(*, job: Job, batch: int = 2000) -> Iterator[dict]:
             "heuristic_validity": "" if instance.distractors is None else HEURISTIC_NOT_VALID,
             "prob_score": job.generation_run.prob_score,
         }
+
+
+def pair_datasets() -> dict[str, Dataset]:
+    """The datasets of stereotype pairs (docs/domain.md, 'Stereotype pair benchmarks'), by name."""
+    return {d.name: d for d in Dataset.objects.order_by("name") if dataset_kind(d.kind).pairs}

@@ -92,6 +92,7 @@ ACCESS: dict[str, dict[str, str]] = {
     "api/generation-jobs/<int:job_id>/resume/": {"POST": ADMIN, "OPTIONS": ADMIN},
     # analysis
     "reports/": {"GET": RESEARCHER},
+    "pair-reports/": {"GET": RESEARCHER},
     "reports/<slug:pool>/": {"GET": RESEARCHER},
     "reports/<slug:pool>/export/<str:fmt>/": {"GET": RESEARCHER},
     "reports/<slug:pool>/study.zip": {"GET": RESEARCHER},

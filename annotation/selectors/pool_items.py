@@ -45,6 +45,11 @@ def _active_pool(pool: Pool) -> bool:
     return pool.active_run_id is not None
 
 
+def _pair_pool(pool: Pool) -> bool:
+    """A stereotype pair pool (docs/domain.md, 'Stereotype pair benchmarks'): its items name their pair."""
+    return pool.items.filter(pair__isnull=False).exists()
+
+
 def _item_id(row: dict) -> str:
     return row["external_id"] or row["public_id"]
 
@@ -61,6 +66,7 @@ ITEM_COLUMNS: list[ItemColumn] = [
     ItemColumn("heuristic", "heuristic_correct", cell=_verdict),
     ItemColumn("kind", "kind"),
     ItemColumn("inclusion_probability", "inclusion_probability", shown=_active_pool),
+    ItemColumn("pair", "pair__source_id", shown=_pair_pool),  # the benchmark's own id (`dataset` names it)
 ]
 
 

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from annotation.models import TRAINING, Annotation, Assignment, ExtraneousSpan, Pool, PoolItem, Referent, json_column
 from annotation.referents import ReferentsRejected, referents_check
-from annotation.schema import TAGS
+from annotation.schema import ALL_FLAGS, FLAG_SETS, TAGS
 from annotation.selectors import FAILED, QualificationFailed, qualification_status
 from common.audit import CREATE, UPDATE, audit_record
 from generation.models import Generation, Instance
@@ -69,15 +69,16 @@ def _check_spans(spans: Sequence[Sequence[int]], length: int) -> list[tuple[int,
 
 
 def _check_input(*, tags: Sequence[str], seconds: float) -> list[str]:
-    """The checks that need no database; returns the tags as stored (distinct, in the schema's order)."""
-    unknown = [tag for tag in tags if tag not in TAGS]
+    """The checks that need no database; returns the tags as stored (distinct, in the schema's order). Which flags
+    the item's pool offers is checked with the pool (`_check_item`)."""
+    unknown = [tag for tag in tags if tag not in ALL_FLAGS]
     if unknown:
         raise AnnotationRejected(
             f"unknown tag(s) {', '.join(map(repr, unknown))}; known: {', '.join(TAGS)}", field="tags"
         )
     if not 0 <= seconds <= MAX_SECONDS_PER_VISIT:
         raise AnnotationRejected(f"seconds must be between 0 and {MAX_SECONDS_PER_VISIT}", field="seconds")
-    return sorted(set(tags), key=list(TAGS).index)
+    return sorted(set(tags), key=ALL_FLAGS.index)
 
 
 # The save's statements: hand-written SQL, the same text on PostgreSQL and SQLite (table names from the models, values
@@ -90,7 +91,7 @@ def _check_input(*, tags: Sequence[str], seconds: float) -> list[str]:
 # is asked with the kind as a literal, so that the index `pool_item_kind` answers at once.
 _LOCK_SQL = """
 SELECT a.id, a.annotated, i.id, i.kind, i.continuation, i.gold_label, i.gold_extraneous, i.explanation,
-       p.labels, p.pass_mark, p.id, p.guideline_version,
+       p.labels, p.pass_mark, p.id, p.guideline_version, p.flags,
        EXISTS (SELECT 1 FROM {item} r WHERE r.pool_id = a.pool_id AND r.kind = '{training}'),
        EXISTS (SELECT 1 FROM {generation} g JOIN {instance} s ON s.id = g.instance_id
                WHERE g.id = i.generation_id AND s.distractors IS NOT NULL)
@@ -159,6 +160,7 @@ class _Locked:
     pass_mark: float
     pool_id: int
     guideline_version: int | None
+    flags: str
     pool_has_training: bool
     distractors: bool
 
@@ -176,7 +178,7 @@ def _locked_assignment(*, user, public_id: str) -> _Locked:
         row = cursor.fetchone()
     if row is not None:
         assignment_id, annotated, item_id, kind, continuation, gold_label, gold_extraneous, explanation, *pool = row
-        labels, pass_mark, pool_id, guideline_version, training, distractors = pool
+        labels, pass_mark, pool_id, guideline_version, flags, training, distractors = pool
         return _Locked(  # SQLite gives booleans as 0 and 1
             assignment_id=assignment_id,
             annotated=bool(annotated),
@@ -190,6 +192,7 @@ def _locked_assignment(*, user, public_id: str) -> _Locked:
             pass_mark=pass_mark,
             pool_id=pool_id,
             guideline_version=guideline_version,
+            flags=flags,
             pool_has_training=bool(training),
             distractors=bool(distractors),
         )
@@ -210,9 +213,15 @@ def _existing(*, locked: _Locked, user) -> tuple[int, str, str, bool] | None:
 
 
 def _check_item(
-    *, locked: _Locked, user, label: str, extraneous: bool, spans: Sequence[Sequence[int]]
+    *, locked: _Locked, user, label: str, extraneous: bool, spans: Sequence[Sequence[int]], tags: Sequence[str] = ()
 ) -> list[tuple[int, int]]:
     """The checks against the item and its pool; returns the spans as stored."""
+    offered = FLAG_SETS[locked.flags]
+    foreign = [tag for tag in tags if tag not in offered]
+    if foreign:
+        raise AnnotationRejected(
+            f"tag(s) {', '.join(map(repr, foreign))} are not this pool's flags: {', '.join(offered)}", field="tags"
+        )
     if locked.kind != TRAINING:
         if locked.pool_has_training:
             pool = Pool(pk=locked.pool_id, pass_mark=locked.pass_mark)
@@ -459,7 +468,7 @@ def annotation_submit(
                 spans=spans,
                 referents=referents,
             )
-        checked = _check_item(locked=locked, user=user, label=label, extraneous=extraneous, spans=spans)
+        checked = _check_item(locked=locked, user=user, label=label, extraneous=extraneous, spans=spans, tags=tags)
         resolved = _referents(locked=locked, referents=referents)
         annotation, created = _annotation_write(
             locked=locked,

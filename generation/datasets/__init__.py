@@ -14,7 +14,8 @@ datasets); tests/generation/test_dataset_kinds.py counts the kind names left out
 - ruff.py: RUFF, one row per sentence and declared pronoun;
 - ruff_distractors.py: RUFF with distractors (stored as RUFF), with distractor_sources.py and distractor_rows.py;
 - tango.py: TANGO's misgendering subset, continued whole and scored by Prob-TANGO;
-- templates.py: your own codebook and templates, with templates_files.py.
+- templates.py: your own codebook and templates, with templates_files.py;
+- pairs.py: the stereotype pair benchmarks CrowS-Pairs and StereoSet, stored as `Pair` rows (`spec.pairs`).
 
 They share files.py (reading, errors as file:line, the import signature) and writing.py (one transaction per
 import, idempotent). This package's __init__ imports nothing, so that generation/models can take `DatasetKind` from

@@ -27,6 +27,8 @@ class DatasetKind(models.TextChoices):
     RUFF = "ruff", "RUFF"
     TANGO = "tango", "TANGO"
     TEMPLATES = "templates", "your own templates"
+    CROWS_PAIRS = "crows-pairs", "CrowS-Pairs"
+    STEREOSET = "stereoset", "StereoSet"
 
 
 class ImportSummary(Protocol):
@@ -53,6 +55,8 @@ class DatasetKindSpec:
     settings: the generation settings its jobs have: pre and post, or `open` (TANGO continues the whole context).
     scores_per_generation: the probability score is per generation (Prob-TANGO, after sampling) rather than per
         instance over the mask's candidates.
+    pairs: its items are stereotype pairs (`Pair` rows: docs/domain.md, 'Stereotype pair benchmarks'), read from
+        `--file`, scored by `pair_score` jobs; it has no templates, instances or generations.
     seed_masks: the mask markers of the seed's generations files that mean this kind, with the case each stands
         for (None: the marker does not tell).
     export_columns, export_rows: the CSV `export_instances` writes: its header, and its rows in dataset order,
@@ -68,6 +72,7 @@ class DatasetKindSpec:
     reads_template_file: bool = True
     settings: tuple[str, ...] = SETTINGS
     scores_per_generation: bool = False
+    pairs: bool = False
     seed_masks: Mapping[str, str | None] = field(default_factory=dict)
 
 

@@ -15,7 +15,7 @@ from generation.selectors import dataset_codebook
 
 def instances_export(*, dataset: Dataset, path: Path) -> int:
     spec = dataset_kind(dataset.kind)
-    codebook = dataset_codebook(dataset=dataset) if spec.codebook is None else None
+    codebook = dataset_codebook(dataset=dataset) if spec.codebook is None and not spec.pairs else None
     return _rows_export(path, spec.export_columns, spec.export_rows(dataset, codebook))
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from generation.datasets.base import DatasetKindSpec
 from generation.datasets.misgendered import MISGENDERED
+from generation.datasets.pairs import CROWS_PAIRS, STEREOSET
 from generation.datasets.ruff import RUFF
 from generation.datasets.ruff_distractors import RUFF_DISTRACTORS
 from generation.datasets.tango import TANGO
@@ -15,7 +16,7 @@ from generation.datasets.templates import TEMPLATES
 from generation.pronouns import Codebook
 
 DATASET_KINDS: dict[str, DatasetKindSpec] = {
-    spec.name: spec for spec in (MISGENDERED, RUFF, TANGO, RUFF_DISTRACTORS, TEMPLATES)
+    spec.name: spec for spec in (MISGENDERED, RUFF, TANGO, RUFF_DISTRACTORS, TEMPLATES, CROWS_PAIRS, STEREOSET)
 }
 
 # Per stored kind (Dataset.kind): the spec that reads it back (the first registered), and the built-in codebooks.

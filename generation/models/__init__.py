@@ -13,6 +13,7 @@ from generation.models.jobs import (
     LanguageModel,
     ProbResult,
 )
+from generation.models.pairs import PAIR_METHODS, Pair, PairScore
 from generation.models.tango import TangoTemplate
 
 __all__ = [
@@ -31,6 +32,9 @@ __all__ = [
     "JobChunk",
     "JobStatus",
     "LanguageModel",
+    "PAIR_METHODS",
+    "Pair",
+    "PairScore",
     "ProbResult",
     "PronounForm",
     "TangoTemplate",

@@ -100,9 +100,9 @@ def test_import_dataset_offers_the_registrys_kinds_in_its_order():
 
     parser = Command().create_parser("manage.py", "import_dataset")
     kind = next(action for action in parser._actions if action.dest == "kind")
-    assert (
-        list(kind.choices) == list(DATASET_KINDS) == ["misgendered", "ruff", "tango", "ruff-distractors", "templates"]
-    )
+    assert list(kind.choices) == list(DATASET_KINDS) == [
+        "misgendered", "ruff", "tango", "ruff-distractors", "templates", "crows-pairs", "stereoset",
+    ]  # fmt: skip
 
 
 def test_every_stored_kind_has_a_spec_and_every_spec_a_stored_kind():

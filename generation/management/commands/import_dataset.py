@@ -13,7 +13,8 @@ from generation.datasets.ruff_distractors import SAMPLE_SEED_CHOICES
 class Command(BaseCommand):
     help = (
         "Import a template dataset (MISGENDERED, RUFF, TANGO, or your own: templates --codebook C.csv --templates "
-        "T.csv|T.jsonl [--names NAMES.txt]). Atomic and idempotent."
+        "T.csv|T.jsonl [--names NAMES.txt]), or a stereotype pair benchmark (crows-pairs|stereoset --file F "
+        "[--bias-type gender]). Atomic and idempotent."
     )
 
     def add_arguments(self, parser):
@@ -34,6 +35,10 @@ class Command(BaseCommand):
         parser.add_argument(
             "--codebook", type=Path, help="templates: the codebook CSV (base, nom, acc, pos_dep, pos_ind, ref)"
         )
+        parser.add_argument(
+            "--file", type=Path, help="crows-pairs: crows_pairs_anonymized.csv; stereoset: dev.json (intrasentence)"
+        )
+        parser.add_argument("--bias-type", help="crows-pairs, stereoset: only the pairs of this bias type (gender)")
         parser.add_argument("--names", type=Path, help="templates: a names file, one name a line (for {name})")
         parser.add_argument("--names-per-template", type=int, default=15)
         parser.add_argument("--seed", type=int, default=42)
