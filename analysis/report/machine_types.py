@@ -113,11 +113,31 @@ class PredictionPoweredRow(TypedDict):
     n: int  # labelled contexts
     N: int  # unlabelled contexts
     ppi_rate: float | None
-    ppi_ci: Interval | None
+    ppi_ci: Interval | None  # clipped to [0, 1]
+    ci_clipped: bool  # the PPI interval left [0, 1] and was clipped to it
     human_rate: float | None
     human_ci: Interval | None
     judge_rate: float | None  # biased: the judge alone over all contexts
     n_eff: float | None
+
+
+class CorrectedRateRow(TypedDict):
+    """The judge's bias-corrected (Rogan-Gladen) rate of a stratum, beside PPI++ (docs/domain.md, "Judges people
+    actually use"): None when se + sp - 1 <= 0.05 or a label class is missing among the labelled samples."""
+
+    judge: str
+    run: int
+    model: str
+    dataset: str
+    pronoun: str  # a base pronoun, or "all"
+    se: float | None  # the judge's sensitivity for the positive label against people's
+    sp: float | None  # its specificity
+    q: float | None  # its positive share over every judged sample
+    rate: float | None
+    ci: Interval | None  # bootstrap 95% percentile interval, clipped to [0, 1]
+    ci_clipped: bool
+    n_labelled: int  # contexts people labelled
+    N: int  # every context of the stratum
 
 
 # --- spending people's labels where they count (analysis/selectors/active.py) ----------------------------------------
@@ -133,7 +153,8 @@ class ActiveRateRow(TypedDict):
     dataset: str
     pronoun: str  # a base pronoun, or "all"
     rate: float | None
-    ci: Interval | None
+    ci: Interval | None  # clipped to [0, 1]
+    ci_clipped: bool  # the interval left [0, 1] and was clipped to it
     human_rate: float | None  # people only, weighted by 1 / pi (Horvitz-Thompson)
     human_ci: Interval | None
     n_labelled: int
@@ -147,7 +168,8 @@ class PpiStratum(TypedDict):
     N: int  # every context of the stratum
     weight: float  # N_k / N
     rate: float | None  # PPI++ within the stratum
-    ci: Interval | None
+    ci: Interval | None  # clipped to [0, 1]
+    ci_clipped: bool
 
 
 class StratifiedPpiRow(TypedDict):
@@ -158,9 +180,11 @@ class StratifiedPpiRow(TypedDict):
     model: str
     dataset: str
     rate: float | None
-    ci: Interval | None
+    ci: Interval | None  # clipped to [0, 1]
+    ci_clipped: bool
     ppi_rate: float | None
-    ppi_ci: Interval | None
+    ppi_ci: Interval | None  # clipped to [0, 1]
+    ppi_ci_clipped: bool
     n: int  # labelled contexts
     N: int  # every context of the job
     strata: list[PpiStratum]

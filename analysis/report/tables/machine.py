@@ -7,6 +7,7 @@ from analysis.report import parts
 from analysis.report.exports import latex_judges as latex
 from analysis.report.machine_types import (
     AltTestAnnotatorRow,
+    CorrectedRateRow,
     JudgeAgreementRow,
     JudgeCalibrationRow,
     JudgeReliabilityRow,
@@ -15,12 +16,16 @@ from analysis.report.machine_types import (
     VerdictAgreementRow,
 )
 from analysis.report.table import LatexTable, Table
+from analysis.selectors import corrected as corrected_selectors
 from analysis.selectors import judges as judge_selectors
 from analysis.selectors import verdict as verdict_selectors
 
 JUDGE_RUN = "a finished LLM judge run over the pool (manage.py judge)"
 JUDGED_HUMANS = "a finished LLM judge run over annotated items"
 JUDGE_VERDICT = "a finished LLM judge run over the pool or its generation job, and annotated items"
+N_LABELLED = "n (contexts people labelled)"
+N_UNLABELLED = "N (contexts only the judge labelled)"
+CI_CLIPPED = "interval clipped to [0, 1]"
 OMEGAS = tuple(f"omega_{e}" for e in ("0.00", "0.05", "0.10", "0.15", "0.20", "0.25", "0.30"))
 
 
@@ -167,6 +172,7 @@ JUDGES = (
             "ppi_rate",
             "ppi_ci_low",
             "ppi_ci_high",
+            "ci_clipped",
             "human_rate",
             "human_ci_low",
             "human_ci_high",
@@ -175,10 +181,49 @@ JUDGES = (
         ),  # fmt: skip
         build=lambda r: verdict_selectors.prediction_powered(pool=r.pool, frame=r.frame, runs=r.judge_runs),
         columns={
-            name: name.replace("_", " ")
-            for name in ("N", "ppi_rate", "ppi_ci", "human_rate", "human_ci", "judge_rate", "n_eff")
+            **{
+                name: name.replace("_", " ")
+                for name in ("ppi_rate", "ppi_ci", "human_rate", "human_ci", "judge_rate", "n_eff")
+            },
+            "n": N_LABELLED,
+            "N": N_UNLABELLED,
+            "ci_clipped": CI_CLIPPED,
         },
         latex=LatexTable("prediction_powered", latex.latex_prediction_powered),
+        optional=True,
+    ),
+    Table(
+        key="rates_corrected",
+        title="Bias-corrected misgendering rates (Rogan-Gladen, per context), beside the prediction-powered ones",
+        row=CorrectedRateRow,
+        empty="a finished LLM judge run over the pool's generation job (manage.py judge --job) and annotated items",
+        header=(
+            "judge",
+            "run",
+            "model",
+            "dataset",
+            "pronoun",
+            "se",
+            "sp",
+            "q",
+            "rate",
+            "ci_low",
+            "ci_high",
+            "ci_clipped",
+            "n_labelled",
+            "N",
+        ),  # fmt: skip
+        build=lambda r: corrected_selectors.rates_corrected(pool=r.pool, frame=r.frame, runs=r.judge_runs),
+        columns={
+            "se": "sensitivity",
+            "sp": "specificity",
+            "q": "judge's positive share",
+            "rate": "corrected rate",
+            "ci": "bootstrap 95% CI",
+            "ci_clipped": CI_CLIPPED,
+            "n_labelled": "n (contexts people labelled)",
+            "N": "N (every context of the stratum)",
+        },
         optional=True,
     ),
 )
