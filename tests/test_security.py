@@ -101,6 +101,7 @@ ACCESS: dict[str, dict[str, str]] = {
     "api/generation-jobs/<int:job_id>/judges/": {"GET": RESEARCHER, "OPTIONS": RESEARCHER},
     "api/judge-runs/<int:run>/labels/": {"GET": RESEARCHER, "OPTIONS": RESEARCHER},
     "generation/jobs/<int:job_id>/judge/": {"POST": ADMIN},  # a judge run over the job, from the jobs page
+    "pools/<slug:name>/panel/": {"POST": RESEARCHER},  # a panel of judge runs, from the pool page
 }
 
 # Where a route's parameters cannot be filled by name alone (see `concrete_path`).

@@ -106,3 +106,14 @@ def test_the_command_prints_the_panel_run_last(members):
     assert summary["members"] == [r.pk for r in runs] and JudgeRun.objects.get(pk=summary["run"]).judge.name == "jury"
     with pytest.raises(CommandError, match="no judge run 99999"):
         call_command("judge_panel", "--name", "jury2", "--runs", f"{runs[0].pk},99999", stdout=StringIO())
+
+
+def test_the_pool_page_offers_the_panel_form_and_makes_the_panel(members, researcher, client):
+    pool, _, runs, _ = members
+    client.force_login(researcher)
+    page = client.get(f"/pools/{pool.name}/").content.decode()
+    assert f'action="/pools/{pool.name}/panel/"' in page and f'value="{runs[2].pk}"' in page
+    response = client.post(f"/pools/{pool.name}/panel/", {"name": "jury", "runs": [str(r.pk) for r in runs]})
+    assert response.status_code == 302 and JudgeRun.objects.get(origin=RUN_PANEL).judge.name == "jury"
+    refused = client.post(f"/pools/{pool.name}/panel/", {"name": "jury2", "runs": [str(runs[0].pk)]}, follow=True)
+    assert "a panel needs at least two judge runs" in refused.content.decode()
