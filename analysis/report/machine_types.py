@@ -121,6 +121,45 @@ class PredictionPoweredRow(TypedDict):
     n_eff: float | None
 
 
+class FamilyAccuracyCell(TypedDict):
+    n: int  # swapped items with a human label
+    accuracy: float | None
+
+
+class CheckVerdict(TypedDict):
+    """The Alternative Annotator Test on a contextual check's calibrated labels, and the accuracy before and after."""
+
+    epsilon: float
+    omega: float | None
+    rho: float | None
+    passed: bool | None
+    tested: int
+    note: str | None
+    n_labelled: int
+    accuracy_before: float | None
+    accuracy_after: float | None
+
+
+class JudgeCheckRow(TypedDict):
+    """A check of a judge (docs/domain.md, "Judges people actually use"): `check` is position, family_swap or
+    contextual; the figures of the other checks are null."""
+
+    judge: str
+    run: int  # the check run
+    check: str
+    n: int  # items (position, contextual) or (item, target family) pairs (family_swap)
+    consistency: float | None  # position: the share of items labelled alike under every rotation
+    by_position: dict[str, float | None] | None  # position "1".."m": share chosen there minus 1/m
+    invariance: float | None  # family_swap: the share of pairs labelled as the original
+    by_family: dict[str, FamilyAccuracyCell] | None  # family_swap: per target family
+    p_cf: dict[str, float] | None  # contextual: the mean content-free probability of each option
+    ece_before: float | None
+    ece_after: float | None
+    brier_before: float | None
+    brier_after: float | None
+    verdict: CheckVerdict | None  # contextual: on the calibrated labels
+
+
 class CorrectedRateRow(TypedDict):
     """The judge's bias-corrected (Rogan-Gladen) rate of a stratum, beside PPI++ (docs/domain.md, "Judges people
     actually use"): None when se + sp - 1 <= 0.05 or a label class is missing among the labelled samples."""
