@@ -182,3 +182,21 @@ def test_a_check_run_scores_each_variant_as_a_plain_forward_pass_of_the_model(
         expected = plain_option_scores(label.prompt, order)
         assert label.scores == pytest.approx(expected, abs=1e-4)
         assert list(order) == list(rotations(judge.option_map)[int(label.variant)])
+
+
+def test_a_check_runs_labels_export_with_their_variant(checked_pool, judge, monkeypatch, tmp_path):
+    monkeypatch.setattr(checks, "judge_prompts_score", _favours_first)
+    pool, items = checked_pool
+    columns = {"position": "rotation", "family-swap": "target_family", "contextual": "probe"}
+    for check, column in columns.items():
+        out = StringIO()
+        call_command("judge", "--pool", pool.name, "--judge", judge.name, "--check", check, stdout=out)
+        run = json.loads(out.getvalue().strip().splitlines()[-1])["run"]
+        path = tmp_path / f"{column}.jsonl"
+        call_command("export_judge_labels", "--check-run", str(run), "--out", str(path), stderr=StringIO())
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        values = {row[column] for row in rows if row["item"] == items[0].public_id}
+        assert values == {"position": {0, 1, 2}, "family-swap": {"xe", "he", "she", "they"},
+                          "contextual": {None, "N/A", "", "[MASK]"}}[check]  # fmt: skip
+    with pytest.raises(CommandError, match="give --run"):
+        call_command("export_judge_labels", "--out", str(tmp_path / "x.csv"))
