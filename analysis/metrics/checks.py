@@ -39,6 +39,7 @@ class FamilySwapFigures(TypedDict):
     n: int  # (item, target family) pairs
     invariance: float | None
     by_family: dict[str, FamilyAccuracy]
+    accuracy_original: float | None  # on the swapped items themselves, against the same human labels
 
 
 def family_swap_invariance(
@@ -51,7 +52,8 @@ def family_swap_invariance(
     """`original`: item -> the judge's label of the item; `swapped`: item -> target family -> its label of the
     swapped item; `human`: item -> the human label of the original (None: none). Invariance: the share of (item,
     target) pairs, over items with an original label, whose label equals the original's. Per target family (in
-    `families` order): the judge's accuracy on the swapped items against the original's human label."""
+    `families` order): the judge's accuracy on the swapped items against the original's human label; beside it
+    (`accuracy_original`) its accuracy on the items themselves."""
     pairs = [
         (item, family, label) for item, given in swapped.items() if item in original for family, label in given.items()
     ]
@@ -61,7 +63,11 @@ def family_swap_invariance(
         scored = [label == human[item] for item, fam, label in pairs if fam == family and human.get(item) is not None]
         if any(fam == family for _, fam, _ in pairs):
             by_family[family] = {"n": len(scored), "accuracy": sum(scored) / len(scored) if scored else None}
-    return {"n": len(pairs), "invariance": same / len(pairs) if pairs else None, "by_family": by_family}
+    scored = [original[item] == human[item] for item in swapped if item in original and human.get(item) is not None]
+    return {
+        "n": len(pairs), "invariance": same / len(pairs) if pairs else None, "by_family": by_family,
+        "accuracy_original": sum(scored) / len(scored) if scored else None,
+    }  # fmt: skip
 
 
 def softmax(scores: Mapping[str, float], options: Sequence[str]) -> dict[str, float]:

@@ -121,6 +121,14 @@ class PredictionPoweredRow(TypedDict):
     n_eff: float | None
 
 
+class ReliabilityBin(TypedDict):
+    low: float
+    high: float
+    n: int
+    confidence: float | None
+    accuracy: float | None
+
+
 class FamilyAccuracyCell(TypedDict):
     n: int  # swapped items with a human label
     accuracy: float | None
@@ -152,12 +160,15 @@ class JudgeCheckRow(TypedDict):
     by_position: dict[str, float | None] | None  # position "1".."m": share chosen there minus 1/m
     invariance: float | None  # family_swap: the share of pairs labelled as the original
     by_family: dict[str, FamilyAccuracyCell] | None  # family_swap: per target family
+    accuracy_original: float | None  # family_swap: on the items themselves, the reference for by_family
     p_cf: dict[str, float] | None  # contextual: the mean content-free probability of each option
     ece_before: float | None
     ece_after: float | None
     brier_before: float | None
     brier_after: float | None
     verdict: CheckVerdict | None  # contextual: on the calibrated labels
+    reliability_before: list[ReliabilityBin] | None  # contextual: the diagram's bins before calibration
+    reliability_after: list[ReliabilityBin] | None
 
 
 class CorrectedRateRow(TypedDict):

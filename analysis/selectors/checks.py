@@ -39,8 +39,9 @@ ORIGINAL = "original"
 PROBES = ("n/a", "empty", "mask")
 CHECK_ORDER = {CHECK_POSITION: 0, CHECK_FAMILY_SWAP: 1, CHECK_CONTEXTUAL: 2}
 EMPTY = {
-    "n": 0, "consistency": None, "by_position": None, "invariance": None, "by_family": None, "p_cf": None,
+    "n": 0, "consistency": None, "by_position": None, "invariance": None, "by_family": None, "accuracy_original": None, "p_cf": None,
     "ece_before": None, "ece_after": None, "brier_before": None, "brier_after": None, "verdict": None,
+    "reliability_before": None, "reliability_after": None,
 }  # fmt: skip
 
 
@@ -78,7 +79,7 @@ def _family_swap(run: CheckRun, labels: dict[int, dict[str, CheckLabel]], side: 
 
 
 def contextual_figures(run: CheckRun, labels: dict[int, dict[str, CheckLabel]], side: HumanSide) -> dict:
-    """The contextual row's figures, and per item the calibrated label (`calibrated_labels`, for the judge card)."""
+    """The contextual row's figures, with the reliability diagram's bins before and after calibration."""
     options = [pair[0] for pair in run.judge.options]
     before: dict[int, dict[str, float]] = {}
     after: dict[int, dict[str, float]] = {}
@@ -117,13 +118,12 @@ def contextual_figures(run: CheckRun, labels: dict[int, dict[str, CheckLabel]], 
             "tested": test["tested"], "note": test["note"], "n_labelled": len(labelled),
             "accuracy_before": first["accuracy"], "accuracy_after": second["accuracy"],
         },
-        "bins_before": first["bins"], "bins_after": second["bins"],
+        "reliability_before": first["bins"], "reliability_after": second["bins"],
     }  # fmt: skip
 
 
 def check_row(*, run: CheckRun, side: HumanSide) -> dict:
-    """One `judge_checks` row (every key of the row type; those of other checks null), with the reliability bins
-    of a contextual check under `bins_before` / `bins_after` (the card's diagram; not in the report's row)."""
+    """One `judge_checks` row (every key of the row type; those of other checks null)."""
     labels = _labels(run)
     row = {"judge": run.judge.name, "run": run.pk, "check": run.kind, **EMPTY}
     if run.kind == CHECK_POSITION:
@@ -141,10 +141,4 @@ def judge_checks(*, pool: Pool, frame: pd.DataFrame) -> list[JudgeCheckRow]:
     if not runs:
         return []
     side = human_side(frame=frame)
-    rows = []
-    for run in runs:
-        row = check_row(run=run, side=side)
-        row.pop("bins_before", None)
-        row.pop("bins_after", None)
-        rows.append(row)
-    return cast(list[JudgeCheckRow], rows)
+    return cast(list[JudgeCheckRow], [check_row(run=run, side=side) for run in runs])

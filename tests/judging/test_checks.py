@@ -85,6 +85,7 @@ def test_family_swap_invariance_worked_by_hand():
     )
     assert figures["n"] == 4 and figures["invariance"] == 0.75
     assert figures["by_family"] == {"he": {"n": 1, "accuracy": 1.0}, "xe": {"n": 1, "accuracy": 0.0}}
+    assert figures["accuracy_original"] == 1.0  # item 1, the one with a human label
 
 
 def test_contextual_calibration_divides_by_the_content_free_probabilities():
@@ -200,3 +201,16 @@ def test_a_check_runs_labels_export_with_their_variant(checked_pool, judge, monk
                           "contextual": {None, "N/A", "", "[MASK]"}}[check]  # fmt: skip
     with pytest.raises(CommandError, match="give --run"):
         call_command("export_judge_labels", "--out", str(tmp_path / "x.csv"))
+
+
+def test_the_check_figures_draw_the_reports_checks(checked_pool, judge, monkeypatch):
+    from analysis import plots
+
+    monkeypatch.setattr(checks, "judge_prompts_score", _favours_first)
+    pool, _ = checked_pool
+    for check in ("position", "family-swap", "contextual"):
+        call_command("judge", "--pool", pool.name, "--judge", judge.name, "--check", check, stdout=StringIO())
+    report = report_data(pool=pool)
+    for name in ("judge_check_calibration", "judge_check_positions", "judge_check_families"):
+        svg = plots.plot_render(report=report, name=name, fmt="svg").decode()
+        assert svg.startswith("<?xml") and "smol-judge (check run" in svg

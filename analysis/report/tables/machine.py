@@ -29,7 +29,7 @@ N_LABELLED = "n (contexts people labelled)"
 N_UNLABELLED = "N (contexts only the judge labelled)"
 CI_CLIPPED = "interval clipped to [0, 1]"
 CHECK_HEADER = (
-    "judge", "run", "check", "n", "consistency", "invariance", "ece_before", "ece_after", "brier_before",
+    "judge", "run", "check", "n", "consistency", "invariance", "accuracy_original", "ece_before", "ece_after", "brier_before",
     "brier_after", "verdict_omega", "verdict_passed", "verdict_accuracy_before", "verdict_accuracy_after",
 )  # fmt: skip
 
@@ -40,7 +40,8 @@ def judge_check_rows(report: dict) -> list[dict]:
     rows = []
     for row in report.get("judge_checks") or []:
         flat = {k: v for k, v in row.items() if not isinstance(v, dict) and v is not None or k in CHECK_HEADER}
-        flat = {k: v for k, v in flat.items() if k not in ("by_position", "by_family", "p_cf", "verdict")}
+        nested = ("by_position", "by_family", "p_cf", "verdict", "reliability_before", "reliability_after")
+        flat = {k: v for k, v in flat.items() if k not in nested}
         for key in ("by_position", "p_cf", "verdict"):
             flat.update({f"{key}_{sub}": value for sub, value in (row.get(key) or {}).items()})
         for family, cell in (row.get("by_family") or {}).items():
@@ -199,6 +200,7 @@ JUDGES = (
             "check": "check",
             "consistency": "position consistency",
             "invariance": "family-swap invariance",
+            "accuracy_original": "accuracy on the unswapped items",
             "ece_before": "ECE before calibration",
             "ece_after": "ECE after calibration",
             "brier_before": "Brier before calibration",
