@@ -233,3 +233,46 @@ def pool_quality(request: HttpRequest, name: str) -> HttpResponse:
     pool_row = get_object_or_404(Pool, name=name)
     context = {"pool": pool_row, "data": quality_dashboard(pool=pool_row), "ceiling_min_items": CEILING_MIN_ITEMS}
     return render(request, "analysis/pool_quality.html", context)
+
+
+@require_safe
+@role_required(RESEARCHER)
+def judge_card_page(request: HttpRequest, run: int) -> HttpResponse:
+    """A judge run's card (analysis/selectors/card.py); `?pool=NAME` picks the pool of a run over a job."""
+    from analysis.report.exports.card import CARD_FORMATS, card_figures
+
+    card = _card(request, run)
+    context = {"card": card, "figures": card_figures(card), "formats": list(CARD_FORMATS)}
+    return render(request, "analysis/judge_card.html", context)
+
+
+@require_safe
+@role_required(RESEARCHER)
+def judge_card_export(request: HttpRequest, run: int, fmt: str) -> HttpResponse:
+    """The card as JSON, standalone HTML (figures inline) or LaTeX."""
+    from django.template.loader import render_to_string
+
+    from analysis.report.exports.card import CARD_FORMATS, card_figures, card_json, card_latex
+
+    if fmt not in CARD_FORMATS:
+        raise Http404("No such format.")
+    card = _card(request, run)
+    if fmt == "json":
+        body = card_json(card)
+    elif fmt == "tex":
+        body = card_latex(card)
+    else:
+        body = render_to_string("analysis/judge_card_standalone.html", {"card": card, "figures": card_figures(card)})
+    response = HttpResponse(body, content_type=CARD_FORMATS[fmt])
+    response["Content-Disposition"] = f'attachment; filename="judge-card-{card["judge"]}-run-{card["run"]}.{fmt}"'
+    return response
+
+
+def _card(request: HttpRequest, run: int) -> dict:
+    from analysis.selectors.card import CardError, judge_card
+
+    row = get_object_or_404(JudgeRun.objects.select_related("judge__model", "pool", "job"), pk=run)
+    try:
+        return judge_card(run=row, pool=request.GET.get("pool") or None)
+    except CardError as exc:
+        raise BadRequest(str(exc)) from None

@@ -1,0 +1,59 @@
+"""The judge card (analysis/selectors/card.py): one page per judge run and its JSON, HTML and LaTeX exports, read
+from the report of the pool the run covers, with the checks and rates of that run only."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+
+from judging import checks
+from tests.judging.test_checks import _favours_first, checked_pool  # noqa: F401 (a fixture)
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_card_of_a_run_over_a_job_shows_its_verdict_rates_and_is_linked(verdict_study, researcher, client):
+    run, pool = verdict_study.run, verdict_study.pool
+    client.force_login(researcher)
+    report_page = client.get(f"/reports/{pool.name}/?wait=1").content.decode()
+    assert f'href="/judge-runs/{run.pk}/card/?pool={pool.name}"' in report_page
+    card = json.loads(client.get(f"/judge-runs/{run.pk}/card.json").content)
+    assert (card["judge"], card["run"], card["pool"], card["prompt"]) == (
+        run.judge.name, run.pk, pool.name, run.judge.template,
+    )  # fmt: skip
+    assert card["verdict"]["run"] == run.pk and card["verdict_sentence"]
+    assert {r["pronoun"] for r in card["rates"]} == {"xe", "he", "all"} and len(card["rates_corrected"]) == 3
+    page = client.get(f"/judge-runs/{run.pk}/card/").content.decode()
+    assert "Judge card: smol-judge" in page and "<svg" in page and "Bias-corrected" in page
+    tex = client.get(f"/judge-runs/{run.pk}/card.tex").content.decode()
+    assert tex.startswith("\\section*{Judge card: smol-judge") and "prediction-powered misgendering rate" in tex
+    html = client.get(f"/judge-runs/{run.pk}/card.html")
+    assert html["Content-Disposition"].endswith('.html"') and b"<svg" in html.content
+    assert client.get(f"/judge-runs/{run.pk}/card.json?pool=nope").status_code == 400
+    job_page = client.get(f"/generation/jobs/{run.job_id}/").content.decode()
+    assert f'href="/judge-runs/{run.pk}/card/"' in job_page
+
+
+def test_the_card_shows_the_judges_checks_with_their_figures(checked_pool, judge, monkeypatch, researcher, client):  # noqa: F811
+    from tests.judging.conftest import finished_run
+
+    monkeypatch.setattr(checks, "judge_prompts_score", _favours_first)
+    pool, items = checked_pool
+    scores = {"correct": -1.0, "misgendering": -3.0, "no_pronoun": -4.0}
+    run = finished_run(judge=judge, pool=pool, labels={item: ("correct", 0.9, scores) for item in items})
+    for check in ("position", "family-swap", "contextual"):
+        call_command("judge", "--pool", pool.name, "--judge", judge.name, "--check", check, stdout=StringIO())
+    client.force_login(researcher)
+    card = json.loads(client.get(f"/judge-runs/{run.pk}/card.json").content)
+    assert [row["check"] for row in card["checks"]] == ["position", "family_swap", "contextual"]
+    page = client.get(f"/judge-runs/{run.pk}/card/").content.decode()
+    for title in (
+        "before and after contextual calibration",
+        "choices by option position",
+        "accuracy by pronoun family",
+    ):
+        assert title in page
+    assert "Under every cyclic rotation of the options" in client.get(f"/judge-runs/{run.pk}/card.tex").content.decode()
