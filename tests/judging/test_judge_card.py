@@ -57,3 +57,24 @@ def test_the_card_shows_the_judges_checks_with_their_figures(checked_pool, judge
     ):
         assert title in page
     assert "Under every cyclic rotation of the options" in client.get(f"/judge-runs/{run.pk}/card.tex").content.decode()
+
+
+def test_the_methods_section_gives_a_sentence_per_number_from_the_studys_records(verdict_study, verdict_report):
+    from analysis.report.exports.render import report_render
+    from tests.judging.verdict_study import ANNOTATORS, FEW
+
+    tex = report_render(report=verdict_report, fmt="latex", table="methods").body
+    text = tex if isinstance(tex, str) else tex.decode()
+    assert text.startswith("\\section*{Methods}")
+    block = verdict_report["inter_annotator"]["pronoun_label"]
+    assert f"by {len(ANNOTATORS) + 1} annotators" in text and FEW  # three who label everything and one who labels a few
+    assert f"{block['n_items']} items were annotated by two or more annotators" in text
+    assert f"Raw agreement on the pronoun label was {block['raw_agreement']:.3f}" in text
+    low, high = block["raw_agreement_boot_ci"]
+    assert f"(95\\% interval {low:.3f} to {high:.3f})" in text
+    (verdict,) = verdict_report["judge_verdict"]
+    assert f"The LLM judge smol-judge (version {verdict['version']}, run {verdict['run']})" in text
+    for row in verdict_report["prediction_powered"]:
+        if row["ppi_rate"] is not None:
+            assert f"({row['pronoun']}), with smol-judge, the rate was {row['ppi_rate']:.3f}" in text
+    assert "Rogan and Gladen" in text and "clipped to [0, 1]" in text
