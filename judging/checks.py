@@ -1,4 +1,4 @@
-"""The checks a reviewer asks of a judge (docs/domain.md, "Judges people actually use"): position consistency,
+"""The checks a reviewer asks of a judge (docs/domain.md, "Judges a reviewer trusts"): position consistency,
 family-swap invariance and contextual calibration, each a check run over a pool's items.
 
 A check run presents each item as variants and stores the judge's label of each (`CheckLabel`):

@@ -172,7 +172,7 @@ class MachineLabel(models.Model):
 
 
 class PanelMember(models.Model):
-    """One member run of a panel (docs/domain.md, "Judges people actually use": panel): the panel's run (origin
+    """One member run of a panel (docs/domain.md, "Judges a reviewer trusts": panel): the panel's run (origin
     `panel`) labels the members' common items with their plurality label and mean probabilities."""
 
     panel = models.ForeignKey(JudgeRun, on_delete=models.CASCADE, related_name="members")
@@ -201,7 +201,7 @@ CHECKS = [
 
 
 class CheckRun(models.Model):
-    """A check of a judge version over a pool's items (docs/domain.md, "Judges people actually use"): position
+    """A check of a judge version over a pool's items (docs/domain.md, "Judges a reviewer trusts"): position
     consistency, family-swap invariance or contextual calibration. Its work is a job of kind `judge_check`
     (judging/checks.py), written with this row; its labels are `CheckLabel`s, one per item and variant, never a
     judge run's machine labels (a check is no rater of the pool)."""

@@ -1,4 +1,4 @@
-"""Panels of judges (a jury; Verga et al. 2024; docs/domain.md, "Judges people actually use": panel).
+"""Panels of judges (a jury; Verga et al. 2024; docs/domain.md, "Judges a reviewer trusts": panel).
 
 A panel is a named list of finished judge runs over the same items (the same pool's items, or the same generation
 job's generations). It is one machine rater: a judge run of its own, origin `panel`, whose labels are computed here

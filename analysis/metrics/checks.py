@@ -1,4 +1,4 @@
-"""The figures of a judge's checks (docs/domain.md, "Judges people actually use"), pure functions of plain records:
+"""The figures of a judge's checks (docs/domain.md, "Judges a reviewer trusts"), pure functions of plain records:
 position consistency, family-swap invariance and contextual calibration (Zhao et al., ICML 2021)."""
 
 from __future__ import annotations

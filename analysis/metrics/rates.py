@@ -1,4 +1,4 @@
-"""Intervals of rates, and the judge's bias-corrected rate (docs/domain.md, "Judges people actually use").
+"""Intervals of rates, and the judge's bias-corrected rate (docs/domain.md, "Judges a reviewer trusts").
 
 A rate lies in [0, 1], so its interval does too: a normal interval (PPI++, stratified PPI, the active estimate) that
 leaves [0, 1] is clipped to it and marked clipped (`rate_interval`), so that a reader sees the figure was cut rather

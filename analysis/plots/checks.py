@@ -1,4 +1,4 @@
-"""The judge's checks in figures (docs/domain.md, "Judges people actually use"), drawn from the report's
+"""The judge's checks in figures (docs/domain.md, "Judges a reviewer trusts"), drawn from the report's
 `judge_checks` like the judges' reliability plot (analysis/plots/judges.py): the reliability diagram before and after
 contextual calibration, the share of choices by option position, and the accuracy by family under the swap. The
 judge card (analysis/selectors/card.py) draws the same figures from its own judge's rows."""

@@ -149,7 +149,7 @@ class CheckVerdict(TypedDict):
 
 
 class JudgeCheckRow(TypedDict):
-    """A check of a judge (docs/domain.md, "Judges people actually use"): `check` is position, family_swap or
+    """A check of a judge (docs/domain.md, "Judges a reviewer trusts"): `check` is position, family_swap or
     contextual; the figures of the other checks are null."""
 
     judge: str
@@ -172,8 +172,8 @@ class JudgeCheckRow(TypedDict):
 
 
 class CorrectedRateRow(TypedDict):
-    """The judge's bias-corrected (Rogan-Gladen) rate of a stratum, beside PPI++ (docs/domain.md, "Judges people
-    actually use"): None when se + sp - 1 <= 0.05 or a label class is missing among the labelled samples."""
+    """The judge's bias-corrected (Rogan-Gladen) rate of a stratum, beside PPI++ (docs/domain.md, "Judges a reviewer
+    trusts"): None when se + sp - 1 <= 0.05 or a label class is missing among the labelled samples."""
 
     judge: str
     run: int

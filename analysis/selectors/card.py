@@ -1,4 +1,4 @@
-"""A judge card (docs/domain.md, "Judges people actually use"): one judge run on one page, with everything a
+"""A judge card (docs/domain.md, "Judges a reviewer trusts"): one judge run on one page, with everything a
 reviewer asks of it, read from the report of a pool the run covers (its own pool; a run over a job: the pool given,
 else the first pool drawn from the job): the judge, its model, prompt version and text, a panel's members, the
 verdict (Alternative Annotator Test, agreement, selective threshold), its checks, calibration before and after
@@ -16,7 +16,7 @@ from annotation.models import Pool
 from judging.models import RUN_PANEL, JudgeRun
 from judging.panels import panel_members
 
-# What an endpoint run records of its cost (docs/domain.md, "Cost"), shown when the run has them.
+# What an endpoint run records of its cost (tokens and prices, from the endpoint engine), shown when the run has them.
 COST_FIELDS = ("tokens_in", "tokens_out", "cost", "cost_estimate")
 
 

@@ -1,10 +1,10 @@
-"""The judge's checks in the report (`judge_checks`; docs/domain.md, "Judges people actually use"): per finished
+"""The judge's checks in the report (`judge_checks`; docs/domain.md, "Judges a reviewer trusts"): per finished
 check run over the pool (the newest per judge name and check), its figures over the pool's study items.
 
 - position: n, consistency, by_position (the share of labels chosen at each position minus 1/m);
 - family_swap: n (item x target family pairs), invariance, by_family {family: {n, accuracy}} against the original
   item's human label;
-- contextual: p_cf (the mean over items of each option's content-free probability), ECE and Brier (section 10:
+- contextual: p_cf (the mean over items of each option's content-free probability), ECE and Brier ('Machine raters':
   10 bins, the top option's probability against its correctness) before and after calibration, and the verdict
   (the Alternative Annotator Test) on the calibrated labels.
 

@@ -1,4 +1,4 @@
-"""The judge's bias-corrected rates in the report (docs/domain.md, "Judges people actually use": bias-corrected
+"""The judge's bias-corrected rates in the report (docs/domain.md, "Judges a reviewer trusts": bias-corrected
 rate), beside PPI++ (analysis/selectors/verdict.py's `prediction_powered`) and over the same strata and units.
 
 Per run covering the pool and per stratum (model x dataset x pronoun, then pronoun "all"): the unit is a context,

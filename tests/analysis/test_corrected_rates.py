@@ -1,5 +1,5 @@
 """Intervals of rates stay in [0, 1], and the judge's bias-corrected (Rogan-Gladen) rate, against hand-worked tables
-and a numpy bootstrap written here (docs/domain.md, "Judges people actually use")."""
+and a numpy bootstrap written here (docs/domain.md, "Judges a reviewer trusts")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The checks of a judge (docs/domain.md, "Judges people actually use"): position consistency, family-swap
+"""The checks of a judge (docs/domain.md, "Judges a reviewer trusts"): position consistency, family-swap
 invariance and contextual calibration. The variants and figures are worked out here by hand; the check run goes
 through the command and its job with a stand-in scorer (fast), and once through the two-layer model against a plain
 forward pass (slow)."""

@@ -1,5 +1,5 @@
 """The report's bias-corrected rates (`rates_corrected`) over the verdict study, each figure worked out here from
-the study's plain records (docs/domain.md, "Judges people actually use": bias-corrected rate)."""
+the study's plain records (docs/domain.md, "Judges a reviewer trusts": bias-corrected rate)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Panels of judges (docs/domain.md, "Judges people actually use": panel): the plurality label and mean
+"""Panels of judges (docs/domain.md, "Judges a reviewer trusts": panel): the plurality label and mean
 probabilities worked out here by hand, ties, refusals, the command, and the panel as a rater in the report."""
 
 from __future__ import annotations
