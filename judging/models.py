@@ -176,7 +176,8 @@ class PanelMember(models.Model):
     `panel`) labels the members' common items with their plurality label and mean probabilities."""
 
     panel = models.ForeignKey(JudgeRun, on_delete=models.CASCADE, related_name="members")
-    member = models.ForeignKey(JudgeRun, on_delete=models.PROTECT, related_name="panels")
+    # RESTRICT: a member run cannot be deleted alone, but goes with its pool (or job) and the panel together.
+    member = models.ForeignKey(JudgeRun, on_delete=models.RESTRICT, related_name="panels")
     position = models.PositiveIntegerField(help_text="the member's place in the panel's list")
 
     class Meta:

@@ -63,7 +63,7 @@ class Migration(migrations.Migration):
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('position', models.PositiveIntegerField(help_text="the member's place in the panel's list")),
-                ('member', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='panels', to='judging.judgerun')),
+                ('member', models.ForeignKey(on_delete=django.db.models.deletion.RESTRICT, related_name='panels', to='judging.judgerun')),
                 ('panel', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='members', to='judging.judgerun')),
             ],
             options={

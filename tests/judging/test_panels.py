@@ -117,3 +117,14 @@ def test_the_pool_page_offers_the_panel_form_and_makes_the_panel(members, resear
     assert response.status_code == 302 and JudgeRun.objects.get(origin=RUN_PANEL).judge.name == "jury"
     refused = client.post(f"/pools/{pool.name}/panel/", {"name": "jury2", "runs": [str(runs[0].pk)]}, follow=True)
     assert "a panel needs at least two judge runs" in refused.content.decode()
+
+
+def test_a_pool_with_a_panel_can_be_deleted_but_a_member_run_alone_cannot(members):
+    from django.db.models import RestrictedError
+
+    pool, _, runs, _ = members
+    panel_create(name="jury", runs=[r.pk for r in runs])
+    with pytest.raises(RestrictedError):
+        runs[0].delete()
+    pool.delete()
+    assert not JudgeRun.objects.exists()
