@@ -57,6 +57,13 @@ def test_the_card_shows_the_judges_checks_with_their_figures(checked_pool, judge
     ):
         assert title in page
     assert "Under every cyclic rotation of the options" in client.get(f"/judge-runs/{run.pk}/card.tex").content.decode()
+    report_page = client.get(f"/reports/{pool.name}/?wait=1")
+    assert report_page.status_code == 200
+    text = report_page.content.decode()
+    assert "(position consistency, family-swap invariance, contextual calibration)" in text
+    assert "judge_check_positions" in text
+    csv = client.get(f"/reports/{pool.name}/export/csv/?table=judge_checks").content.decode()
+    assert csv.splitlines()[0].startswith("judge,run,check,n,consistency") and "by_family_he_accuracy" in csv
 
 
 def test_the_methods_section_gives_a_sentence_per_number_from_the_studys_records(verdict_study, verdict_report):
