@@ -121,7 +121,9 @@ def checked_pool(judge):
     return pool, items
 
 
-def test_a_position_check_runs_through_the_command_and_shows_its_figures(checked_pool, judge, monkeypatch):
+def test_a_position_check_runs_through_the_command_and_shows_its_figures(
+    checked_pool, judge, monkeypatch, admin_user, client
+):
     monkeypatch.setattr(checks, "judge_prompts_score", _favours_first)
     pool, items = checked_pool
     out = StringIO()
@@ -134,6 +136,13 @@ def test_a_position_check_runs_through_the_command_and_shows_its_figures(checked
     assert (row["check"], row["run"], row["n"], row["consistency"]) == ("position", run.pk, 4, 0.0)
     assert row["by_position"] == pytest.approx({"1": 2 / 3, "2": -1 / 3, "3": -1 / 3})
     assert not run.pool.judge_runs.exists()  # a check is no rater of the pool
+    client.force_login(admin_user)
+    jobs_page = client.get("/generation/jobs/").content.decode()
+    assert f"check position of judge {judge.name} v1 (likelihood) on pool {pool.name}" in jobs_page
+    listed = client.get("/api/generation-jobs/").json()
+    rows = listed["results"] if isinstance(listed, dict) else listed
+    (job,) = [row for row in rows if row["id"] == run.job_id]
+    assert job["options"]["check"] == "position" and job["options"]["judge"] == judge.name
 
 
 def test_a_family_swap_and_a_contextual_check_give_their_rows(checked_pool, judge, monkeypatch):
