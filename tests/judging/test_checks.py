@@ -223,3 +223,22 @@ def test_the_check_figures_draw_the_reports_checks(checked_pool, judge, monkeypa
     for name in ("judge_check_calibration", "judge_check_positions", "judge_check_families"):
         svg = plots.plot_render(report=report, name=name, fmt="svg").decode()
         assert svg.startswith("<?xml") and "smol-judge (check run" in svg
+
+
+def test_a_pools_check_runs_travel_in_its_study_bundle_and_verify(checked_pool, judge, monkeypatch, tmp_path, capsys):
+    from analysis.study.export import study_export
+
+    monkeypatch.setattr(checks, "judge_prompts_score", _favours_first)
+    pool, _ = checked_pool
+    for check in ("position", "contextual"):
+        call_command("judge", "--pool", pool.name, "--judge", judge.name, "--check", check, stdout=StringIO())
+    path = tmp_path / "checked.zip"
+    with path.open("wb") as out:
+        study_export(pool=pool, out=out)
+    call_command("verify_study", str(path))
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["differ"] == [] and printed["equal"] == printed["figures"]
+    import zipfile
+
+    names = zipfile.ZipFile(path).namelist()
+    assert "check_runs.jsonl" in names and "check_labels.jsonl" in names
