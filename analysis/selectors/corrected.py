@@ -28,7 +28,9 @@ Contexts = dict[tuple, list[tuple[str, str | None]]]
 
 def _row(*, run: JudgeRun, model: str, dataset: str, pronoun: str, contexts: Contexts, positive: str) -> dict:
     labelled, unlabelled = [], []
-    for _, samples in sorted(contexts.items(), key=lambda pair: repr(pair[0])):
+    # In the contexts' own order (instance id, then setting; a pool without a job: its texts), never by ids' digits,
+    # so that the bootstrap draws the same units after a bundle is imported under new ids.
+    for _, samples in sorted(contexts.items()):
         known = [(judged, human) for judged, human in samples if human is not None]
         if known:
             labelled.append(
