@@ -128,3 +128,32 @@ def test_a_pool_with_a_panel_can_be_deleted_but_a_member_run_alone_cannot(member
         runs[0].delete()
     pool.delete()
     assert not JudgeRun.objects.exists()
+
+
+def test_a_panel_of_runs_over_a_job_has_prediction_powered_and_corrected_rates(verdict_study, smollm2):
+    from django.utils import timezone
+
+    from generation.models import Job, JobChunk
+    from judging.services.runs import judge_run_create
+
+    study = verdict_study
+    other = judge_add(name="other", model=smollm2)[0]
+    second, _ = judge_run_create(job=study.job.pk, judge=other.name, rerun=True, queue=False)
+    flat = {"correct": -1.0, "misgendering": -1.5, "no_pronoun": -3.0}
+    MachineLabel.objects.bulk_create(
+        [
+            MachineLabel(run=second, generation=g, label="correct", confidence=0.55, scores=flat, prompt="")
+            for g in study.generations
+        ]
+    )
+    JobChunk.objects.filter(job_id=second.job_id).update(finished_at=timezone.now())
+    Job.objects.filter(pk=second.job_id).update(status="done", finished_at=timezone.now())
+    run, _ = panel_create(name="jury", runs=[study.run.pk, second.pk])
+    assert run.source_job_id == study.job.pk and run.labels.count() == len(study.generations)
+    report = report_data(pool=study.pool)
+    assert {r["judge"] for r in report["prediction_powered"]} == {"smol-judge", "other", "jury"}
+    assert {r["judge"] for r in report["rates_corrected"]} == {"smol-judge", "other", "jury"}
+    # two members: a label agreed on is the panel's, a disagreement is a tie
+    mine = {label.generation_id: label.label for label in MachineLabel.objects.filter(run=study.run)}
+    panel = {label.generation_id: label.label for label in MachineLabel.objects.filter(run=run)}
+    assert all(panel[g] == ("correct" if mine[g] == "correct" else "") for g in mine)
