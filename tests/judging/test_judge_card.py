@@ -85,3 +85,12 @@ def test_the_methods_section_gives_a_sentence_per_number_from_the_studys_records
         if row["ppi_rate"] is not None:
             assert f"({row['pronoun']}), with smol-judge, the rate was {row['ppi_rate']:.3f}" in text
     assert "Rogan and Gladen" in text and "clipped to [0, 1]" in text
+
+
+def test_the_latex_rates_table_says_its_intervals_are_clipped(verdict_report):
+    from analysis.report.exports.render import report_render
+
+    verdict_report["prediction_powered"][0].update(ppi_ci=[0.0, 0.4], ci_clipped=True)
+    body = report_render(report=verdict_report, fmt="latex", table="prediction_powered").body
+    text = body if isinstance(body, str) else body.decode()
+    assert "clipped to [0, 1] where it left it" in text and "[0.000, 0.400] clipped" in text
