@@ -12,6 +12,8 @@ urlpatterns = [
     path("reports/<slug:pool>/cells/", views.report_cells, name="report-cells"),
     path("reports/<slug:pool>/escalate/", views.report_escalate, name="report-escalate"),
     path("api/reports/<slug:pool>/", apis.ReportApi.as_view(), name="api-report"),
+    path("judge-runs/<int:run>/card/", views.judge_card_page, name="judge-card"),
+    path("judge-runs/<int:run>/card.<str:fmt>", views.judge_card_export, name="judge-card-export"),
     path("pools/<slug:name>/quality/", views.pool_quality, name="pool-quality"),
     path("api/pools/<slug:name>/quality/", apis.PoolQualityApi.as_view(), name="api-pool-quality"),
 ]

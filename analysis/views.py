@@ -8,7 +8,7 @@ from urllib.parse import urlencode
 from django.contrib import messages
 from django.core.exceptions import BadRequest
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 
@@ -266,10 +266,11 @@ def pair_report_page(request: HttpRequest) -> HttpResponse:
     chosen_pool = request.GET.get("pool", "")
     chosen_datasets = request.GET.get("datasets", "")
     chosen_method = request.GET.get("method", "")
-    pools = list(Pool.objects.filter(flags=PAIR_PITFALLS).order_by("name").values_list("name", flat=True))
+    visible = pools_visible_to(user=request.user)
+    pools = list(visible.filter(flags=PAIR_PITFALLS).order_by("name").values_list("name", flat=True))
     context: dict = {"pools": pools, "methods": methods, "chosen_pool": chosen_pool,
                      "chosen_datasets": chosen_datasets, "chosen_method": chosen_method}  # fmt: skip
-    pool = Pool.objects.filter(name=chosen_pool).first() if chosen_pool else None
+    pool = visible.filter(name=chosen_pool).first() if chosen_pool else None
     datasets = [name.strip() for name in chosen_datasets.split(",") if name.strip()] or None
     try:
         if chosen_pool and pool is None:
@@ -313,3 +314,48 @@ def pair_report_page(request: HttpRequest) -> HttpResponse:
     if report["dimensions"]:
         context["dimensions_svg"] = base64.b64encode(pair_dimensions_figure(report)).decode()
     return render(request, "analysis/pair_report.html", context)
+
+
+@require_safe
+@role_required(RESEARCHER)
+def judge_card_page(request: HttpRequest, run: int) -> HttpResponse:
+    """A judge run's card (analysis/selectors/card.py); `?pool=NAME` picks the pool of a run over a job."""
+    from analysis.report.exports.card import CARD_FORMATS, card_figures
+
+    card = _card(request, run)
+    context = {"card": card, "figures": card_figures(card), "formats": list(CARD_FORMATS)}
+    return render(request, "analysis/judge_card.html", context)
+
+
+@require_safe
+@role_required(RESEARCHER)
+def judge_card_export(request: HttpRequest, run: int, fmt: str) -> HttpResponse:
+    """The card as JSON, standalone HTML (figures inline) or LaTeX."""
+    from django.template.loader import render_to_string
+
+    from analysis.report.exports.card import CARD_FORMATS, card_figures, card_json, card_latex
+
+    if fmt not in CARD_FORMATS:
+        raise Http404("No such format.")
+    card = _card(request, run)
+    if fmt == "json":
+        body = card_json(card)
+    elif fmt == "tex":
+        body = card_latex(card)
+    else:
+        body = render_to_string("analysis/judge_card_standalone.html", {"card": card, "figures": card_figures(card)})
+    response = HttpResponse(body, content_type=CARD_FORMATS[fmt])
+    response["Content-Disposition"] = f'attachment; filename="judge-card-{card["judge"]}-run-{card["run"]}.{fmt}"'
+    return response
+
+
+def _card(request: HttpRequest, run: int) -> dict:
+    from analysis.selectors.card import CardError, judge_card
+
+    row = get_object_or_404(JudgeRun.objects.select_related("judge__model", "pool", "job"), pk=run)
+    if row.pool_id is not None and not pools_visible_to(user=request.user).filter(pk=row.pool_id).exists():
+        raise Http404("No such judge run.")  # a run over another project's pool, as one that does not exist
+    try:
+        return judge_card(run=row, pool=request.GET.get("pool") or None, visible=pools_visible_to(user=request.user))
+    except CardError as exc:
+        raise BadRequest(str(exc)) from None

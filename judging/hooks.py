@@ -1,4 +1,4 @@
-"""What judging hooks into at start-up (JudgingConfig.ready): the `judge` job kind, and the machine labels that
+"""What judging hooks into at start-up (JudgingConfig.ready): the `judge` and `judge_check` job kinds, and the machine labels that
 annotation's adjudication page and raw export show (annotation/machine.py), without annotation importing judging."""
 
 from __future__ import annotations
@@ -99,10 +99,12 @@ def connect() -> None:
     from generation.jobs.kinds import job_kind_register
     from generation.selectors import jobs_hidden_register
     from judging.active import JudgeContextProbabilities
+    from judging.checks import CheckKind
     from judging.kinds import JudgeKind
-    from judging.models import JUDGE_KIND
+    from judging.models import CHECK_KIND, JUDGE_KIND
 
     job_kind_register(JUDGE_KIND, JudgeKind())
+    job_kind_register(CHECK_KIND, CheckKind())
     machine_label_source_register(JudgeLabels())
     label_import_kind_register(JUDGE_LABELS, JudgeLabelImport())
     context_probability_source_register(JudgeContextProbabilities())

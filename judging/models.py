@@ -61,7 +61,13 @@ class Judge(models.Model):
 JUDGE_KIND = "judge"  # the job kind a judge run's work is (judging/kinds.py)
 RUN_CONCORD = "concord"
 RUN_IMPORTED = "imported"
-RUN_ORIGINS = [(RUN_CONCORD, "run by Concord"), (RUN_IMPORTED, "imported from a file")]
+RUN_PANEL = "panel"
+RUN_ORIGINS = [
+    (RUN_CONCORD, "run by Concord"),
+    (RUN_IMPORTED, "imported from a file"),
+    (RUN_PANEL, "a panel's labels, computed from its members' runs"),
+]
+CHECK_KIND = "judge_check"  # the job kind a check run's work is (judging/checks.py)
 
 
 class JudgeRun(models.Model):
@@ -89,7 +95,8 @@ class JudgeRun(models.Model):
     temperature = models.FloatField(default=1.0, help_text="the sampling temperature (sampling mode; 1.0 otherwise)")
     seed = models.BigIntegerField(default=0)
     # `concord`: Concord ran it; `imported`: an external judge's labels read from a file (judging.services.imports),
-    # its job a finished record that no worker runs.
+    # its job a finished record that no worker runs; `panel`: a panel's labels, computed from its members' runs
+    # (judging/panels.py; the members are its `members`), its job a finished record too.
     origin = models.CharField(max_length=16, choices=RUN_ORIGINS, default=RUN_CONCORD)
     source_file = models.CharField(max_length=300, blank=True, help_text="the imported file's name")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
@@ -162,3 +169,83 @@ class MachineLabel(models.Model):
         if self.item_id is None:
             return f"run {self.run_id} generation {self.generation_id}: {self.label}"
         return f"run {self.run_id} item {self.item_id}: {self.label}"
+
+
+class PanelMember(models.Model):
+    """One member run of a panel (docs/domain.md, "Judges a reviewer trusts": panel): the panel's run (origin
+    `panel`) labels the members' common items with their plurality label and mean probabilities."""
+
+    panel = models.ForeignKey(JudgeRun, on_delete=models.CASCADE, related_name="members")
+    # RESTRICT: a member run cannot be deleted alone, but goes with its pool (or job) and the panel together.
+    member = models.ForeignKey(JudgeRun, on_delete=models.RESTRICT, related_name="panels")
+    position = models.PositiveIntegerField(help_text="the member's place in the panel's list")
+
+    class Meta:
+        ordering = ["panel", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["panel", "member"], name="panel_member_once"),
+            models.UniqueConstraint(fields=["panel", "position"], name="panel_member_position"),
+        ]
+
+    def __str__(self) -> str:
+        return f"panel run {self.panel_id}: member run {self.member_id}"
+
+
+CHECK_POSITION = "position"
+CHECK_FAMILY_SWAP = "family_swap"
+CHECK_CONTEXTUAL = "contextual"
+CHECKS = [
+    (CHECK_POSITION, "position consistency (every cyclic rotation of the options)"),
+    (CHECK_FAMILY_SWAP, "family-swap invariance (the declared family swapped for each other family)"),
+    (CHECK_CONTEXTUAL, "contextual calibration (content-free probes)"),
+]
+
+
+class CheckRun(models.Model):
+    """A check of a judge version over a pool's items (docs/domain.md, "Judges a reviewer trusts"): position
+    consistency, family-swap invariance or contextual calibration. Its work is a job of kind `judge_check`
+    (judging/checks.py), written with this row; its labels are `CheckLabel`s, one per item and variant, never a
+    judge run's machine labels (a check is no rater of the pool)."""
+
+    judge = models.ForeignKey(Judge, on_delete=models.PROTECT, related_name="check_runs")
+    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="judge_checks")
+    kind = models.CharField(max_length=16, choices=CHECKS, help_text="which check")
+    job = models.OneToOneField(Job, on_delete=models.CASCADE, related_name="check_run")
+    mode = models.CharField(max_length=10, choices=JudgeMode.choices)
+    k = models.PositiveIntegerField(default=1)
+    temperature = models.FloatField(default=1.0)
+    seed = models.BigIntegerField(default=0)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"check run {self.pk}: {self.kind} of {self.judge} on pool {self.pool}"
+
+    @property
+    def state(self) -> str:
+        return self.job.status
+
+
+class CheckLabel(models.Model):
+    """The judge's label of one variant of one item in a check run. `variant`: the rotation ("0" is the template's
+    order), the target family (`original` the item itself) or the probe (`original`, `n/a`, `empty`, `mask`)."""
+
+    run = models.ForeignKey(CheckRun, on_delete=models.CASCADE, related_name="labels")
+    item = models.ForeignKey(PoolItem, on_delete=models.CASCADE, related_name="check_labels")
+    variant = models.CharField(max_length=64)
+    label = models.CharField(max_length=32, blank=True)
+    confidence = models.FloatField()
+    scores = models.JSONField(help_text="label -> mean log-probability (likelihood) or vote share (sampling)")
+    prompt = models.TextField()
+    options = models.JSONField(help_text="[[label, option text], ...] in the order the prompt gave them")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "item", "variant"]
+        constraints = [models.UniqueConstraint(fields=["run", "item", "variant"], name="check_label_once")]
+
+    def __str__(self) -> str:
+        return f"check run {self.run_id} item {self.item_id} {self.variant}: {self.label}"

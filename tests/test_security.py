@@ -100,18 +100,22 @@ ACCESS: dict[str, dict[str, str]] = {
     "reports/<slug:pool>/cells/": {"GET": RESEARCHER},
     "reports/<slug:pool>/escalate/": {"POST": RESEARCHER},  # the verdict section's escalation
     "api/reports/<slug:pool>/": {"GET": RESEARCHER, "OPTIONS": RESEARCHER},
+    "judge-runs/<int:run>/card/": {"GET": RESEARCHER},  # a judge run's card
+    "judge-runs/<int:run>/card.<str:fmt>": {"GET": RESEARCHER},
     # judging (machine raters): researchers only; annotators never see a judge run or label
     "api/pools/<slug:name>/judges/": {"GET": RESEARCHER, "OPTIONS": RESEARCHER},
     "api/pools/<slug:name>/judges/<int:run>/labels/": {"GET": RESEARCHER, "OPTIONS": RESEARCHER},
     "api/generation-jobs/<int:job_id>/judges/": {"GET": RESEARCHER, "OPTIONS": RESEARCHER},
     "api/judge-runs/<int:run>/labels/": {"GET": RESEARCHER, "OPTIONS": RESEARCHER},
     "generation/jobs/<int:job_id>/judge/": {"POST": ADMIN},  # a judge run over the job, from the jobs page
+    "pools/<slug:name>/panel/": {"POST": RESEARCHER},  # a panel of judge runs, from the pool page
 }
 
 # Where a route's parameters cannot be filled by name alone (see `concrete_path`).
 SAMPLE_PATHS: dict[str, str] = {
     "reports/<slug:pool>/plots/<slug:name>.<str:fmt>": "reports/{pool}/plots/label_distribution.svg",
     "study/<str:token>/": "study/no-such-token/",
+    "judge-runs/<int:run>/card.<str:fmt>": "judge-runs/1/card.json",
 }
 
 

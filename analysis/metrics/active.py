@@ -15,7 +15,8 @@ from typing import TypedDict
 
 import numpy as np
 
-from analysis.metrics.verdict import ppi_mean
+from analysis.metrics.rates import rate_interval
+from analysis.metrics.verdict import ppi_mean_se
 from annotation.active import inclusion_scale, uncertainty
 
 HALF_WIDTHS = (0.02, 0.05, 0.10)
@@ -35,7 +36,8 @@ def _z(alpha: float) -> float:
 
 class ActiveMean(TypedDict):
     rate: float | None
-    ci: list[float] | None
+    ci: list[float] | None  # clipped to [0, 1]
+    ci_clipped: bool  # the active interval left [0, 1] and was clipped to it
     human_rate: float | None  # people only, each label weighted by 1 / pi (Horvitz-Thompson)
     human_ci: list[float] | None
     n_labelled: int
@@ -50,7 +52,8 @@ def active_mean(
     Y_i (NaN where people have not labelled it), xi_i whether the draw took it, pi_i its inclusion probability
     (read only where xi_i). Z_i = Yhat_i + (Y_i - Yhat_i) xi_i / pi_i; theta = mean(Z); the interval
     theta +- z_{1-alpha/2} sd(Z, ddof=1) / sqrt(N). Beside it the people-only Horvitz-Thompson estimate, the same with
-    Yhat = 0: mean(Y_i xi_i / pi_i), its interval from sd(Y xi / pi, ddof=1) / sqrt(N).
+    Yhat = 0: mean(Y_i xi_i / pi_i), its interval from sd(Y xi / pi, ddof=1) / sqrt(N). The active interval is
+    clipped to [0, 1] and marked (`ci_clipped`).
 
     A drawn context without Y makes the estimate incomplete: `n_incomplete` counts them and no estimate is given
     until they are labelled (leaving them out would bias it). Both need N >= 2."""
@@ -65,6 +68,7 @@ def active_mean(
     result: ActiveMean = {
         "rate": None,
         "ci": None,
+        "ci_clipped": False,
         "human_rate": None,
         "human_ci": None,
         "n_labelled": int(labelled.sum()),
@@ -84,6 +88,8 @@ def active_mean(
         half = z * float(values.std(ddof=1)) / math.sqrt(N)
         result[f"{key}rate"] = theta  # type: ignore[literal-required]
         result[f"{key}ci"] = [theta - half, theta + half]  # type: ignore[literal-required]
+    assert result["ci"] is not None
+    result["ci"], result["ci_clipped"] = rate_interval(*result["ci"])
     return result
 
 
@@ -96,12 +102,14 @@ class Stratum(TypedDict):
     N: int  # all contexts of the stratum
     weight: float  # N_k / N
     rate: float | None  # PPI++ within the stratum
-    ci: list[float] | None
+    ci: list[float] | None  # clipped to [0, 1]
+    ci_clipped: bool
 
 
 class StratifiedMean(TypedDict):
     rate: float | None
-    ci: list[float] | None
+    ci: list[float] | None  # clipped to [0, 1]
+    ci_clipped: bool
     strata: list[Stratum]
 
 
@@ -110,27 +118,28 @@ def stratified_ppi(strata: Sequence[tuple[str, Vector, Vector, Vector]], *, alph
     contexts, Yhat of its unlabelled ones) the PPI++ estimate theta_k and its variance var_k ("The judge's verdict":
     `ppi_mean`; var_k its standard error squared), combined as theta = sum_k w_k theta_k with w_k = N_k / N (N_k every context of
     k, labelled or not), variance sum_k w_k^2 var_k and the normal interval. Undefined (None) when a stratum has no
-    PPI estimate (fewer than 2 labelled or no unlabelled contexts)."""
+    PPI estimate (fewer than 2 labelled or no unlabelled contexts). Each interval is clipped to [0, 1] and marked
+    (`ci_clipped`); the combination reads each stratum's unclipped standard error."""
     z = _z(alpha)
     sizes = [len(y) + len(unlabelled) for _, y, _, unlabelled in strata]
     total = sum(sizes)
     rows: list[Stratum] = []
     theta, variance, defined = 0.0, 0.0, bool(strata)
     for (name, y, yhat, unlabelled), size in zip(strata, sizes, strict=True):
-        figures = ppi_mean(y=y, yhat=yhat, yhat_unlabelled=unlabelled, alpha=alpha)
+        figures, se = ppi_mean_se(y=y, yhat=yhat, yhat_unlabelled=unlabelled, alpha=alpha)
         weight = size / total if total else 0.0
-        rows.append({"pronoun": name, "n": len(y), "N": size, "weight": weight,
-                     "rate": figures["ppi_rate"], "ci": figures["ppi_ci"]})  # fmt: skip
-        if figures["ppi_rate"] is None or figures["ppi_ci"] is None:
+        rows.append({"pronoun": name, "n": len(y), "N": size, "weight": weight, "rate": figures["ppi_rate"],
+                     "ci": figures["ppi_ci"], "ci_clipped": figures["ci_clipped"]})  # fmt: skip
+        if figures["ppi_rate"] is None or se is None:
             defined = False
             continue
-        se = (figures["ppi_ci"][1] - figures["ppi_ci"][0]) / (2 * z)
         theta += weight * figures["ppi_rate"]
         variance += weight**2 * se**2
     if not defined:
-        return {"rate": None, "ci": None, "strata": rows}
+        return {"rate": None, "ci": None, "ci_clipped": False, "strata": rows}
     half = z * math.sqrt(variance)
-    return {"rate": theta, "ci": [theta - half, theta + half], "strata": rows}
+    ci, clipped = rate_interval(theta - half, theta + half)
+    return {"rate": theta, "ci": ci, "ci_clipped": clipped, "strata": rows}
 
 
 # -- The budget planner ----------------------------------------------------------------------------------------------

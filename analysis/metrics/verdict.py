@@ -23,6 +23,7 @@ import numpy as np
 
 from analysis.metrics.agreement import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED, ZERO_WIDTH, cohen_kappa_square, finite
 from analysis.metrics.multirater import _categories, gwet_ac1
+from analysis.metrics.rates import rate_interval
 from analysis.metrics.resampling import resample_index
 
 # scipy.stats is imported where it is used (see agreement.py): web processes import this module with their URLs.
@@ -417,7 +418,8 @@ class PpiMean(TypedDict):
     n: int
     N: int
     ppi_rate: float | None
-    ppi_ci: list[float] | None
+    ppi_ci: list[float] | None  # clipped to [0, 1]
+    ci_clipped: bool  # the PPI interval left [0, 1] and was clipped to it
     human_rate: float | None
     human_ci: list[float] | None
     judge_rate: float | None
@@ -431,6 +433,17 @@ def ppi_mean(
     yhat_unlabelled: Sequence[float] | np.ndarray,
     alpha: float = 0.05,
 ) -> PpiMean:
+    """`ppi_mean_se`'s figures (see there), the PPI interval clipped to [0, 1] and marked (`ci_clipped`)."""
+    return ppi_mean_se(y=y, yhat=yhat, yhat_unlabelled=yhat_unlabelled, alpha=alpha)[0]
+
+
+def ppi_mean_se(
+    *,
+    y: Sequence[float] | np.ndarray,
+    yhat: Sequence[float] | np.ndarray,
+    yhat_unlabelled: Sequence[float] | np.ndarray,
+    alpha: float = 0.05,
+) -> tuple[PpiMean, float | None]:
     """The prediction-powered (PPI++) estimate of a mean and its 1 - alpha interval (Angelopoulos, Duchi & Zrnic 2023),
     as ppi_py 0.2.3's `ppi_mean_pointestimate(y, yhat, yhat_unlabelled, lam=None)` and `ppi_mean_ci(..., alpha,
     lam=None)` compute them: y and yhat are the human and the judge's values of the n labelled units, yhat_unlabelled
@@ -446,7 +459,9 @@ def ppi_mean(
     Beside it: the people-only mean and normal interval (ppi_py's `classical_mean_ci(y, alpha)`), the judge-only mean
     over all n + N units (biased: it trusts the judge), and n_eff = n (people-only width / PPI width)^2, the number of
     labelled units the people-only interval would need to be as narrow. The PPI figures need two labelled units and
-    one unlabelled unit; an interval of zero width leaves n_eff undefined."""
+    one unlabelled unit; an interval of zero width leaves n_eff undefined. The PPI interval is clipped to [0, 1]
+    (`ci_clipped` says it was: a rate's interval lies there); the standard error beside the figures (None where
+    they have no PPI estimate) is the unclipped interval's, for a caller that combines strata."""
     from scipy import stats
 
     labelled = np.asarray(y, dtype=float)
@@ -461,19 +476,20 @@ def ppi_mean(
         "N": N,
         "ppi_rate": None,
         "ppi_ci": None,
+        "ci_clipped": False,
         "human_rate": float(labelled.mean()) if n else None,
         "human_ci": None,
         "judge_rate": float(every_prediction.mean()) if every_prediction.size else None,
         "n_eff": None,
     }
     if n < 2:
-        return result
+        return result, None
     z = float(stats.norm.ppf(1 - alpha / 2))
     human_se = float(labelled.std()) / math.sqrt(n)
     human_rate = float(labelled.mean())
     result["human_ci"] = [human_rate - z * human_se, human_rate + z * human_se]
     if N < 1:
-        return result
+        return result, None
     variance = float(np.var(every_prediction, ddof=1))
     if variance > 0:
         covariance = float(((labelled - labelled.mean()) * (predicted - predicted.mean())).mean())
@@ -483,7 +499,7 @@ def ppi_mean(
     estimate = lam * unlabelled.mean() + (labelled - lam * predicted).mean()
     se = math.sqrt(float((lam * unlabelled).std()) ** 2 / N + float((labelled - lam * predicted).std()) ** 2 / n)
     result["ppi_rate"] = float(estimate)
-    result["ppi_ci"] = [float(estimate - z * se), float(estimate + z * se)]
+    result["ppi_ci"], result["ci_clipped"] = rate_interval(float(estimate - z * se), float(estimate + z * se))
     if se > 0 and human_se > 0:
         result["n_eff"] = n * (human_se / se) ** 2
-    return result
+    return result, se

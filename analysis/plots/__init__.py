@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import TypeGuard
 
 from analysis.plots import active as plots_active
+from analysis.plots import checks as plots_checks
 from analysis.plots import distractors as plots_distractors
 from analysis.plots import figures as plots_paper
 from analysis.plots import judges as plots_judges
@@ -56,6 +57,7 @@ FIGURES: dict[str, FigureDeclaration] = {
         *plots_tango.FIGURES,
         *plots_judges.FIGURES,
         *plots_verdict.FIGURES,
+        *plots_checks.FIGURES,
         *plots_active.FIGURES,
         *plots_distractors.FIGURES,
     )

@@ -89,7 +89,7 @@ def report_data(
 
 
 # Bump when a change to the report's code changes its output, so that a shared cache (Redis) drops old reports.
-REPORT_FORMAT = 3
+REPORT_FORMAT = 4
 
 
 def _scalar(queryset: QuerySet, group: str, **aggregate: Any) -> Subquery:
@@ -125,6 +125,7 @@ def _versions() -> QuerySet:
     judge_jobs = Job.objects.filter(judge_run__pool=outer)  # LLM judges' runs (judging)
     # Judge runs over the pool's generation jobs count for the pool too.
     job_judge_jobs = Job.objects.filter(judge_run__source_job__pools=outer)
+    check_jobs = Job.objects.filter(check_run__pool=outer)  # checks of judges over the pool (judging/checks.py)
     return (
         Pool.objects.all()
         .annotate(
@@ -152,6 +153,8 @@ def _versions() -> QuerySet:
             job_judge_jobs_n=_scalar(job_judge_jobs, "judge_run__source_job__pools", v=Count("pk")),
             job_judge_jobs_done=_scalar(job_judge_jobs, "judge_run__source_job__pools", v=Sum("done_items")),
             job_judge_jobs_finished=_scalar(job_judge_jobs, "judge_run__source_job__pools", v=Max("finished_at")),
+            check_jobs_n=_scalar(check_jobs, "check_run__pool", v=Count("pk")),
+            check_jobs_finished=_scalar(check_jobs, "check_run__pool", v=Max("finished_at")),
         )
         .values(
             "pk",
@@ -181,5 +184,7 @@ def _versions() -> QuerySet:
             "job_judge_jobs_n",
             "job_judge_jobs_done",
             "job_judge_jobs_finished",
+            "check_jobs_n",
+            "check_jobs_finished",
         )  # fmt: skip
     )

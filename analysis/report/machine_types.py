@@ -113,11 +113,81 @@ class PredictionPoweredRow(TypedDict):
     n: int  # labelled contexts
     N: int  # unlabelled contexts
     ppi_rate: float | None
-    ppi_ci: Interval | None
+    ppi_ci: Interval | None  # clipped to [0, 1]
+    ci_clipped: bool  # the PPI interval left [0, 1] and was clipped to it
     human_rate: float | None
     human_ci: Interval | None
     judge_rate: float | None  # biased: the judge alone over all contexts
     n_eff: float | None
+
+
+class ReliabilityBin(TypedDict):
+    low: float
+    high: float
+    n: int
+    confidence: float | None
+    accuracy: float | None
+
+
+class FamilyAccuracyCell(TypedDict):
+    n: int  # swapped items with a human label
+    accuracy: float | None
+
+
+class CheckVerdict(TypedDict):
+    """The Alternative Annotator Test on a contextual check's calibrated labels, and the accuracy before and after."""
+
+    epsilon: float
+    omega: float | None
+    rho: float | None
+    passed: bool | None
+    tested: int
+    note: str | None
+    n_labelled: int
+    accuracy_before: float | None
+    accuracy_after: float | None
+
+
+class JudgeCheckRow(TypedDict):
+    """A check of a judge (docs/domain.md, "Judges a reviewer trusts"): `check` is position, family_swap or
+    contextual; the figures of the other checks are null."""
+
+    judge: str
+    run: int  # the check run
+    check: str
+    n: int  # items (position, contextual) or (item, target family) pairs (family_swap)
+    consistency: float | None  # position: the share of items labelled alike under every rotation
+    by_position: dict[str, float | None] | None  # position "1".."m": share chosen there minus 1/m
+    invariance: float | None  # family_swap: the share of pairs labelled as the original
+    by_family: dict[str, FamilyAccuracyCell] | None  # family_swap: per target family
+    accuracy_original: float | None  # family_swap: on the items themselves, the reference for by_family
+    p_cf: dict[str, float] | None  # contextual: the mean content-free probability of each option
+    ece_before: float | None
+    ece_after: float | None
+    brier_before: float | None
+    brier_after: float | None
+    verdict: CheckVerdict | None  # contextual: on the calibrated labels
+    reliability_before: list[ReliabilityBin] | None  # contextual: the diagram's bins before calibration
+    reliability_after: list[ReliabilityBin] | None
+
+
+class CorrectedRateRow(TypedDict):
+    """The judge's bias-corrected (Rogan-Gladen) rate of a stratum, beside PPI++ (docs/domain.md, "Judges a reviewer
+    trusts"): None when se + sp - 1 <= 0.05 or a label class is missing among the labelled samples."""
+
+    judge: str
+    run: int
+    model: str
+    dataset: str
+    pronoun: str  # a base pronoun, or "all"
+    se: float | None  # the judge's sensitivity for the positive label against people's
+    sp: float | None  # its specificity
+    q: float | None  # its positive share over every judged sample
+    rate: float | None
+    ci: Interval | None  # bootstrap 95% percentile interval, clipped to [0, 1]
+    ci_clipped: bool
+    n_labelled: int  # contexts people labelled
+    N: int  # every context of the stratum
 
 
 # --- spending people's labels where they count (analysis/selectors/active.py) ----------------------------------------
@@ -133,7 +203,8 @@ class ActiveRateRow(TypedDict):
     dataset: str
     pronoun: str  # a base pronoun, or "all"
     rate: float | None
-    ci: Interval | None
+    ci: Interval | None  # clipped to [0, 1]
+    ci_clipped: bool  # the interval left [0, 1] and was clipped to it
     human_rate: float | None  # people only, weighted by 1 / pi (Horvitz-Thompson)
     human_ci: Interval | None
     n_labelled: int
@@ -147,7 +218,8 @@ class PpiStratum(TypedDict):
     N: int  # every context of the stratum
     weight: float  # N_k / N
     rate: float | None  # PPI++ within the stratum
-    ci: Interval | None
+    ci: Interval | None  # clipped to [0, 1]
+    ci_clipped: bool
 
 
 class StratifiedPpiRow(TypedDict):
@@ -158,9 +230,11 @@ class StratifiedPpiRow(TypedDict):
     model: str
     dataset: str
     rate: float | None
-    ci: Interval | None
+    ci: Interval | None  # clipped to [0, 1]
+    ci_clipped: bool
     ppi_rate: float | None
-    ppi_ci: Interval | None
+    ppi_ci: Interval | None  # clipped to [0, 1]
+    ppi_ci_clipped: bool
     n: int  # labelled contexts
     N: int  # every context of the job
     strata: list[PpiStratum]

@@ -58,6 +58,10 @@ PREFIX_TITLES: dict[str, Callable[[str], str]] = {
     "sigma_prob_shares_": lambda rest: f"sigma prob shares {rest}",
     "per_class_kappa_": lambda rest: f"per class kappa {rest.replace('_', ' ')}",
     "omega_": lambda rest: f"omega {rest}",
+    "by_position_": lambda rest: f"chosen at position {rest} minus 1/m",
+    "by_family_": lambda rest: f"swapped to {rest.replace('_', ' ')}",
+    "p_cf_": lambda rest: f"content-free P({rest.replace('_', ' ')})",
+    "verdict_": lambda rest: f"calibrated verdict: {rest.replace('_', ' ')}",
 }
 
 

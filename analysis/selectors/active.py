@@ -207,8 +207,10 @@ def stratified_ppi_rows(
         )
         y, yhat, unlabelled = _ppi_vectors(list(units.values()))
         plain = ppi_mean(y=y, yhat=yhat, yhat_unlabelled=unlabelled, alpha=PPI_ALPHA)
-        rows.append({**_head(run), "rate": combined["rate"], "ci": combined["ci"], "ppi_rate": plain["ppi_rate"],
-                     "ppi_ci": plain["ppi_ci"], "n": len(y), "N": len(units), "strata": combined["strata"]})  # fmt: skip
+        rows.append({**_head(run), "rate": combined["rate"], "ci": combined["ci"],
+                     "ci_clipped": combined["ci_clipped"], "ppi_rate": plain["ppi_rate"], "ppi_ci": plain["ppi_ci"],
+                     "ppi_ci_clipped": plain["ci_clipped"], "n": len(y), "N": len(units),
+                     "strata": combined["strata"]})  # fmt: skip
     return cast(list[StratifiedPpiRow], rows)
 
 

@@ -477,6 +477,9 @@ def selective_sentence(row: dict) -> str:
 def verdict_page_rows(*, report: dict) -> list[dict]:
     """Per judge run of the report's `judge_verdict`: the sentences, the agreement rows (the human ceiling last) and
     whether the run is over a job (it can escalate)."""
+    corrected = {
+        (r["run"], r["model"], r["dataset"], r["pronoun"]): r for r in report.get("rates_corrected") or []
+    }  # the bias-corrected rate beside each PPI++ row
     job_runs = set(
         JudgeRun.objects.filter(
             pk__in=[row["run"] for row in report.get("judge_verdict") or []], source_job__isnull=False
@@ -491,7 +494,11 @@ def verdict_page_rows(*, report: dict) -> list[dict]:
             "ceiling": next((a for a in row["agreement"] if a["against"] == "human_ceiling"), None),
             "over_job": row["run"] in job_runs,
             "ceiling_min_items": MIN_ITEMS,
-            "rates": [r for r in report.get("prediction_powered") or [] if r["run"] == row["run"]],
+            "rates": [
+                {**r, "corrected": corrected.get((r["run"], r["model"], r["dataset"], r["pronoun"]))}
+                for r in report.get("prediction_powered") or []
+                if r["run"] == row["run"]
+            ],
         }
         for row in report.get("judge_verdict") or []
     ]

@@ -21,12 +21,12 @@ from annotation.models import Adjudication, Annotation, Assignment, Pool, PoolGu
 from generation.models import Dataset, Generation, GenerationRun, Instance, Job, LanguageModel, ProbResult
 from generation.models.datasets import PronounForm, Template
 from generation.models.tango import TangoTemplate
-from judging.models import Judge, JudgeRun, MachineLabel
+from judging.models import CheckLabel, CheckRun, Judge, JudgeRun, MachineLabel
 
 FORMAT = "concord-study"
 # 2: a generation job's parameters in generation_runs.jsonl and a judge run's in its own row (version 1 kept both in
 # jobs.jsonl; analysis.study.load reads it still).
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -43,11 +43,15 @@ class Scope:
     @classmethod
     def of(cls, pool: Pool) -> Scope:
         runs = judge_runs(pool)
+        checks = CheckRun.objects.filter(pool=pool)  # the checks of judges over the pool (judging/checks.py)
         job_ids = sorted(
-            {*pool.jobs.values_list("pk", flat=True), *runs.exclude(job=None).values_list("job_id", flat=True)}
-        )
+            {*pool.jobs.values_list("pk", flat=True), *runs.exclude(job=None).values_list("job_id", flat=True),
+             *checks.values_list("job_id", flat=True)}
+        )  # fmt: skip
         jobs = Job.objects.filter(pk__in=job_ids)
-        judge_names = sorted(set(runs.values_list("judge__name", flat=True)))
+        judge_names = sorted(
+            {*runs.values_list("judge__name", flat=True), *checks.values_list("judge__name", flat=True)}
+        )
         judges = Judge.objects.filter(name__in=judge_names)
         return cls(
             pool=pool,
@@ -127,6 +131,9 @@ TABLES: list[Table] = [
     # Runs over the pool and over one of its jobs (their labels name generations); an imported run's file by name.
     Table("judge_runs", JudgeRun, lambda s: judge_runs(s.pool), paths=("source_file",)),
     Table("machine_labels", MachineLabel, lambda s: MachineLabel.objects.filter(run__in=judge_runs(s.pool))),
+    # The checks of judges over the pool and their labels (the report's judge_checks follow from them).
+    Table("check_runs", CheckRun, lambda s: CheckRun.objects.filter(pool=s.pool), since=3),
+    Table("check_labels", CheckLabel, lambda s: CheckLabel.objects.filter(run__pool=s.pool), since=3),
 ]
 TABLE_OF_MODEL: dict[type[models.Model], str] = {table.model: table.name for table in TABLES}
 

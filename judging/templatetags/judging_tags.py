@@ -1,4 +1,5 @@
-"""Template tags of the judging app, for pages of other apps that offer a judge run (the jobs page)."""
+"""Template tags of the judging app, for pages of other apps that offer a judge run (the jobs page) or a panel
+(the pool page)."""
 
 from django import template
 
@@ -13,3 +14,11 @@ def judge_names() -> list[str]:
     labels are imported, never run, so it is not offered."""
     runnable = Judge.objects.exclude(mode=JudgeMode.IMPORTED)
     return sorted(set(runnable.values_list("name", flat=True)))
+
+
+@register.simple_tag
+def pool_judge_runs(pool) -> list:
+    """The finished judge runs whose labels reach the pool (the newest per judge and scope), for the panel form."""
+    from judging.selectors import covering_runs
+
+    return covering_runs(pool=pool)

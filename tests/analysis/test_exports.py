@@ -81,6 +81,7 @@ class TestCommand:
         # One per figure with data: the study has no TANGO job, no judge run and no distractor dataset.
         absent = {"tango_failure_rate", "tango_variation", "judge_reliability", "distractor_accuracy"}
         absent |= {"judge_omega", "judge_risk_coverage", "judge_rates", "label_budget_widths", "active_inclusion"}
+        absent |= {"judge_check_calibration", "judge_check_positions", "judge_check_families"}  # no check run either
         assert html.count("<svg") == len(set(FIGURES) - absent)
         assert "<link" not in html and "src=" not in html
         assert "prob_vs_gen" in html

@@ -526,6 +526,7 @@ class TestPpiMean:
             "N": 0,
             "ppi_rate": None,
             "ppi_ci": None,
+            "ci_clipped": False,
             "human_rate": None,
             "human_ci": None,
             "judge_rate": None,

@@ -186,7 +186,8 @@ def test_prediction_powered_rates_take_contexts_as_units(study, verdict_report):
     assert [(r["model"], r["dataset"], r["pronoun"]) for r in rows] == [
         ("m1", "misgendered", "xe"), ("m1", "misgendered", "he"), ("m1", "misgendered", "all"),
     ]  # fmt: skip
-    keys = ["judge", "run", "model", "dataset", "pronoun", "n", "N", "ppi_rate", "ppi_ci", "human_rate", "human_ci"]
+    keys = ["judge", "run", "model", "dataset", "pronoun", "n", "N", "ppi_rate", "ppi_ci", "ci_clipped", "human_rate",
+            "human_ci"]  # fmt: skip
     assert list(rows[0]) == [*keys, "judge_rate", "n_eff"]
     # worked out here: a context is (instance, setting); Y the share of its labelled pool samples that people call
     # misgendering, Yhat the judge's mean P(misgendering) over the same samples, Yhat_u over all samples of the others

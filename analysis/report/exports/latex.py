@@ -12,9 +12,18 @@ LATEX_TABLES: dict[str, tuple[LatexTable, str]] = {
 }
 
 
+# Not a table: the methods section drawn from the study's records (analysis/report/exports/methods.py), given on
+# its own (`--table methods`, `?table=methods`).
+METHODS = "methods"
+
+
 def report_latex(*, report: dict, table: str | None = None) -> str:
-    """The main tables in booktabs LaTeX, or the one named `table`. An empty table is not emitted: a LaTeX comment
-    says what would fill it."""
+    """The main tables in booktabs LaTeX, or the one named `table` (or the methods section, `methods`). An empty
+    table is not emitted: a LaTeX comment says what would fill it."""
+    if table == METHODS:
+        from analysis.report.exports.methods import report_methods_latex
+
+        return report_methods_latex(report) or "% methods: nothing recorded yet; filled by a pool with annotations.\n"
     parts = []
     for name in [table] if table is not None else list(LATEX_TABLES):
         latex, fills = LATEX_TABLES[name]

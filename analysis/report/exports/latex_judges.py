@@ -47,14 +47,16 @@ def latex_judge_verdict(report: dict) -> str:
 def latex_prediction_powered(report: dict) -> str:
     return latex_table(
         "Misgendering rate per model, dataset and pronoun (unit: a context): prediction-powered (PPI++) with its 95% "
-        "interval, beside people only and the judge only (biased); n labelled and N unlabelled contexts, and n_eff "
-        "the labelled contexts people alone would need for the same width.",
+        "interval (clipped to [0, 1] where it left it, marked clipped), beside people only and the judge only "
+        "(biased); n labelled and N unlabelled contexts, and n_eff the labelled contexts people alone would need for "
+        "the same width.",
         ["Judge", "Model", "Dataset", "Pronoun", "n", "N", "PPI [95% CI]", "People only [95% CI]", "Judge only",
          "n_eff"],
         [
             [
                 f"{r['judge']} (run {r['run']})", r["model"], r["dataset"], r["pronoun"], str(r["n"]), str(r["N"]),
-                _interval(r["ppi_rate"], r["ppi_ci"]), _interval(r["human_rate"], r["human_ci"]),
+                _interval(r["ppi_rate"], r["ppi_ci"]) + (" clipped" if r.get("ci_clipped") else ""),
+                _interval(r["human_rate"], r["human_ci"]),
                 _fmt(r["judge_rate"]), _fmt(r["n_eff"], 1),
             ]
             for r in report.get("prediction_powered") or []

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from analysis.report.exports.csv import CSV_TABLES, report_csv, report_csv_zip, report_table_rows
 from analysis.report.exports.html import report_html
-from analysis.report.exports.latex import LATEX_TABLES, report_latex
+from analysis.report.exports.latex import LATEX_TABLES, METHODS, report_latex
 from analysis.report.parts import clean
 
 FORMATS = ["json", "csv", "html", "latex"]
@@ -38,7 +38,7 @@ class Rendered:
 
 def report_tables_for(fmt: str) -> list[str]:
     """The tables a format can give on its own (`--table`, `?table=`)."""
-    return {"csv": CSV_TABLES, "json": CSV_TABLES, "latex": list(LATEX_TABLES)}.get(fmt, [])
+    return {"csv": CSV_TABLES, "json": CSV_TABLES, "latex": [*LATEX_TABLES, METHODS]}.get(fmt, [])
 
 
 def report_render(*, report: dict, fmt: str, table: str | None = None) -> Rendered:

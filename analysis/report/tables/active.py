@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from analysis.report.machine_types import ActiveInclusionRow, ActiveRateRow, LabelBudgetRow, StratifiedPpiRow
 from analysis.report.table import Table
+from analysis.report.tables.machine import CI_CLIPPED
 from analysis.selectors import active as active_selectors
 
 JUDGED_JOB = "a finished LLM judge run over the pool's generation job (manage.py judge --job) and annotated items"
@@ -20,7 +21,8 @@ def _interval(row: dict, key: str) -> dict:
 def active_rates_rows(report: dict) -> list[dict]:
     fields = ("judge", "run", "model", "dataset", "pronoun", "rate")
     return [
-        {**{k: row[k] for k in fields}, **_interval(row, "ci"), "human_rate": row["human_rate"],
+        {**{k: row[k] for k in fields}, **_interval(row, "ci"), "ci_clipped": row.get("ci_clipped", False),
+         "human_rate": row["human_rate"],
          **_interval(row, "human_ci"), **{k: row[k] for k in ("n_labelled", "n_incomplete", "N")}}
         for row in report.get("active_rates") or []
     ]  # fmt: skip
@@ -33,10 +35,13 @@ def stratified_ppi_rows(report: dict) -> list[dict]:
         head = {k: row[k] for k in ("judge", "run", "model", "dataset")}
         for stratum in row["strata"]:
             rows.append({**head, "pronoun": stratum["pronoun"], "rate": stratum["rate"], **_interval(stratum, "ci"),
-                         "ppi_rate": None, "ppi_ci_low": None, "ppi_ci_high": None,
+                         "ci_clipped": stratum.get("ci_clipped", False),
+                         "ppi_rate": None, "ppi_ci_low": None, "ppi_ci_high": None, "ppi_ci_clipped": None,
                          "n": stratum["n"], "N": stratum["N"], "weight": stratum["weight"]})  # fmt: skip
-        rows.append({**head, "pronoun": "all", "rate": row["rate"], **_interval(row, "ci"), "ppi_rate": row["ppi_rate"],
-                     **_interval(row, "ppi_ci"), "n": row["n"], "N": row["N"], "weight": 1.0})  # fmt: skip
+        rows.append({**head, "pronoun": "all", "rate": row["rate"], **_interval(row, "ci"),
+                     "ci_clipped": row.get("ci_clipped", False), "ppi_rate": row["ppi_rate"],
+                     **_interval(row, "ppi_ci"), "ppi_ci_clipped": row.get("ppi_ci_clipped", False),
+                     "n": row["n"], "N": row["N"], "weight": 1.0})  # fmt: skip
     return rows
 
 
@@ -55,6 +60,7 @@ BUDGET = (
             "rate",
             "ci_low",
             "ci_high",
+            "ci_clipped",
             "human_rate",
             "human_ci_low",
             "human_ci_high",
@@ -68,9 +74,10 @@ BUDGET = (
             "ci": "95% CI",
             "human_rate": "people only (1/pi)",
             "human_ci": "people-only 95% CI",
+            "ci_clipped": CI_CLIPPED,
             "n_labelled": "labelled",
             "n_incomplete": "drawn, not labelled",
-            "N": "N",
+            "N": "N (every context of the stratum)",
         },  # fmt: skip
         optional=True,
     ),
@@ -88,9 +95,11 @@ BUDGET = (
             "rate",
             "ci_low",
             "ci_high",
+            "ci_clipped",
             "ppi_rate",
             "ppi_ci_low",
             "ppi_ci_high",
+            "ppi_ci_clipped",
             "n",
             "N",
             "weight",
@@ -99,9 +108,12 @@ BUDGET = (
         flat=stratified_ppi_rows,
         columns={
             "ci": "95% CI",
+            "ci_clipped": CI_CLIPPED,
             "ppi_rate": "unstratified PPI",
             "ppi_ci": "unstratified 95% CI",
-            "N": "N",
+            "ppi_ci_clipped": "unstratified interval clipped to [0, 1]",
+            "n": "n (contexts people labelled)",
+            "N": "N (every context of the stratum)",
             "weight": "weight",
         },  # fmt: skip
         optional=True,

@@ -7,20 +7,57 @@ from analysis.report import parts
 from analysis.report.exports import latex_judges as latex
 from analysis.report.machine_types import (
     AltTestAnnotatorRow,
+    CorrectedRateRow,
     JudgeAgreementRow,
     JudgeCalibrationRow,
+    JudgeCheckRow,
     JudgeReliabilityRow,
     JudgeVerdictRow,
     PredictionPoweredRow,
     VerdictAgreementRow,
 )
 from analysis.report.table import LatexTable, Table
+from analysis.selectors import checks as check_selectors
+from analysis.selectors import corrected as corrected_selectors
 from analysis.selectors import judges as judge_selectors
 from analysis.selectors import verdict as verdict_selectors
 
 JUDGE_RUN = "a finished LLM judge run over the pool (manage.py judge)"
 JUDGED_HUMANS = "a finished LLM judge run over annotated items"
 JUDGE_VERDICT = "a finished LLM judge run over the pool or its generation job, and annotated items"
+N_LABELLED = "n (contexts people labelled)"
+N_UNLABELLED = "N (contexts only the judge labelled)"
+CI_CLIPPED = "interval clipped to [0, 1]"
+CHECK_HEADER = (
+    "judge", "run", "check", "n", "consistency", "invariance", "accuracy_original", "ece_before", "ece_after", "brier_before",
+    "brier_after", "verdict_omega", "verdict_passed", "verdict_accuracy_before", "verdict_accuracy_after",
+)  # fmt: skip
+
+
+def judge_check_rows(report: dict) -> list[dict]:
+    """A check's CSV row: its figures, `by_position_<p>`, `by_family_<family>_n` / `_accuracy`, `p_cf_<label>`
+    and the calibrated verdict's `verdict_<key>`."""
+    rows = []
+    for row in report.get("judge_checks") or []:
+        flat = {k: v for k, v in row.items() if not isinstance(v, dict) and v is not None or k in CHECK_HEADER}
+        nested = ("by_position", "by_family", "p_cf", "verdict", "reliability_before", "reliability_after")
+        flat = {k: v for k, v in flat.items() if k not in nested}
+        for key in ("by_position", "p_cf", "verdict"):
+            flat.update({f"{key}_{sub}": value for sub, value in (row.get(key) or {}).items()})
+        for family, cell in (row.get("by_family") or {}).items():
+            flat[f"by_family_{family}_n"], flat[f"by_family_{family}_accuracy"] = cell["n"], cell["accuracy"]
+        rows.append(flat)
+    return rows
+
+
+def rates_corrected_rows(report: dict) -> list[dict]:
+    rows = []
+    for row in report.get("rates_corrected") or []:
+        low, high = row.get("ci") or (None, None)
+        rows.append({**{k: v for k, v in row.items() if k != "ci"}, "ci_low": low, "ci_high": high})
+    return rows
+
+
 OMEGAS = tuple(f"omega_{e}" for e in ("0.00", "0.05", "0.10", "0.15", "0.20", "0.25", "0.30"))
 
 
@@ -152,6 +189,26 @@ JUDGES = (
         columns={"rejected": "rejected"},
     ),
     Table(
+        key="judge_checks",
+        title="The judge's checks (position consistency, family-swap invariance, contextual calibration)",
+        row=JudgeCheckRow,
+        empty="a finished check run over the pool (manage.py judge --check position|family-swap|contextual)",
+        header=CHECK_HEADER,
+        build=lambda r: check_selectors.judge_checks(pool=r.pool, frame=r.frame),
+        flat=judge_check_rows,
+        columns={
+            "check": "check",
+            "consistency": "position consistency",
+            "invariance": "family-swap invariance",
+            "accuracy_original": "accuracy on the unswapped items",
+            "ece_before": "ECE before calibration",
+            "ece_after": "ECE after calibration",
+            "brier_before": "Brier before calibration",
+            "brier_after": "Brier after calibration",
+        },
+        optional=True,
+    ),
+    Table(
         key="prediction_powered",
         title="Prediction-powered misgendering rates (per context)",
         row=PredictionPoweredRow,
@@ -167,6 +224,7 @@ JUDGES = (
             "ppi_rate",
             "ppi_ci_low",
             "ppi_ci_high",
+            "ci_clipped",
             "human_rate",
             "human_ci_low",
             "human_ci_high",
@@ -175,10 +233,50 @@ JUDGES = (
         ),  # fmt: skip
         build=lambda r: verdict_selectors.prediction_powered(pool=r.pool, frame=r.frame, runs=r.judge_runs),
         columns={
-            name: name.replace("_", " ")
-            for name in ("N", "ppi_rate", "ppi_ci", "human_rate", "human_ci", "judge_rate", "n_eff")
+            **{
+                name: name.replace("_", " ")
+                for name in ("ppi_rate", "ppi_ci", "human_rate", "human_ci", "judge_rate", "n_eff")
+            },
+            "n": N_LABELLED,
+            "N": N_UNLABELLED,
+            "ci_clipped": CI_CLIPPED,
         },
         latex=LatexTable("prediction_powered", latex.latex_prediction_powered),
+        optional=True,
+    ),
+    Table(
+        key="rates_corrected",
+        title="Bias-corrected misgendering rates (Rogan-Gladen, per context), beside the prediction-powered ones",
+        row=CorrectedRateRow,
+        empty="a finished LLM judge run over the pool's generation job (manage.py judge --job) and annotated items",
+        header=(
+            "judge",
+            "run",
+            "model",
+            "dataset",
+            "pronoun",
+            "se",
+            "sp",
+            "q",
+            "rate",
+            "ci_low",
+            "ci_high",
+            "ci_clipped",
+            "n_labelled",
+            "N",
+        ),  # fmt: skip
+        build=lambda r: corrected_selectors.rates_corrected(pool=r.pool, frame=r.frame, runs=r.judge_runs),
+        flat=rates_corrected_rows,
+        columns={
+            "se": "sensitivity",
+            "sp": "specificity",
+            "q": "judge's positive share",
+            "rate": "corrected rate",
+            "ci": "bootstrap 95% CI",
+            "ci_clipped": CI_CLIPPED,
+            "n_labelled": "n (contexts people labelled)",
+            "N": "N (every context of the stratum)",
+        },
         optional=True,
     ),
 )

@@ -27,9 +27,18 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--rerun", action="store_true", help="run again even when an equal run finished")
         parser.add_argument("--wait", action="store_true", help="follow the run until it ends")
+        parser.add_argument(
+            "--check",
+            default=None,
+            choices=["position", "family-swap", "contextual"],
+            help="run a check of the judge over the pool instead (position consistency, family-swap invariance, "
+            "contextual calibration); its labels are not the pool's machine labels",
+        )
 
     def handle(self, *args, **options):
         embedded = settings.CELERY_TASK_ALWAYS_EAGER
+        if options["check"]:
+            return self._check(options, embedded=embedded)
         try:
             run, created = judge_run_create(
                 pool=options["pool"],
@@ -73,3 +82,38 @@ class Command(BaseCommand):
         )
         if run.state == "failed":
             raise CommandError(f"run {run.pk} failed:\n{run.job.error.strip()}")
+
+    def _check(self, options, *, embedded: bool) -> None:
+        from judging.checks import check_run_create
+        from judging.models import CheckRun
+
+        if options["job"] is not None:
+            raise CommandError("bad check run: a check runs over a pool's items (--pool), not over a job")
+        try:
+            run, created = check_run_create(
+                check=options["check"], pool=options["pool"] or "", judge=options["judge"], mode=options["mode"],
+                k=options["k"], temperature=options["temperature"], seed=options["seed"], rerun=options["rerun"],
+                queue=not embedded,
+            )  # fmt: skip
+        except JobParameterError as exc:
+            raise CommandError(f"bad check run: {exc}") from None
+        if not created and run.state == "done":
+            self.stderr.write(f"check run {run.pk} ({run.kind} of {run.judge} on pool {run.pool}) is finished")
+        else:
+            self.stderr.write(f"check run {run.pk}: {run.kind} of {run.judge} on pool {run.pool}, {run.mode}")
+            if embedded:
+                job_run_with_bar(run.job)
+            elif options["wait"]:
+                job_follow_with_bar(run.job)
+        run = CheckRun.objects.select_related("judge", "job", "pool").get(pk=run.pk)
+        self.stdout.write(
+            json.dumps(
+                {
+                    "run": run.pk, "check": run.kind, "judge": run.judge.name, "version": run.judge.version,
+                    "pool": run.pool.name, "mode": run.mode, "state": run.state, "labels": run.labels.count(),
+                    "created": created,
+                }
+            )
+        )  # fmt: skip
+        if run.state == "failed":
+            raise CommandError(f"check run {run.pk} failed:\n{run.job.error.strip()}")
