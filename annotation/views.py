@@ -11,6 +11,7 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 
 from accounts.roles import ADMIN, ANNOTATOR, RESEARCHER, role_required
 from annotation import selectors
+from annotation.active import judge_runs_to_draw_from
 from annotation.forms import AdjudicationForm, AssignForm, ImportGenerationsForm, PoolSampleForm
 from annotation.machine import machine_labels
 from annotation.middleware import PARTICIPANT_SESSION_KEY
@@ -317,7 +318,7 @@ def pool_adjudicate(request, name: str):
 @require_http_methods(["GET", "HEAD", "POST"])
 @role_required(ADMIN)
 def pool_sample_page(request):
-    form = PoolSampleForm(request.POST or None, jobs=research.finished_jobs())
+    form = PoolSampleForm(request.POST or None, jobs=research.finished_jobs(), judge_runs=judge_runs_to_draw_from())
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:

