@@ -134,6 +134,8 @@ def pool_import(request, name: str):
         data = form.cleaned_data
         preview = generations_preview(pool=pool, kind=data["kind"], files=data["csv_files"], options=options)
         context = {**_pool_detail_context(pool, form), "generations_preview": preview}
+        # The page's script asks in the background and shows the answer in place, the files still chosen.
+        context["files_kept"] = request.headers.get("X-Preview-In-Place") == "1"
         return render(request, "annotation/pool_detail.html", context, status=200 if preview["ok"] else 400)
     if form.is_valid():
         # Run in the background (annotation/services/imports/jobs.py): the page answers at once and shows its state.
