@@ -71,7 +71,7 @@ class PoolSampleForm(forms.Form):
         return [job.pk for job in self.cleaned_data["jobs"]] or None
 
     def clean(self) -> dict:
-        data = super().clean()
+        data = super().clean() or {}
         run = self.judge_runs.get(data.get("judge_run") or 0)
         if data.get("active") and run is not None and not data.get("jobs"):
             data["jobs"] = [run.job_id]  # the run names its job; ticking it as well is not needed

@@ -17,15 +17,16 @@ class JudgeContextProbabilities:
         runs = JudgeRun.objects.filter(source_job__isnull=False, job__status=JobStatus.DONE).select_related(
             "judge", "source_job__model", "source_job__generation_run__dataset"
         )
-        return [
-            JudgeRunChoice(
-                run.pk,
-                run.source_job_id,
-                f"{run.judge} over job #{run.source_job_id} ({run.source_job.model.name} on "
-                f"{getattr(run.source_job.dataset, 'name', '-')}): run {run.pk}, judge job #{run.job_id}",
+        choices = []
+        for run in runs:
+            job = run.source_job
+            assert job is not None  # filtered above: runs over a job
+            dataset = job.dataset.name if job.dataset is not None else "-"
+            label = (
+                f"{run.judge} over job #{job.pk} ({job.model.name} on {dataset}): run {run.pk}, judge job #{run.job_id}"
             )
-            for run in runs
-        ]
+            choices.append(JudgeRunChoice(run.pk, job.pk, label))
+        return choices
 
     def contexts(self, *, run_id: int, job_id: int, positive: str) -> list[JudgedContext]:
         from generation.contexts import setting_rank
