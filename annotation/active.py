@@ -79,7 +79,21 @@ class JudgedContext:
     yhat: float
 
 
+@dataclass(frozen=True)
+class JudgeRunChoice:
+    """A finished judge run over a whole job, as the pool form offers it: by its judge's name, never by an id alone
+    (the jobs page shows the run's judge job by its own job number)."""
+
+    run_id: int
+    job_id: int
+    label: str
+
+
 class ContextProbabilitySource(Protocol):
+    def runs(self) -> list[JudgeRunChoice]:
+        """The finished judge runs over jobs, newest first."""
+        ...
+
     def contexts(self, *, run_id: int, job_id: int, positive: str) -> list[JudgedContext]:
         """The job's judged contexts in the job's context order (instance, then setting: pre, then post). Raises
         ActiveDrawError when the run does not exist, is not finished, does not cover the job, or has no
@@ -99,3 +113,7 @@ def judged_contexts(*, run_id: int, job_id: int, positive: str) -> list[JudgedCo
     if not _sources:
         raise ActiveDrawError("no judge is installed to draw an active pool from")
     return _sources[0].contexts(run_id=run_id, job_id=job_id, positive=positive)
+
+
+def judge_runs_to_draw_from() -> list[JudgeRunChoice]:
+    return _sources[0].runs() if _sources else []

@@ -1,8 +1,10 @@
+from collections.abc import Sequence
 from typing import cast
 
 from django import forms
 
 from accounts.models import Project
+from annotation.active import JudgeRunChoice
 from annotation.models import GOLD, STUDY, TRAINING
 from annotation.schema import LABEL_NAMES
 from annotation.services.pool import DRAW_INSTANCES, DRAW_PER_SAMPLE_INDEX, POOL_SEED
@@ -46,7 +48,13 @@ class PoolSampleForm(forms.Form):
         help_text="an active draw from one job: contexts the judge is unsure about are drawn more often, each item "
         "keeping its inclusion probability (the draw, instances and per-cell above do not apply)",
     )
-    judge_run = forms.IntegerField(min_value=1, required=False, help_text="active: a finished judge run over the job")
+    judge_run = forms.TypedChoiceField(
+        choices=[],
+        coerce=int,
+        empty_value=None,
+        required=False,
+        help_text="active: a finished judge run over the job (no job ticked: the run's job)",
+    )
     budget = forms.FloatField(
         min_value=0, required=False, help_text="active: the expected number of contexts people label"
     )
@@ -56,15 +64,27 @@ class PoolSampleForm(forms.Form):
         help_text="its members alone see the pool (docs/domain.md, 'Projects')",
     )  # fmt: skip
 
-    def __init__(self, *args, jobs, projects=None, **kwargs):
+    def __init__(self, *args, jobs, projects=None, judge_runs: Sequence[JudgeRunChoice] = (), **kwargs):
         super().__init__(*args, **kwargs)
         cast(forms.ModelMultipleChoiceField, self.fields["jobs"]).queryset = jobs
         cast(forms.ModelChoiceField, self.fields["project"]).queryset = (
             Project.objects.all() if projects is None else projects
         )
+        # Offered by the judge's name and the job it judged, as the report and the jobs page name them.
+        self.judge_runs = {run.run_id: run for run in judge_runs}
+        cast(forms.ChoiceField, self.fields["judge_run"]).choices = [("", "none (not an active draw)")] + [
+            (run.run_id, run.label) for run in judge_runs
+        ]
 
     def clean_jobs(self) -> list[int] | None:
         return [job.pk for job in self.cleaned_data["jobs"]] or None
+
+    def clean(self) -> dict:
+        data = super().clean() or {}
+        run = self.judge_runs.get(data.get("judge_run") or 0)
+        if data.get("active") and run is not None and not data.get("jobs"):
+            data["jobs"] = [run.job_id]  # the run names its job; ticking it as well is not needed
+        return data
 
     def clean_draw(self) -> str:
         return self.cleaned_data["draw"] or DRAW_INSTANCES

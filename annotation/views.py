@@ -13,6 +13,7 @@ from accounts.projects import ProjectError, project_choose, project_default, pro
 from accounts.roles import ADMIN, ANNOTATOR, RESEARCHER, role_required
 from annotation import selectors
 from annotation.access import ASSIGN_REFUSED, pool_may_assign, pool_visible_or_404, pools_visible_to
+from annotation.active import judge_runs_to_draw_from
 from annotation.forms import AdjudicationForm, AssignForm, ImportGenerationsForm, PoolFilesForm, PoolSampleForm
 from annotation.machine import machine_labels
 from annotation.middleware import PARTICIPANT_SESSION_KEY
@@ -144,6 +145,8 @@ def pool_import(request, name: str):
         data = form.cleaned_data
         preview = generations_preview(pool=pool, kind=data["kind"], files=data["csv_files"], options=options)
         context = {**_pool_detail_context(pool, form, request.user), "generations_preview": preview}
+        # The page's script asks in the background and shows the answer in place, the files still chosen.
+        context["files_kept"] = request.headers.get("X-Preview-In-Place") == "1"
         return render(request, "annotation/pool_detail.html", context, status=200 if preview["ok"] else 400)
     if form.is_valid():
         # Run in the background (annotation/services/imports/jobs.py): the page answers at once and shows its state.
@@ -328,7 +331,12 @@ def pool_adjudicate(request, name: str):
 @require_http_methods(["GET", "HEAD", "POST"])
 @role_required(ADMIN)
 def pool_sample_page(request):
-    form = PoolSampleForm(request.POST or None, jobs=research.finished_jobs(), projects=projects_of(user=request.user))
+    form = PoolSampleForm(
+        request.POST or None,
+        jobs=research.finished_jobs(),
+        projects=projects_of(user=request.user),
+        judge_runs=judge_runs_to_draw_from(),
+    )
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:

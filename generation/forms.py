@@ -79,7 +79,8 @@ class JobForm(forms.Form):
         pronouns = self.fields["pronouns"]
         pronouns.choices = [(family, family) for family in families]  # type: ignore[attr-defined]
         pronouns.required = False
-        pronouns.help_text = f"{pronouns.help_text}; none ticked: all of the dataset's"
+        pronouns.help_text = "the ticked families run: the chosen dataset's, all ticked at first (none ticked: all)"
+        self.fields["settings"].help_text = "the ticked settings run: pre and post, TANGO's open (none ticked: all)"
         if not LanguageModel.objects.filter(name=self.fields["model"].initial).exists():
             self.fields["model"].initial = None
 

@@ -6,10 +6,28 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from annotation.active import ActiveDrawError, JudgedContext
+from annotation.active import ActiveDrawError, JudgedContext, JudgeRunChoice
 
 
 class JudgeContextProbabilities:
+    def runs(self) -> list[JudgeRunChoice]:
+        from generation.models import JobStatus
+        from judging.models import JudgeRun
+
+        runs = JudgeRun.objects.filter(source_job__isnull=False, job__status=JobStatus.DONE).select_related(
+            "judge", "source_job__model", "source_job__generation_run__dataset"
+        )
+        choices = []
+        for run in runs:
+            job = run.source_job
+            assert job is not None  # filtered above: runs over a job
+            dataset = job.dataset.name if job.dataset is not None else "-"
+            label = (
+                f"{run.judge} over job #{job.pk} ({job.model.name} on {dataset}): run {run.pk}, judge job #{run.job_id}"
+            )
+            choices.append(JudgeRunChoice(run.pk, job.pk, label))
+        return choices
+
     def contexts(self, *, run_id: int, job_id: int, positive: str) -> list[JudgedContext]:
         from generation.contexts import setting_rank
         from judging.models import JudgeMode, JudgeRun, MachineLabel

@@ -105,8 +105,9 @@ def job_chunk_size(*, instances: int, batch_size: int) -> int:
 
 
 def _audited(parameters: dict) -> dict:
-    """What a new job's audit row keeps of its parameters: the dataset, the seed and the kind's options."""
-    return {key: value for key, value in parameters.items() if key in ("dataset", "seed", "options")}
+    """What a new job's audit row keeps of its parameters: all of them, as the API gives them (a generation job's
+    dataset, pronouns, settings, samples, decoding and seed), its kind's options only when it has some."""
+    return {key: value for key, value in parameters.items() if not (key == "options" and not value)}
 
 
 def job_create(*, created_by=None, queue: bool = True, params: JobParameters | None = None, **parameters) -> Job:

@@ -1,7 +1,9 @@
 // Referents on distractor items (docs/domain.md, "RUFF with distractors"): both people with their pronouns, the
 // target marked; every pronoun of the generated text gets target / other / unclear. Offsets come from the server in
 // code points and go back unchanged: this module never computes one.
-// Keys, on a pronoun button: Tab or the arrow keys move, t / o / u choose (and move to the next open pronoun).
+// Keys, on a pronoun button: the arrow keys move round the pronouns (the last to the first); Tab and Shift+Tab move
+// on and back in the page's order, so they leave the pronouns after the last and before the first (no trap);
+// t / o / u choose (and move to the next open pronoun).
 
 const CHOICES = { t: "target", o: "other", u: "unclear" };
 const NAMES = { target: "target", other: "other person", unclear: "unclear" };
