@@ -27,6 +27,7 @@ class DatasetKind(models.TextChoices):
     RUFF = "ruff", "RUFF"
     TANGO = "tango", "TANGO"
     TEMPLATES = "templates", "your own templates"
+    GIFI = "gifi", "GIFI"
 
 
 class ImportSummary(Protocol):

@@ -18,7 +18,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from django.db.models import Count
+from django.db.models import Count, Q
 
 from generation.contexts import ALL_SETTINGS, SETTINGS, build_context
 from generation.datasets.registry import dataset_kind
@@ -190,7 +190,12 @@ class GenerationKind(JobKind[JobParameters]):
 
     def units(self, *, params: JobParameters) -> list[int]:
         assert params.dataset is not None  # the parameters say a generation job needs one
-        rows = Instance.objects.filter(dataset=params.dataset, pronoun__in=params.pronouns).order_by("ordinal")
+        # A GIFI SAOF prompt declares no family (pronoun ""): the pronouns pick among those that declare one.
+        rows = Instance.objects.filter(Q(pronoun__in=params.pronouns) | Q(pronoun=""), dataset=params.dataset).order_by(
+            "ordinal"
+        )
+        if params.part is not None:
+            rows = rows.filter(template__meta__part=params.part)
         if params.distractors is not None:
             rows = rows.filter(distractors=params.distractors)
         if params.sample_seed is not None:
@@ -254,13 +259,19 @@ class GenerationKind(JobKind[JobParameters]):
             engine=params.engine or "",
             distractors=params.distractors,
             sample_seed=params.sample_seed,
+            part=params.part or "",
         )
 
     def parameters(self, *, job: Job) -> dict[str, Any]:
         """The run's parameters as the API has always given them: the columns, with the engine and RUFF's
         distractor filters under `options` when set."""
         run = job.generation_run
-        extra = {"engine": run.engine or None, "distractors": run.distractors, "sample_seed": run.sample_seed}
+        extra = {
+            "engine": run.engine or None,
+            "distractors": run.distractors,
+            "sample_seed": run.sample_seed,
+            "part": run.part or None,
+        }
         return {
             "dataset": run.dataset.name,
             **{name: getattr(run, name) for name in RUN_PARAMETERS},
