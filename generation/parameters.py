@@ -445,7 +445,7 @@ def _part_check(values: dict[str, Any], errors: dict[str, Any]) -> None:
     dataset = values.get("dataset")
     if values["part"] is None or dataset is None or "dataset" in errors or "part" in errors:
         return
-    if not dataset.templates.filter(meta__part=values["part"]).exists():
+    if not dataset.instances.filter(template__meta__part=values["part"]).exists():
         errors["part"] = [f"dataset {dataset.name!r} has no {values['part']} prompts (import_dataset gifi)"]
 
 
