@@ -45,9 +45,16 @@ PE_TEXTS = {(0, "he"): ["so 6. The answer is 6."], (0, "she"): ["it is $6.00"], 
             (0, "ze"): ["The answer is $6"]}  # fmt: skip
 
 
-def scorer_for(table: dict):
+LABELS = {
+    "sentiment": lambda v: "positive" if v > 0 else "negative" if v < 0 else "neutral",
+    "toxicity": lambda v: "toxic" if v >= 0.5 else "not",
+    "embedding": lambda v: "",
+}
+
+
+def scorer_for(scorer: str, table: dict):
     def score(texts: list[str]):
-        return [(table[t], "toxic" if isinstance(table[t], float) and table[t] >= 0.5 else "") for t in texts]
+        return [(table[t], LABELS[scorer](table[t])) for t in texts]
 
     return score
 
@@ -56,7 +63,7 @@ def fake_load(calls: list | None = None):
     tables = {"sentiment": SENTIMENT, "toxicity": TOXICITY, "embedding": EMBEDDING}
 
     def load(scorer: str, source: str):
-        score = scorer_for(tables[scorer])
+        score = scorer_for(scorer, tables[scorer])
 
         def counted(texts):
             if calls is not None:
