@@ -22,6 +22,7 @@ from analysis.metrics.gifi import (
     sn_score,
 )
 from analysis.models import GifiScore
+from analysis.report.types import GifiFamilyRow, GifiScoreRow
 from generation.datasets.gifi import COUNTERFACTUAL, FAMILIES, GDR, KIND, PARTS, PE, SAOF, detect_family
 from generation.models import Generation, LanguageModel
 
@@ -181,3 +182,58 @@ def gifi_comparison(reports: Iterable[dict]) -> list[dict]:
             }
         )
     return ranked
+
+
+def gifi_stored_sources(*, model: LanguageModel) -> dict[str, str]:
+    """Per scorer, the source of the model's most recently stored scores (a report page runs no scorer), else the
+    paper's default."""
+    from analysis.gifi.scorers import SCORERS
+
+    sources = {}
+    for scorer, spec in SCORERS.items():
+        latest = (
+            GifiScore.objects.filter(generation__job__model=model, scorer=scorer)
+            .order_by("-pk")
+            .values_list("source", flat=True)
+            .first()
+        )
+        sources[scorer] = latest or spec.default
+    return sources
+
+
+def gifi_pool_models(*, model_names: Iterable[str]) -> list[dict]:
+    """The GIFI reports (stored scores only) of those of the named models that have GIFI generations."""
+    names = set(model_names)
+    return [
+        gifi_model_report(model=model, sources=gifi_stored_sources(model=model))
+        for model in gifi_models()
+        if model.name in names
+    ]
+
+
+def gifi_score_rows(*, reports: list[dict]) -> list[GifiScoreRow]:
+    return [
+        GifiScoreRow(
+            rank=row["rank"],
+            model=row["model"],
+            GDR=row["GDR"],
+            SN=row["SN"],
+            NTS=row["NTS"],
+            CF=row["CF"],
+            SA=row["SA"],
+            OF=row["OF"],
+            PE=row["PE"],
+            GIFI=row["GIFI"],
+            scored=" ".join(row["scored"]),
+        )  # fmt: skip
+        for row in gifi_comparison(reports)
+    ]
+
+
+def gifi_family_rows(*, reports: list[dict]) -> list[GifiFamilyRow]:
+    return [
+        GifiFamilyRow(model=report["model"], dimension=dimension, pronoun=family, accuracy=accuracy)
+        for report in reports
+        for dimension in ("GDR", "PE")
+        for family, accuracy in report["per_family"][dimension].items()
+    ]

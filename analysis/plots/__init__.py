@@ -24,6 +24,7 @@ from typing import TypeGuard
 from analysis.plots import active as plots_active
 from analysis.plots import distractors as plots_distractors
 from analysis.plots import figures as plots_paper
+from analysis.plots import gifi as plots_gifi
 from analysis.plots import judges as plots_judges
 from analysis.plots import tango as plots_tango
 from analysis.plots import verdict as plots_verdict
@@ -58,6 +59,7 @@ FIGURES: dict[str, FigureDeclaration] = {
         *plots_verdict.FIGURES,
         *plots_active.FIGURES,
         *plots_distractors.FIGURES,
+        *plots_gifi.FIGURES,
     )
 }
 

@@ -284,3 +284,31 @@ class DistractorRow(TypedDict):
     heuristic_validity: str
     first_pronoun_other_share: float | None
     first_pronoun_n: int
+
+
+# --- GIFI (docs/domain.md, 'GIFI') ----------------------------------------------------------------------------------
+
+
+class GifiScoreRow(TypedDict):
+    """One model's GIFI dimensions (stored scores only) and its rank among the pool's models; null where not scored."""
+
+    rank: int | None
+    model: str
+    GDR: float | None
+    SN: float | None
+    NTS: float | None
+    CF: float | None
+    SA: float | None
+    OF: float | None
+    PE: float | None
+    GIFI: float | None
+    scored: str  # the dimensions GIFI is over, space separated
+
+
+class GifiFamilyRow(TypedDict):
+    """One model's accuracy on one pronoun family in GDR or PE."""
+
+    model: str
+    dimension: str
+    pronoun: str
+    accuracy: float

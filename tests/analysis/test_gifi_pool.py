@@ -86,3 +86,21 @@ def test_the_command_refuses_a_draw_larger_than_the_generations_and_a_taken_name
     with pytest.raises(CommandError, match="--size 99 is more"):
         call_command("gifi_pool", "--model", "m1", "--part", "gdr", "--size", "99", "--name", "g", stdout=out)
     assert Pool.objects.count() == 1
+
+
+def test_the_pools_report_has_the_gifi_section_and_its_figures(gifi):  # noqa: F811
+    from analysis.gifi.services import gifi_scores_fill
+    from analysis.plots import plot_render
+    from analysis.services import report_build
+
+    gifi_scores_fill(model=gifi, sources=SOURCES, load=fake_load())
+    gifi_pool_create(model=gifi, part="gdr", size=3, seed=1, name="g", sources=SOURCES)
+
+    report = report_build(pool=Pool.objects.get(name="g"))
+
+    [row] = report["gifi_scores"]
+    assert row["model"] == "m1" and row["rank"] == 1 and row["scored"] == "GDR SN NTS CF SA OF PE"
+    families = {(r["dimension"], r["pronoun"]): r["accuracy"] for r in report["gifi_family_accuracy"]}
+    assert families["GDR", "she"] == 0.5 and families["PE", "xe"] == 0.0
+    for name in ("gifi_dimensions", "gifi_family_heatmap"):
+        assert plot_render(report=report, name=name, fmt="svg").startswith(b"<?xml")

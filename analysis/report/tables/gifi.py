@@ -1,0 +1,37 @@
+"""GIFI's tables (docs/domain.md, 'GIFI'): the dimensions of the pool's models that have GIFI generations, ranked,
+and their per-family accuracies in GDR and PE. They read stored scores only: `gifi_report` scores."""
+
+from __future__ import annotations
+
+from analysis.gifi.selectors import DIMENSIONS, gifi_family_rows, gifi_pool_models, gifi_score_rows
+from analysis.report.inputs import ReportInputs
+from analysis.report.table import Table
+from analysis.report.types import GifiFamilyRow, GifiScoreRow
+
+
+def _reports(r: ReportInputs) -> list[dict]:
+    return gifi_pool_models(model_names=set(r.pool.items.values_list("model_name", flat=True)))
+
+
+GIFI = (
+    Table(
+        key="gifi_scores",
+        title="GIFI: the dimensions by model (CF counts pairs with 1 - cosine < 0.3, as GIFI's released code does)",
+        row=GifiScoreRow,
+        empty="GIFI generations of the pool's models (import_generations --format gifi, generate --part)",
+        header=("rank", "model", *DIMENSIONS, "GIFI", "scored"),
+        build=lambda r: gifi_score_rows(reports=_reports(r)),
+        columns={"rank": "rank", "GIFI": "GIFI (x 100)", "scored": "over", **{d: d for d in DIMENSIONS}},
+        optional=True,
+    ),
+    Table(
+        key="gifi_family_accuracy",
+        title="GIFI: accuracy per pronoun family (GDR, PE)",
+        row=GifiFamilyRow,
+        empty="GIFI's GDR or PE generations of the pool's models",
+        header=("model", "dimension", "pronoun", "accuracy"),
+        build=lambda r: gifi_family_rows(reports=_reports(r)),
+        columns={"dimension": "dimension"},
+        optional=True,
+    ),
+)
