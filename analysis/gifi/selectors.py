@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+import numpy as np
+
 from analysis.metrics.gifi import (
     answer_extract,
     cf_score,
@@ -22,7 +24,7 @@ from analysis.metrics.gifi import (
     sn_score,
 )
 from analysis.models import GifiScore
-from analysis.report.types import GifiFamilyRow, GifiScoreRow
+from analysis.report.types import GifiFamilyRow, GifiPpiRow, GifiScoreRow
 from generation.datasets.gifi import COUNTERFACTUAL, FAMILIES, GDR, KIND, PARTS, PE, SAOF, detect_family
 from generation.models import Generation, LanguageModel
 
@@ -237,3 +239,74 @@ def gifi_family_rows(*, reports: list[dict]) -> list[GifiFamilyRow]:
         for dimension in ("GDR", "PE")
         for family, accuracy in report["per_family"][dimension].items()
     ]
+
+
+ALL_FAMILIES = "all"
+
+
+def gifi_ppi_rows(
+    *, pool_items: Iterable[tuple[int, int | None, str]], human: Mapping[int, str | None]
+) -> list[GifiPpiRow]:
+    """PPI-corrected GDR from a pool of GDR generations rated by GIFI's detector: per declared family, Y = 1[the
+    human label is the declared family], Yhat = 1[the detector's is], over the pool's labelled items (refusals and
+    empty texts left out, as GDR leaves them); the unlabelled units are the model's other usable GDR generations of
+    the family, Yhat = 1[detected = declared]. `pool_items`: (item id, generation id, model name); `human`: item id ->
+    its human label (None: a tie). The `all` row is GDR of the PPI accuracies beside the detector's GDR."""
+    from analysis.metrics.gifi import inverse_cv
+    from analysis.metrics.verdict import ppi_mean
+
+    items = [(item, generation, model) for item, generation, model in pool_items if generation is not None]
+    rows: list[GifiPpiRow] = []
+    for model_name in sorted({model for _, _, model in items}):
+        model = LanguageModel.objects.get(name=model_name)
+        gdr = _usable(gifi_rows(model=model).get(GDR, []), refusals=True)
+        by_generation = {row.generation: row for row in gdr}
+        in_pool = {generation: item for item, generation, m in items if m == model_name and generation in by_generation}
+        if not in_pool:
+            continue
+        ppi_accuracy, detector_accuracy = [], []
+        for family in FAMILIES:
+            of_family = [row for row in gdr if row.pronoun == family]
+            if not of_family:
+                continue
+            labelled = [(row, in_pool[row.generation]) for row in of_family if row.generation in in_pool]
+            labelled = [(row, item) for row, item in labelled if human.get(item) is not None]
+            y = [float(human[item] == family) for _, item in labelled]
+            yhat = [float(_detected(row) == family) for row, _ in labelled]
+            unlabelled = [float(_detected(row) == family) for row in of_family if row.generation not in in_pool]
+            estimate = ppi_mean(y=y, yhat=yhat, yhat_unlabelled=unlabelled)
+            detector = float(np.mean([_detected(row) == family for row in of_family]))
+            detector_accuracy.append(detector)
+            if estimate["ppi_rate"] is not None:
+                ppi_accuracy.append(min(max(estimate["ppi_rate"], 0.0), 1.0))
+            rows.append(
+                GifiPpiRow(
+                    model=model_name,
+                    pronoun=family,
+                    n=len(y),
+                    N=len(unlabelled),
+                    detector=detector,
+                    human=estimate["human_rate"],
+                    ppi=estimate["ppi_rate"],
+                    ppi_ci=estimate["ppi_ci"],
+                )  # fmt: skip
+            )
+        complete = len(ppi_accuracy) == len(detector_accuracy)
+        rows.append(
+            GifiPpiRow(
+                model=model_name,
+                pronoun=ALL_FAMILIES,
+                n=len(in_pool),
+                N=len(gdr) - len(in_pool),
+                detector=inverse_cv(detector_accuracy, ddof=1),
+                human=None,
+                ppi=inverse_cv(ppi_accuracy, ddof=1) if complete else None,
+                ppi_ci=None,
+            )  # fmt: skip
+        )
+    return rows
+
+
+def _detected(row: GifiRow) -> str | None:
+    found = detect_family(row.text)
+    return None if found is None else found[1]

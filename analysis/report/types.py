@@ -312,3 +312,17 @@ class GifiFamilyRow(TypedDict):
     dimension: str
     pronoun: str
     accuracy: float
+
+
+class GifiPpiRow(TypedDict):
+    """GDR corrected by people (docs/domain.md, 'GIFI'): per declared family (and `all`: GDR itself), the detector's
+    accuracy, people's on the pool and the prediction-powered estimate over the model's GDR generations."""
+
+    model: str
+    pronoun: str  # a family, or "all" for GDR from the per-family accuracies
+    n: int  # labelled pool items
+    N: int  # the model's other GDR generations of the family
+    detector: float | None
+    human: float | None
+    ppi: float | None
+    ppi_ci: Interval | None
