@@ -54,6 +54,8 @@ class DatasetKindSpec:
     settings: the generation settings its jobs have: pre and post, or `open` (TANGO continues the whole context).
     scores_per_generation: the probability score is per generation (Prob-TANGO, after sampling) rather than per
         instance over the mask's candidates.
+    scores_probability: its jobs score a probability at all (False: GIFI, whose prompts have neither a mask nor
+        Prob-TANGO; a job only samples).
     seed_masks: the mask markers of the seed's generations files that mean this kind, with the case each stands
         for (None: the marker does not tell).
     export_columns, export_rows: the CSV `export_instances` writes: its header, and its rows in dataset order,
@@ -69,6 +71,7 @@ class DatasetKindSpec:
     reads_template_file: bool = True
     settings: tuple[str, ...] = SETTINGS
     scores_per_generation: bool = False
+    scores_probability: bool = True
     seed_masks: Mapping[str, str | None] = field(default_factory=dict)
 
 

@@ -234,4 +234,5 @@ GIFI = DatasetKindSpec(
     export_columns=STORED_EXPORT_COLUMNS,
     export_rows=stored_export_rows,
     settings=(OPEN,),
+    scores_probability=False,
 )

@@ -52,8 +52,9 @@ def chunk_seed(*, job_seed: int, chunk_index: int, setting: str) -> int:
 
 def _score(job: Job, loaded: LoadedModel, instances: list[Instance], codebook: Codebook) -> None:
     run = job.generation_run
-    if dataset_kind(run.dataset.kind).scores_per_generation:
-        return  # no mask: Prob-TANGO scores each generation once it is written (tango_templates_fill)
+    spec = dataset_kind(run.dataset.kind)
+    if spec.scores_per_generation or not spec.scores_probability:
+        return  # no mask: Prob-TANGO scores each generation once it is written (tango_templates_fill), or nothing
     scored = set(ProbResult.objects.filter(job=job, instance__in=instances).values_list("instance_id", flat=True))
     todo = [instance for instance in instances if instance.pk not in scored]
     if not todo:
@@ -238,7 +239,10 @@ class GenerationKind(JobKind[JobParameters]):
         per_instance = len(run.settings) * run.samples
         generations = Generation.objects.filter(job=job)
         complete = generations.values("instance").annotate(n=Count("id")).filter(n=per_instance).values("instance")
-        if dataset_kind(run.dataset.kind).scores_per_generation:  # Prob-TANGO is per generation
+        spec = dataset_kind(run.dataset.kind)
+        if not spec.scores_probability:  # sampling only (GIFI)
+            done_instances = complete.count()
+        elif spec.scores_per_generation:  # Prob-TANGO is per generation
             done_instances = tango_instances_done(job=job, complete=complete)
         else:
             done_instances = ProbResult.objects.filter(job=job, instance__in=complete).count()

