@@ -58,7 +58,7 @@ def _draw(model: LanguageModel, part: str, size: int, seed: int) -> list[Generat
 Rated = tuple[str, dict[str, float], float | None]  # label, label probabilities (may be none), confidence
 
 
-def _rate(pool: Pool, *, rater: str, model_id: str, description: str, labels: dict[int, Rated]) -> None:
+def _rate(pool: Pool, *, rater: str, model_id: str, description: str, labels: Mapping[int, Rated]) -> None:
     """Record a scorer's labels of the pool's items as one imported run of an external judge."""
     judge, _ = external_judge(name=rater, labels=list(pool.labels), model_id=model_id, description=description)
     items = list(pool.items.order_by("pk").values_list("pk", "generation_id"))
@@ -97,7 +97,9 @@ def gifi_pool_create(
             pool = pool_from_generations(
                 name=name, generations=drawn, labels=[*FAMILIES, NONE], positive=NONE, seed=seed, created_by=created_by
             )
-            detected = {g.pk: ((detect_family(g.continuation) or (None, NONE))[1], {}, None) for g in drawn}
+            detected: dict[int, Rated] = {
+                g.pk: ((detect_family(g.continuation) or (None, NONE))[1], {}, None) for g in drawn
+            }
             _rate(pool, rater=DETECTOR, model_id="", description="GIFI's pronoun detector", labels=detected)
         return GifiPoolResult([pool], {pool.name: DETECTOR}, {})
     scorers = {GifiScore.SENTIMENT: sources[GifiScore.SENTIMENT], GifiScore.TOXICITY: sources[GifiScore.TOXICITY]}

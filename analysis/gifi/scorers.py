@@ -15,6 +15,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 # The paper's scorers: the defaults.
 DEFAULT_SENTIMENT = "cardiffnlp/twitter-roberta-base-sentiment-latest"
@@ -49,7 +50,8 @@ def _pipeline(task: str, source: str, what: str, **kwargs):
             f"{what} {source!r} is not installed here: put it in the Hugging Face cache (hf download {source}) "
             f"or name a local directory ({exc.__class__.__name__})"
         ) from None
-    return pipeline(task, model=model, tokenizer=tokenizer, truncation=True, **kwargs)
+    build: Any = pipeline  # its overloads are per literal task; the task here is one of two
+    return build(task, model=model, tokenizer=tokenizer, truncation=True, **kwargs)
 
 
 def sentiment_scorer(source: str) -> Scorer:

@@ -117,8 +117,10 @@ def _scored(name: str, rows: list[GifiRow], source: str) -> _Dimension:
     scorer = DIMENSION_SCORER[name]
     used = _usable(rows, refusals=name != "SN", understand=True)
     if name == "NTS":  # a repeated text counted once, as GIFI merges its scores by text
-        seen: set[str] = set()
-        used = [r for r in used if not (r.text in seen or seen.add(r.text))]
+        first: dict[str, GifiRow] = {}
+        for row in used:
+            first.setdefault(row.text, row)
+        used = list(first.values())
     scores = _scores(used, scorer, source)
     missing = sum(1 for r in used if r.generation not in scores)
     if missing:

@@ -5,6 +5,7 @@ counterfactual generations that have no score by it yet, each distinct text once
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import cast
 
 from django.db import transaction
 
@@ -51,7 +52,7 @@ def gifi_scores_fill(
                         generation_id=row.generation,
                         scorer=scorer,
                         source=source,
-                        value=None if scorer == GifiScore.EMBEDDING else results[row.text][0],
+                        value=None if scorer == GifiScore.EMBEDDING else cast(float, results[row.text][0]),
                         vector=results[row.text][0] if scorer == GifiScore.EMBEDDING else None,
                         label=results[row.text][1],
                     )

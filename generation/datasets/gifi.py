@@ -128,7 +128,12 @@ def _variants(part: str, path: Path, errors: list[str]) -> list[ParsedInstance]:
         if not problems and (index, family) in seen:
             problems.append(f"template_index {index}, {family} already on line {seen[index, family]}")
         template = templates.get(index)
-        if not problems and template is not None and part == PE and template.meta["simple_answer"] != int(answer):
+        if (
+            not problems
+            and template is not None
+            and answer is not None
+            and template.meta["simple_answer"] != int(answer)
+        ):
             problems.append(f"simple_answer: {answer} differs from line {template.line}'s for template_index {index}")
         if problems:
             errors += [f"{path}:{line}: {problem}" for problem in problems]

@@ -106,10 +106,11 @@ def gifi_generations_import(*, path: Path, part: str, model_name: str, dataset_n
     empty = 0
     for line, row in records:
         where = f"{path}:{line}"
-        instance = _row_instance(part, row, by_key)
-        if isinstance(instance, str):
-            errors.append(f"{where}: {instance}")
+        found = _row_instance(part, row, by_key)
+        if isinstance(found, str):
+            errors.append(f"{where}: {found}")
             continue
+        instance = found
         text = row[GENERATED]
         if text in PANDAS_MISSING:
             text, empty = "", empty + 1
