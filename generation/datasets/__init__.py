@@ -14,7 +14,9 @@ datasets); tests/generation/test_dataset_kinds.py counts the kind names left out
 - ruff.py: RUFF, one row per sentence and declared pronoun;
 - ruff_distractors.py: RUFF with distractors (stored as RUFF), with distractor_sources.py and distractor_rows.py;
 - tango.py: TANGO's misgendering subset, continued whole and scored by Prob-TANGO;
-- templates.py: your own codebook and templates, with templates_files.py.
+- templates.py: your own codebook and templates, with templates_files.py;
+- gifi.py: GIFI's four template files and its 11-family codebook and detector (its released generation files:
+  generation/services/gifi_generations.py).
 
 They share files.py (reading, errors as file:line, the import signature) and writing.py (one transaction per
 import, idempotent). This package's __init__ imports nothing, so that generation/models can take `DatasetKind` from
