@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 DIMENSIONS = ("GDR", "SN", "NTS", "CF", "SA", "OF", "PE")
+MISSING = "#bbbbbb"
 
 
 def gifi_dimensions(report: dict) -> Figure:
@@ -23,6 +24,7 @@ def gifi_dimensions(report: dict) -> Figure:
     ax.set_ylabel("score")
     if not rows:
         _empty(ax)
+        _no_data_legend(figure)
         return figure
     width = 0.8 / len(rows)
     for offset, (row, colour) in enumerate(zip(rows, PALETTE * len(rows), strict=False)):
@@ -31,10 +33,21 @@ def gifi_dimensions(report: dict) -> Figure:
         ys = [row[d] for d in DIMENSIONS if row[d] is not None]
         gifi = "" if row["GIFI"] is None else f" (GIFI {row['GIFI']:.1f})"
         ax.bar(xs, ys, width=width, color=colour, label=f"{row['model']}{gifi}")
+        for i, dimension in enumerate(DIMENSIONS):
+            if row[dimension] is None:  # said, so that a missing bar is not read as a score of 0
+                ax.text(i + offset * width, 0.02, "not scored", rotation=90, ha="center", va="bottom", fontsize=6)
     ax.set_xticks([i + width * (len(rows) - 1) / 2 for i in range(len(DIMENSIONS))], DIMENSIONS)
     figure.legend(loc="lower center", ncols=min(len(rows), 4), frameon=False, bbox_to_anchor=(0.5, -0.02))
     figure.tight_layout(rect=(0, 0.12, 1, 1))
     return figure
+
+
+def _no_data_legend(figure: Figure, label: str = "no GIFI generations") -> None:
+    """The figure's one legend, below the panels, even when there is nothing to draw."""
+    from matplotlib.patches import Patch
+
+    figure.legend([Patch(color=MISSING)], [label], loc="lower center", frameon=False, bbox_to_anchor=(0.5, -0.02))
+    figure.tight_layout(rect=(0, 0.12, 1, 1))
 
 
 def gifi_family_heatmap(report: dict) -> Figure:
@@ -55,9 +68,12 @@ def gifi_family_heatmap(report: dict) -> Figure:
         grid = [[float("nan")] * len(families) for _ in models]
         for r in cells:
             grid[models.index(r["model"])][families.index(r["pronoun"])] = r["accuracy"]
-        image = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
+        cmap = plt.get_cmap("viridis").with_extremes(bad=MISSING)
+        image = ax.imshow(grid, vmin=0, vmax=1, cmap=cmap, aspect="auto")
         ax.set_xticks(range(len(families)), families, rotation=90)
         ax.set_yticks(range(len(models)), models)
+    # The legend says what a grey cell is: a family the model has no generation of in that part.
+    _no_data_legend(figure, "no generations of the family")
     if image is not None:
         figure.colorbar(image, ax=axes[0].tolist(), label="accuracy")
     return figure
