@@ -26,10 +26,18 @@ def gifi_report_build(
     """The model's report (its dimensions, GIFI, `scored`, `n`, per-family accuracies) and `comparison`: every
     model with GIFI generations ranked by GIFI, each scored by the same scorers. With `score`, missing scores are
     computed and stored first; without, the stored ones are read."""
+    loaded: dict[tuple[str, str], Scorer] = {}
+    base = load or (lambda scorer, source: SCORERS[scorer].load(source))
+
+    def load_once(scorer: str, source: str) -> Scorer:  # one load per scorer for all the models
+        if (scorer, source) not in loaded:
+            loaded[scorer, source] = base(scorer, source)
+        return loaded[scorer, source]
+
     models = {m.pk: m for m in gifi_models()}
     models.setdefault(model.pk, model)
     reports = {}
     for each in models.values():
-        unavailable = gifi_scores_fill(model=each, sources=sources, load=load) if score else {}
+        unavailable = gifi_scores_fill(model=each, sources=sources, load=load_once) if score else {}
         reports[each.pk] = gifi_model_report(model=each, sources=sources, unavailable=unavailable)
     return {**reports[model.pk], "comparison": gifi_comparison(reports.values())}
