@@ -17,7 +17,8 @@ class Command(BaseCommand):
         "generation; optional pronoun, setting, sample, and template_id, name for a templates dataset) or the "
         "released sample format (CSV: template, random_pre_gen|random_post_gen, correct, pronoun, model), told "
         "apart by the header. --gold / --training import quality-control items, which also need gold_label (and "
-        "optionally gold_extraneous, explanation; training items need an explanation)."
+        "optionally gold_extraneous, explanation; training items need an explanation). --format gifi imports GIFI's "
+        "released generation files as a finished job of --model over --part of a GIFI dataset, without a pool."
     )
 
     def add_arguments(self, parser):
