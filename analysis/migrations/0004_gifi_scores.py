@@ -5,26 +5,46 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('analysis', '0003_study_bundles'),
-        ('generation', '0019_gifi_dataset_and_part'),
+        ("analysis", "0003_study_bundles"),
+        ("generation", "0019_gifi_dataset_and_part"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='GifiScore',
+            name="GifiScore",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('scorer', models.CharField(choices=[('sentiment', 'sentiment'), ('toxicity', 'toxicity'), ('embedding', 'embedding')], max_length=16)),
-                ('source', models.CharField(max_length=300)),
-                ('value', models.FloatField(blank=True, help_text='sentiment in [-1, 1]; toxicity in [0, 1]', null=True)),
-                ('label', models.CharField(blank=True, help_text='positive/neutral/negative; toxic/not', max_length=16)),
-                ('vector', models.JSONField(blank=True, help_text='the embedding (CF)', null=True)),
-                ('generation', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='gifi_scores', to='generation.generation')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "scorer",
+                    models.CharField(
+                        choices=[("sentiment", "sentiment"), ("toxicity", "toxicity"), ("embedding", "embedding")],
+                        max_length=16,
+                    ),
+                ),
+                ("source", models.CharField(max_length=300)),
+                (
+                    "value",
+                    models.FloatField(blank=True, help_text="sentiment in [-1, 1]; toxicity in [0, 1]", null=True),
+                ),
+                (
+                    "label",
+                    models.CharField(blank=True, help_text="positive/neutral/negative; toxic/not", max_length=16),
+                ),
+                ("vector", models.JSONField(blank=True, help_text="the embedding (CF)", null=True)),
+                (
+                    "generation",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="gifi_scores",
+                        to="generation.generation",
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('generation', 'scorer', 'source'), name='gifi_score_unique')],
+                "constraints": [
+                    models.UniqueConstraint(fields=("generation", "scorer", "source"), name="gifi_score_unique")
+                ],
             },
         ),
     ]

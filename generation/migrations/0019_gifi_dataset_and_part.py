@@ -4,20 +4,30 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('generation', '0018_upload_cancelled'),
+        ("generation", "0018_upload_cancelled"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='generationrun',
-            name='part',
-            field=models.CharField(blank=True, help_text='GIFI: only the prompts of this part; empty: all', max_length=16),
+            model_name="generationrun",
+            name="part",
+            field=models.CharField(
+                blank=True, help_text="GIFI: only the prompts of this part; empty: all", max_length=16
+            ),
         ),
         migrations.AlterField(
-            model_name='dataset',
-            name='kind',
-            field=models.CharField(choices=[('misgendered', 'MISGENDERED'), ('ruff', 'RUFF'), ('tango', 'TANGO'), ('templates', 'your own templates'), ('gifi', 'GIFI')], max_length=16),
+            model_name="dataset",
+            name="kind",
+            field=models.CharField(
+                choices=[
+                    ("misgendered", "MISGENDERED"),
+                    ("ruff", "RUFF"),
+                    ("tango", "TANGO"),
+                    ("templates", "your own templates"),
+                    ("gifi", "GIFI"),
+                ],
+                max_length=16,
+            ),
         ),
     ]
