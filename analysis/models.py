@@ -59,3 +59,28 @@ class WeightsDigest(models.Model):
 
     def __str__(self) -> str:
         return f"{self.path}: {self.sha256}"
+
+
+class GifiScore(models.Model):
+    """One automatic scorer's output for one GIFI generation (docs/domain.md, 'GIFI'): stored before any report
+    uses it, so a report does not pay for a classifier or an API call twice. `source` is the scorer as the
+    researcher named it (a model id, a path, `perspective`)."""
+
+    SENTIMENT, TOXICITY, EMBEDDING = "sentiment", "toxicity", "embedding"
+
+    generation = models.ForeignKey(Generation, on_delete=models.CASCADE, related_name="gifi_scores")
+    scorer = models.CharField(
+        max_length=16, choices=[(SENTIMENT, SENTIMENT), (TOXICITY, TOXICITY), (EMBEDDING, EMBEDDING)]
+    )
+    source = models.CharField(max_length=300)
+    value = models.FloatField(null=True, blank=True, help_text="sentiment in [-1, 1]; toxicity in [0, 1]")
+    label = models.CharField(max_length=16, blank=True, help_text="positive/neutral/negative; toxic/not")
+    vector = models.JSONField(null=True, blank=True, help_text="the embedding (CF)")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["generation", "scorer", "source"], name="gifi_score_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.scorer} {self.source} of generation {self.generation_id}"

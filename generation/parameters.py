@@ -33,6 +33,7 @@ from django.db.models import Q
 from rest_framework import serializers
 
 from generation.contexts import ALL_SETTINGS, SETTINGS
+from generation.datasets.gifi import PARTS as GIFI_PARTS
 from generation.datasets.registry import dataset_kind
 from generation.datasets.ruff_distractors import SAMPLE_SEED_CHOICES, SAMPLE_SEEDS
 from generation.engines import ENGINES
@@ -75,6 +76,7 @@ class JobParameters:
     distractors: int | None = None
     sample_seed: int | None = None
     prob_score: str = DEFAULT_PROB_SCORE  # mean (the paper's mean token loss) or sum (RUFF's summed log-probability)
+    part: str | None = None  # GIFI (docs/domain.md, 'GIFI'): only the prompts of this part; None: every part
     options: dict[str, Any] = field(default_factory=dict)
 
     def batch_size_or_model(self) -> int:
@@ -312,6 +314,14 @@ class JobParametersSerializer(serializers.Serializer):
         default=DEFAULT_PROB_SCORE,
         help_text="probability scoring: mean (the paper's mean token loss) or sum (RUFF's summed log-probability)",
     )
+    part = serializers.ChoiceField(
+        choices=list(GIFI_PARTS),
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        default=None,
+        help_text=f"GIFI: only the prompts of this part ({', '.join(GIFI_PARTS)}); empty = every part",
+    )
     options = serializers.DictField(required=False, default=dict, help_text="the job kind's own parameters")
 
     def to_internal_value(self, data):
@@ -366,6 +376,7 @@ class JobParametersSerializer(serializers.Serializer):
         if "engine" not in errors and "model" not in errors and "model" in values:
             _engine_check(values, errors)
         _distractors_check(values, errors)
+        _part_check(values, errors)
         if handler is not None and "options" not in errors:
             try:
                 values["options"] = handler.options_validate(options=values.get("options") or {}, values=values)
@@ -426,6 +437,16 @@ def _distractors_check(values: dict[str, Any], errors: dict[str, Any]) -> None:
                 errors[name] = [
                     f"dataset {dataset.name!r} is not a RUFF distractor set (import_dataset ruff-distractors)"
                 ]
+
+
+def _part_check(values: dict[str, Any], errors: dict[str, Any]) -> None:
+    """--part picks the prompts of one part of a GIFI dataset; elsewhere it is an error."""
+    values["part"] = values.get("part") or None
+    dataset = values.get("dataset")
+    if values["part"] is None or dataset is None or "dataset" in errors or "part" in errors:
+        return
+    if not dataset.instances.filter(template__meta__part=values["part"]).exists():
+        errors["part"] = [f"dataset {dataset.name!r} has no {values['part']} prompts (import_dataset gifi)"]
 
 
 def _parameters(values: dict[str, Any]) -> JobParameters:

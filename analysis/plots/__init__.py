@@ -25,6 +25,7 @@ from analysis.plots import active as plots_active
 from analysis.plots import checks as plots_checks
 from analysis.plots import distractors as plots_distractors
 from analysis.plots import figures as plots_paper
+from analysis.plots import gifi as plots_gifi
 from analysis.plots import judges as plots_judges
 from analysis.plots import tango as plots_tango
 from analysis.plots import verdict as plots_verdict
@@ -60,6 +61,7 @@ FIGURES: dict[str, FigureDeclaration] = {
         *plots_checks.FIGURES,
         *plots_active.FIGURES,
         *plots_distractors.FIGURES,
+        *plots_gifi.FIGURES,
     )
 }
 

@@ -284,3 +284,45 @@ class DistractorRow(TypedDict):
     heuristic_validity: str
     first_pronoun_other_share: float | None
     first_pronoun_n: int
+
+
+# --- GIFI (docs/domain.md, 'GIFI') ----------------------------------------------------------------------------------
+
+
+class GifiScoreRow(TypedDict):
+    """One model's GIFI dimensions (stored scores only) and its rank among the pool's models; null where not scored."""
+
+    rank: int | None
+    model: str
+    GDR: float | None
+    SN: float | None
+    NTS: float | None
+    CF: float | None
+    SA: float | None
+    OF: float | None
+    PE: float | None
+    GIFI: float | None
+    scored: str  # the dimensions GIFI is over, space separated
+
+
+class GifiFamilyRow(TypedDict):
+    """One model's accuracy on one pronoun family in GDR or PE."""
+
+    model: str
+    dimension: str
+    pronoun: str
+    accuracy: float
+
+
+class GifiPpiRow(TypedDict):
+    """GDR corrected by people (docs/domain.md, 'GIFI'): per declared family (and `all`: GDR itself), the detector's
+    accuracy, people's on the pool and the prediction-powered estimate over the model's GDR generations."""
+
+    model: str
+    pronoun: str  # a family, or "all" for GDR from the per-family accuracies
+    n: int  # labelled pool items
+    N: int  # the model's other GDR generations of the family
+    detector: float | None
+    human: float | None
+    ppi: float | None
+    ppi_ci: Interval | None

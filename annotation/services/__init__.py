@@ -4,7 +4,7 @@ from annotation.services.adjudication import adjudication_save
 from annotation.services.annotation import AnnotationRejected, IdempotencyConflict, Submitted, annotation_submit
 from annotation.services.assignment import AssignmentError, AssignResult, assignments_create
 from annotation.services.imports import GenerationImportError, GenerationsImportResult, generations_import
-from annotation.services.pool import PoolSampleError, PoolSampleResult, ShortCell, pool_sample
+from annotation.services.pool import PoolSampleError, PoolSampleResult, ShortCell, pool_from_generations, pool_sample
 
 __all__ = [
     "AnnotationRejected",
@@ -21,5 +21,6 @@ __all__ = [
     "annotation_submit",
     "assignments_create",
     "generations_import",
+    "pool_from_generations",
     "pool_sample",
 ]

@@ -257,7 +257,8 @@ def _draw_active(
 
 def _write_pool(
     *, name: str, per_cell: int | None, seed: int, jobs: list[Job], chosen, created_by,
-    active: ActiveDraw | None = None, project: Project | None = None,
+    active: ActiveDraw | None = None, project: Project | None = None, labels: list[str] | None = None,
+    positive: str = "",
 ) -> tuple[Pool, int]:  # fmt: skip
     generations = Generation.objects.select_related("instance").in_bulk([pk for _, pk in chosen])
     with transaction.atomic():
@@ -265,6 +266,7 @@ def _write_pool(
             name=name, per_cell=per_cell, seed=seed, created_by=created_by,
             active_run_id=active.run_id if active else None, active_budget=active.budget if active else None,
             **_in_project(project),
+            **({"labels": labels, "positive_label": positive} if labels is not None else {}),
         )  # fmt: skip
         pool.jobs.set(jobs)
         data: dict = {"per_cell": per_cell, "seed": seed, "jobs": [job.pk for job in jobs], "items": len(chosen)}
@@ -292,6 +294,34 @@ def _write_pool(
         ]
         PoolItem.objects.bulk_create(items)
     return pool, len(items)
+
+
+def pool_from_generations(
+    *,
+    name: str,
+    generations: list[Generation],
+    labels: list[str],
+    positive: str,
+    seed: int,
+    created_by=None,
+    project: Project | None = None,
+) -> Pool:
+    """A pool of generations a caller drew itself (GIFI's scorer checks, docs/domain.md 'GIFI'), in the order given,
+    with its own label set; the same rows, audit and constraints as `pool_sample`'s. Raises PoolSampleError
+    (nothing written) on a taken name or a bad label set."""
+    if Pool.objects.filter(name=name).exists():
+        raise PoolSampleError(f"a pool named {name!r} already exists; choose another name")
+    try:
+        labels = labels_check(labels, positive)
+    except LabelSetError as exc:
+        raise PoolSampleError(str(exc)) from None
+    jobs = {generation.job_id: generation.job for generation in generations}
+    chosen = [(jobs[generation.job_id], generation.pk) for generation in generations]
+    pool, _ = _write_pool(
+        name=name, per_cell=None, seed=seed, jobs=list(jobs.values()), chosen=chosen, created_by=created_by,
+        labels=labels, positive=positive, project=project,
+    )  # fmt: skip
+    return pool
 
 
 def pool_sample(

@@ -16,6 +16,8 @@ datasets); tests/generation/test_dataset_kinds.py counts the kind names left out
 - tango.py: TANGO's misgendering subset, continued whole and scored by Prob-TANGO;
 - templates.py: your own codebook and templates, with templates_files.py;
 - pairs.py: the stereotype pair benchmarks CrowS-Pairs and StereoSet, stored as `Pair` rows (`spec.pairs`).
+- gifi.py: GIFI's four template files and its 11-family codebook and detector (its released generation files:
+  generation/services/gifi_generations.py).
 
 They share files.py (reading, errors as file:line, the import signature) and writing.py (one transaction per
 import, idempotent). This package's __init__ imports nothing, so that generation/models can take `DatasetKind` from

@@ -29,6 +29,7 @@ class DatasetKind(models.TextChoices):
     TEMPLATES = "templates", "your own templates"
     CROWS_PAIRS = "crows-pairs", "CrowS-Pairs"
     STEREOSET = "stereoset", "StereoSet"
+    GIFI = "gifi", "GIFI"
 
 
 class ImportSummary(Protocol):
@@ -57,6 +58,8 @@ class DatasetKindSpec:
         instance over the mask's candidates.
     pairs: its items are stereotype pairs (`Pair` rows: docs/domain.md, 'Stereotype pair benchmarks'), read from
         `--file`, scored by `pair_score` jobs; it has no templates, instances or generations.
+    scores_probability: its jobs score a probability at all (False: GIFI, whose prompts have neither a mask nor
+        Prob-TANGO; a job only samples).
     seed_masks: the mask markers of the seed's generations files that mean this kind, with the case each stands
         for (None: the marker does not tell).
     export_columns, export_rows: the CSV `export_instances` writes: its header, and its rows in dataset order,
@@ -73,6 +76,7 @@ class DatasetKindSpec:
     settings: tuple[str, ...] = SETTINGS
     scores_per_generation: bool = False
     pairs: bool = False
+    scores_probability: bool = True
     seed_masks: Mapping[str, str | None] = field(default_factory=dict)
 
 

@@ -7,6 +7,7 @@ docstring for a kind stored under a new `Dataset.kind`).
 from __future__ import annotations
 
 from generation.datasets.base import DatasetKindSpec
+from generation.datasets.gifi import GIFI
 from generation.datasets.misgendered import MISGENDERED
 from generation.datasets.pairs import CROWS_PAIRS, STEREOSET
 from generation.datasets.ruff import RUFF
@@ -16,7 +17,7 @@ from generation.datasets.templates import TEMPLATES
 from generation.pronouns import Codebook
 
 DATASET_KINDS: dict[str, DatasetKindSpec] = {
-    spec.name: spec for spec in (MISGENDERED, RUFF, TANGO, RUFF_DISTRACTORS, TEMPLATES, CROWS_PAIRS, STEREOSET)
+    spec.name: spec for spec in (MISGENDERED, RUFF, TANGO, RUFF_DISTRACTORS, TEMPLATES, CROWS_PAIRS, STEREOSET, GIFI)
 }
 
 # Per stored kind (Dataset.kind): the spec that reads it back (the first registered), and the built-in codebooks.

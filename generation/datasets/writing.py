@@ -79,10 +79,11 @@ def already_imported(existing: Dataset, *, signature: str) -> ImportResult:
 
 
 def pronoun_forms_create(dataset: Dataset, codebook: Codebook) -> None:
-    """A built-in kind's codebook stored with the dataset (its PronounForm rows), in BASES and FORMS order."""
+    """A built-in kind's codebook stored with the dataset (its PronounForm rows), in its families' order (BASES for
+    the paper's kinds) and FORMS order."""
     PronounForm.objects.bulk_create(
         PronounForm(dataset=dataset, base=base, form=form, surface=codebook.surface(base, form))
-        for base in BASES
+        for base in codebook.bases
         for form in FORMS
         if form in codebook.forms
     )

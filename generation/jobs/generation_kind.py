@@ -18,7 +18,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from django.db.models import Count
+from django.db.models import Count, Q
 
 from generation.contexts import ALL_SETTINGS, SETTINGS, build_context
 from generation.datasets.registry import dataset_kind
@@ -52,8 +52,9 @@ def chunk_seed(*, job_seed: int, chunk_index: int, setting: str) -> int:
 
 def _score(job: Job, loaded: LoadedModel, instances: list[Instance], codebook: Codebook) -> None:
     run = job.generation_run
-    if dataset_kind(run.dataset.kind).scores_per_generation:
-        return  # no mask: Prob-TANGO scores each generation once it is written (tango_templates_fill)
+    spec = dataset_kind(run.dataset.kind)
+    if spec.scores_per_generation or not spec.scores_probability:
+        return  # no mask: Prob-TANGO scores each generation once it is written (tango_templates_fill), or nothing
     scored = set(ProbResult.objects.filter(job=job, instance__in=instances).values_list("instance_id", flat=True))
     todo = [instance for instance in instances if instance.pk not in scored]
     if not todo:
@@ -190,7 +191,12 @@ class GenerationKind(JobKind[JobParameters]):
 
     def units(self, *, params: JobParameters) -> list[int]:
         assert params.dataset is not None  # the parameters say a generation job needs one
-        rows = Instance.objects.filter(dataset=params.dataset, pronoun__in=params.pronouns).order_by("ordinal")
+        # A GIFI SAOF prompt declares no family (pronoun ""): the pronouns pick among those that declare one.
+        rows = Instance.objects.filter(Q(pronoun__in=params.pronouns) | Q(pronoun=""), dataset=params.dataset).order_by(
+            "ordinal"
+        )
+        if params.part is not None:
+            rows = rows.filter(template__meta__part=params.part)
         if params.distractors is not None:
             rows = rows.filter(distractors=params.distractors)
         if params.sample_seed is not None:
@@ -233,7 +239,10 @@ class GenerationKind(JobKind[JobParameters]):
         per_instance = len(run.settings) * run.samples
         generations = Generation.objects.filter(job=job)
         complete = generations.values("instance").annotate(n=Count("id")).filter(n=per_instance).values("instance")
-        if dataset_kind(run.dataset.kind).scores_per_generation:  # Prob-TANGO is per generation
+        spec = dataset_kind(run.dataset.kind)
+        if not spec.scores_probability:  # sampling only (GIFI)
+            done_instances = complete.count()
+        elif spec.scores_per_generation:  # Prob-TANGO is per generation
             done_instances = tango_instances_done(job=job, complete=complete)
         else:
             done_instances = ProbResult.objects.filter(job=job, instance__in=complete).count()
@@ -254,13 +263,19 @@ class GenerationKind(JobKind[JobParameters]):
             engine=params.engine or "",
             distractors=params.distractors,
             sample_seed=params.sample_seed,
+            part=params.part or "",
         )
 
     def parameters(self, *, job: Job) -> dict[str, Any]:
         """The run's parameters as the API has always given them: the columns, with the engine and RUFF's
         distractor filters under `options` when set."""
         run = job.generation_run
-        extra = {"engine": run.engine or None, "distractors": run.distractors, "sample_seed": run.sample_seed}
+        extra = {
+            "engine": run.engine or None,
+            "distractors": run.distractors,
+            "sample_seed": run.sample_seed,
+            "part": run.part or None,
+        }
         return {
             "dataset": run.dataset.name,
             **{name: getattr(run, name) for name in RUN_PARAMETERS},

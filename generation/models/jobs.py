@@ -188,6 +188,7 @@ class GenerationRun(models.Model):
     sample_seed = models.PositiveIntegerField(
         null=True, blank=True, help_text="RUFF with distractors: only RUFF's evaluation sample drawn with this seed"
     )
+    part = models.CharField(max_length=16, blank=True, help_text="GIFI: only the prompts of this part; empty: all")
 
     class Meta:
         constraints = [

@@ -78,8 +78,9 @@ class TestCommand:
         out = tmp_path / "report.html"
         call_command("report", pool="study", format="html", out=str(out))
         html = out.read_text()
-        # One per figure with data: the study has no TANGO job, no judge run and no distractor dataset.
+        # One per figure with data: the study has no TANGO job, no judge run, no distractor dataset and no GIFI data.
         absent = {"tango_failure_rate", "tango_variation", "judge_reliability", "distractor_accuracy"}
+        absent |= {"gifi_dimensions", "gifi_family_heatmap"}
         absent |= {"judge_omega", "judge_risk_coverage", "judge_rates", "label_budget_widths", "active_inclusion"}
         absent |= {"judge_check_calibration", "judge_check_positions", "judge_check_families"}  # no check run either
         assert html.count("<svg") == len(set(FIGURES) - absent)

@@ -284,7 +284,7 @@ class TestPresentation:
         assert [f["name"] for f in figures] == [
             n
             for n in plots.FIGURES
-            if not n.startswith(("tango_", "distractor_", "judge_")) and n not in VERDICT_FIGURES
+            if not n.startswith(("tango_", "distractor_", "judge_", "gifi_")) and n not in VERDICT_FIGURES
         ]
         assert reverse("report-plot", args=["study", "tango_failure_rate", "svg"]) not in page  # no TANGO job
         for figure in figures:

@@ -101,7 +101,7 @@ def test_import_dataset_offers_the_registrys_kinds_in_its_order():
     parser = Command().create_parser("manage.py", "import_dataset")
     kind = next(action for action in parser._actions if action.dest == "kind")
     assert list(kind.choices) == list(DATASET_KINDS) == [
-        "misgendered", "ruff", "tango", "ruff-distractors", "templates", "crows-pairs", "stereoset",
+        "misgendered", "ruff", "tango", "ruff-distractors", "templates", "crows-pairs", "stereoset", "gifi",
     ]  # fmt: skip
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from analysis.report.table import Table
-from analysis.report.tables import active, automatic, machine, people
+from analysis.report.tables import active, automatic, gifi, machine, people
 
 TABLES: tuple[Table[Any], ...] = (
     *people.AGREEMENT,
@@ -26,6 +26,7 @@ TABLES: tuple[Table[Any], ...] = (
     *people.AGGREGATES,
     *automatic.DISTRACTORS,
     *automatic.RANKINGS,
+    *gifi.GIFI,
     *people.GUIDELINES,
 )
 

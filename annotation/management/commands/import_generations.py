@@ -7,6 +7,8 @@ from accounts.projects import project_argument_add, project_option
 from annotation.models import GOLD, STUDY, TRAINING
 from annotation.services import GenerationImportError, generations_import
 from generation.datasets.files import ImportFailed
+from generation.datasets.gifi import NAME as GIFI_FORMAT
+from generation.datasets.gifi import PARTS as GIFI_PARTS
 from generation.datasets.templates_files import codebook_read
 
 
@@ -16,12 +18,22 @@ class Command(BaseCommand):
         "generation; optional pronoun, setting, sample, and template_id, name for a templates dataset) or the "
         "released sample format (CSV: template, random_pre_gen|random_post_gen, correct, pronoun, model), told "
         "apart by the header. --gold / --training import quality-control items, which also need gold_label (and "
-        "optionally gold_extraneous, explanation; training items need an explanation)."
+        "optionally gold_extraneous, explanation; training items need an explanation). --format gifi imports GIFI's "
+        "released generation files as a finished job of --model over --part of a GIFI dataset, without a pool."
     )
 
     def add_arguments(self, parser):
         parser.add_argument("paths", nargs="+")
-        parser.add_argument("--pool", required=True, help="pool name; created when it does not exist")
+        parser.add_argument("--pool", help="pool name; created when it does not exist (not with --format gifi)")
+        parser.add_argument(
+            "--format",
+            choices=[GIFI_FORMAT],
+            help="gifi: GIFI's released generation files, as one finished job of --model over --part of a GIFI "
+            "dataset (no pool)",
+        )
+        parser.add_argument("--part", choices=list(GIFI_PARTS), help="--format gifi: the part the file holds")
+        parser.add_argument("--model", help="--format gifi: the model that wrote it (added when not registered)")
+        parser.add_argument("--dataset", default=GIFI_FORMAT, help="--format gifi: the GIFI dataset (default gifi)")
         kind = parser.add_mutually_exclusive_group()
         kind.add_argument("--gold", action="store_true", help="gold items: known answers hidden among the study items")
         kind.add_argument("--training", action="store_true", help="training items: the qualification round")
@@ -43,6 +55,10 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options):
+        if options["format"] == GIFI_FORMAT:
+            return self._gifi(options)
+        if not options["pool"]:
+            raise CommandError("--pool is required (except with --format gifi)")
         kind = GOLD if options["gold"] else TRAINING if options["training"] else STUDY
         labels = None
         if options["labels"] is not None:
@@ -77,3 +93,27 @@ class Command(BaseCommand):
             if kind != STUDY:
                 payload["kind"] = kind
             self.stdout.write(json.dumps(payload))
+
+    def _gifi(self, options) -> None:
+        if not options["part"] or not options["model"]:
+            raise CommandError("--format gifi needs --part and --model")
+        if options["pool"] or options["gold"] or options["training"] or options["labels"] or options["codebook"]:
+            raise CommandError(
+                "--format gifi imports a job's generations: no --pool, --gold, --training, --labels or --codebook"
+            )
+        from generation.services.gifi_generations import gifi_generations_import
+
+        for path in options["paths"]:
+            try:
+                result = gifi_generations_import(
+                    path=Path(path), part=options["part"], model_name=options["model"], dataset_name=options["dataset"]
+                )
+            except ImportFailed as exc:
+                raise CommandError(f"import failed, nothing written:\n{exc}") from None
+            verb = "imported" if result.created else "already imported, unchanged:"
+            self.stdout.write(
+                f"{verb} {path}: job {result.job.pk} of {result.job.model.name}, {result.rows} generations "
+                f"({result.empty} empty) of {options['part']}"
+            )
+            if options["json"]:
+                self.stdout.write(json.dumps(result.as_json()))
