@@ -490,9 +490,8 @@ def test_participant_ids_appear_in_no_other_output(recruitment, pool, researcher
     researcher_client = Client()
     researcher_client.force_login(researcher)
     for fmt in ("csv", "jsonl"):
-        outputs[f"export {fmt}"] = researcher_client.get(
-            f"/api/pools/{pool.name}/annotations/?format={fmt}"
-        ).content.decode()
+        streamed = researcher_client.get(f"/api/pools/{pool.name}/annotations/?format={fmt}").streaming_content
+        outputs[f"export {fmt}"] = b"".join(streamed).decode()
     outputs["pool page"] = researcher_client.get(f"/pools/{pool.name}/").content.decode()
     outputs["report"] = researcher_client.get(f"/reports/{pool.name}/").content.decode()
     outputs["report json"] = researcher_client.get(f"/reports/{pool.name}/export/json/").content.decode()
