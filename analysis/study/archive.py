@@ -146,7 +146,6 @@ def study_bundle_read(source: str | Path | IO[bytes]) -> Bundle:
         repeated = sorted({name for name in names if names.count(name) > 1})
         if repeated:
             raise BundleError("the archive holds this member more than once", file=repeated[0])
-        _members_checked(infos)
         _sizes_checked(infos)
         budget = [max_total_bytes()]
         manifest_text = _read(archive, archive.getinfo(MANIFEST_FILE), budget)
@@ -160,6 +159,7 @@ def study_bundle_read(source: str | Path | IO[bytes]) -> Bundle:
         missing = sorted(name for name in listed if name not in names)
         if missing:
             raise BundleError(f"the bundle is incomplete: {', '.join(missing)} missing (listed in {MANIFEST_FILE})")
+        _members_checked(infos)
         files = {name: _read(archive, archive.getinfo(name), budget) for name in listed}
     changed = sorted(name for name, data in files.items() if hashlib.sha256(data).hexdigest() != listed[name]["sha256"])
     return Bundle(manifest=manifest, files=files, changed_files=changed, manifest_text=manifest_text.decode("utf-8"))
@@ -176,7 +176,7 @@ def _member_problem(info: zipfile.ZipInfo) -> str | None:
 
 
 def _members_checked(infos: list[zipfile.ZipInfo]) -> None:
-    """Refuse, before reading anything, a member that is a link, a folder or a path out of the archive (`../../x`,
+    """Refuse, before reading the files, a member that is a link, a folder or a path out of the archive (`../../x`,
     `/etc/x`): nothing is ever written from a bundle's members, but such a bundle was not made by Concord."""
     for info in infos:
         if problem := _member_problem(info):
