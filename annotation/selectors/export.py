@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from django.db.models import Count
 
@@ -102,13 +102,13 @@ def _verdict_columns(item: PoolItem) -> dict:
     }
 
 
-def _item_batches(pool: Pool) -> Iterator[dict[int, int]]:
-    """The pool's annotated items in id order, cut into runs of about ROWS_PER_BATCH annotations (an item is never
-    split): each run's items with their numbers of annotations."""
-    counts = Annotation.objects.filter(item__pool=pool).values("item_id").annotate(n=Count("id")).order_by("item_id")
+def item_batches(counts: Iterable[tuple[int, int]]) -> Iterator[dict[int, int]]:
+    """(item id, number of annotations) pairs, in their order, cut into runs of about ROWS_PER_BATCH annotations (an
+    item is never split) and at most ITEMS_PER_BATCH items: what one read of a crowd-sized pool's annotations (and
+    their spans) may name at a time."""
     batch: dict[int, int] = {}
     total = 0
-    for item_id, n in counts.values_list("item_id", "n").iterator(chunk_size=10_000):
+    for item_id, n in counts:
         batch[item_id] = n
         total += n
         if total >= ROWS_PER_BATCH or len(batch) >= ITEMS_PER_BATCH:
@@ -116,6 +116,12 @@ def _item_batches(pool: Pool) -> Iterator[dict[int, int]]:
             batch, total = {}, 0
     if batch:
         yield batch
+
+
+def _item_batches(pool: Pool) -> Iterator[dict[int, int]]:
+    """The pool's annotated items in id order, in runs (`item_batches`)."""
+    counts = Annotation.objects.filter(item__pool=pool).values("item_id").annotate(n=Count("id")).order_by("item_id")
+    return item_batches(counts.values_list("item_id", "n").iterator(chunk_size=10_000))
 
 
 def _by_annotation(rows) -> dict[int, list[tuple]]:
