@@ -505,3 +505,10 @@ def test_participant_ids_appear_in_no_other_output(recruitment, pool, researcher
         assert text, name
         for secret in secrets:
             assert secret not in text, f"{secret} in {name}"
+
+
+def test_a_head_request_on_the_study_link_answers_as_get_without_a_body(recruitment, pool):
+    response = Client().head(link(recruitment))
+
+    assert response.status_code == 302 and response["Location"] == f"/annotate/{pool.name}/"
+    assert response.content == b""
