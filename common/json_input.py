@@ -1,4 +1,4 @@
-"""JSON from a user's file, parsed with its nesting bounded (docs/domain.md, "Bring your own study").
+"""JSON from a user's file, parsed with its nesting bounded (docs/domain.md, "Input that every reader can read").
 
 Python's parser recurses once per nesting level: a line of 5,000 `[` (or a bundle's report of 100,000) ends in a
 RecursionError, a traceback rather than `FILE:LINE: problem`. `json_loads` refuses a document nested deeper than

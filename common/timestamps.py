@@ -1,5 +1,5 @@
-"""The times Concord stores from a user's file (docs/domain.md, "Times from files"): each must be one that every
-reader of the stored row can hold.
+"""The times Concord stores from a user's file (docs/domain.md, "Input that every reader can read"): each must be
+one that every reader of the stored row can hold.
 
 PostgreSQL keeps a `timestamptz` from 4713 BC, but the readers of a pool's rows do not: psycopg refuses to load a
 time before Python's year 1 in UTC (`timestamp too small`: every page and export of the pool would answer 500 for
