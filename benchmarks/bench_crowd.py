@@ -11,8 +11,8 @@ label a third of the time: no majority). Then times, each in this process:
 - `report_cold_seconds`: the JSON report computed afresh (report and aggregate caches emptied; target <= 30 s);
 - `quality_page_seconds`: the quality page as a researcher's browser loads it, cold and warm (target <= 3 s);
 - `export_csv_seconds`, `export_jsonl_seconds`: the streamed annotation export (`GET /api/pools/P/annotations/`)
-  read to its end, with `export_peak_mb`: the growth of this process's peak resident memory while streaming
-  (tracemalloc's peak of Python allocations beside it, `export_traced_peak_mb`);
+  read to its end, with `export_<fmt>_peak_growth_mb`: the growth of this process's peak resident memory while
+  streaming (the exports run first, so the peak is still that of the build);
 - `adjudication_page_seconds`, `export_annotations_seconds` (the command, to a file).
 
 Prints one JSON object, with the machine's load average before and after.
@@ -26,7 +26,6 @@ import os
 import sys
 import tempfile
 import time
-import tracemalloc
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -149,7 +148,8 @@ def _timed_get(client, url: str) -> tuple[float, object]:
 
 
 def _export(client, fmt: str) -> dict:
-    tracemalloc.start()
+    """The streamed export read to its end: its seconds, its size, and how far this process's peak resident memory
+    rose while reading it (a response held whole would raise it by about its size)."""
     before = _rss_peak_mb()
     started = time.perf_counter()
     response = client.get(f"/api/pools/{POOL}/annotations/?format={fmt}")
@@ -158,13 +158,10 @@ def _export(client, fmt: str) -> dict:
     for chunk in response.streaming_content if response.streaming else [response.content]:
         size += len(chunk)
     seconds = time.perf_counter() - started
-    _, traced = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
     return {
         f"export_{fmt}_seconds": round(seconds, 2),
         f"export_{fmt}_mb": round(size / 2**20, 1),
         f"export_{fmt}_peak_growth_mb": round(_rss_peak_mb() - before, 1),
-        f"export_{fmt}_traced_peak_mb": round(traced / 2**20, 1),
     }
 
 
