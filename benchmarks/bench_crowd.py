@@ -43,6 +43,9 @@ def _parse() -> argparse.Namespace:
         default=os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/concord_bench_crowd"),
     )
     parser.add_argument("--reuse", action="store_true", help="keep the pool an earlier run built")
+    parser.add_argument(
+        "--steps", default="export,report,quality,adjudication,command", help="which of the timings to take, in order"
+    )
     return parser.parse_args()
 
 
@@ -179,23 +182,28 @@ def main() -> None:
     if not (args.reuse and existing and Annotation.objects.filter(item__pool=existing).exists()):
         figures.update(build(items=args.items, annotators=args.annotators))
     client = _client()
-    # Exports first, while this process's peak memory is still that of the build.
-    figures.update(_export(client, "csv"))
-    figures.update(_export(client, "jsonl"))
-    cache.clear()
-    aggregates_memo_clear()
-    figures["report_cold_seconds"], _ = _timed_get(client, f"/api/reports/{POOL}/")
-    figures["report_warm_seconds"], _ = _timed_get(client, f"/api/reports/{POOL}/")
-    cache.clear()
-    aggregates_memo_clear()
-    figures["quality_page_cold_seconds"], _ = _timed_get(client, f"/pools/{POOL}/quality/")
-    figures["quality_page_seconds"], _ = _timed_get(client, f"/pools/{POOL}/quality/")
-    figures["adjudication_page_seconds"], _ = _timed_get(client, f"/pools/{POOL}/adjudicate/")
-    with tempfile.TemporaryDirectory() as work:
-        started = time.perf_counter()
-        with open(os.devnull, "w") as quiet:
-            call_command("export_annotations", pool=POOL, out=str(Path(work) / "a.csv"), stdout=quiet)
-        figures["export_annotations_seconds"] = round(time.perf_counter() - started, 2)
+    steps = args.steps.split(",")
+    if "export" in steps:  # first, while this process's peak memory is still that of the build
+        figures.update(_export(client, "csv"))
+        figures.update(_export(client, "jsonl"))
+    if "report" in steps:
+        cache.clear()
+        aggregates_memo_clear()
+        figures["report_cold_seconds"], _ = _timed_get(client, f"/api/reports/{POOL}/")
+        figures["report_warm_seconds"], _ = _timed_get(client, f"/api/reports/{POOL}/")
+    if "quality" in steps:
+        cache.clear()
+        aggregates_memo_clear()
+        figures["quality_page_cold_seconds"], _ = _timed_get(client, f"/pools/{POOL}/quality/")
+        figures["quality_page_seconds"], _ = _timed_get(client, f"/pools/{POOL}/quality/")
+    if "adjudication" in steps:
+        figures["adjudication_page_seconds"], _ = _timed_get(client, f"/pools/{POOL}/adjudicate/")
+    if "command" in steps:
+        with tempfile.TemporaryDirectory() as work:
+            started = time.perf_counter()
+            with open(os.devnull, "w") as quiet:
+                call_command("export_annotations", pool=POOL, out=str(Path(work) / "a.csv"), stdout=quiet)
+            figures["export_annotations_seconds"] = round(time.perf_counter() - started, 2)
     figures["peak_rss_mb"] = round(_rss_peak_mb(), 1)
     figures["load_after"] = os.getloadavg()[0]
     print(json.dumps(figures))
