@@ -33,7 +33,8 @@ class Command(BaseCommand):
         except (OperationalError, InterfaceError) as exc:  # the server restarted, the session was ended
             # The import is one transaction: a lost connection rolled all of it back.
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            again = f"import_labels {options['file']} --pool {options['pool']}"
+            flags = "".join(f" --{flag}" for flag in ("wide", "replace") if options[flag])
+            again = f"import_labels {options['file']} --pool {options['pool']}{flags}"
             raise CommandError(
                 f"the database connection was lost ({first}); nothing was written: run `manage.py {again}` again"
             ) from None
