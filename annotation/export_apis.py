@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.http import HttpResponse
+from django.http import StreamingHttpResponse
 from drf_spectacular.utils import extend_schema
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import JSONRenderer
@@ -10,7 +10,7 @@ from rest_framework.views import APIView
 
 from accounts.roles import IsResearcher
 from annotation.access import pool_visible_or_404
-from annotation.services.export import annotations_export
+from annotation.services.export import annotations_export_stream
 from common.openapi import FILE_FORMAT, FILE_RESPONSES
 from common.renderers import CONTENT_TYPES, CsvRenderer, JsonLinesRenderer
 
@@ -33,6 +33,7 @@ class PoolAnnotationsExportApi(APIView):
     def get(self, request, name: str):
         pool = pool_visible_or_404(user=request.user, name=name)
         fmt = request.accepted_renderer.format
-        response = HttpResponse(annotations_export(pool=pool, fmt=fmt), content_type=CONTENT_TYPES[fmt])
+        # Streamed: a crowd-sized pool's export (hundreds of thousands of rows) is sent as it is read.
+        response = StreamingHttpResponse(annotations_export_stream(pool=pool, fmt=fmt), content_type=CONTENT_TYPES[fmt])
         response["Content-Disposition"] = f'attachment; filename="{pool.name}-annotations.{fmt}"'
         return response

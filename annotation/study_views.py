@@ -16,7 +16,7 @@ from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_GET, require_http_methods, require_safe
+from django.views.decorators.http import require_http_methods, require_safe
 
 from accounts.backends import client_address
 from accounts.roles import RESEARCHER, role_required
@@ -77,7 +77,7 @@ def _too_many(request) -> bool:
     return visits > settings.CONCORD_STUDY_JOIN_PER_MINUTE
 
 
-@require_GET
+@require_safe  # HEAD (a link checker's) answers as GET without its body (config/hygiene.py strips it)
 def study_join(request, token: str):
     """`GET /study/TOKEN/?PROLIFIC_PID=...&STUDY_ID=...&SESSION_ID=...`: sign the participant in (made on the first
     visit) and take them to the pool's annotation page, or to their code once finished."""

@@ -213,6 +213,8 @@ def pool_qualification(request, name: str):
     try:
         if "reset" in request.POST:
             username = request.POST["reset"]
+            if "\x00" in username:  # no one is named so, and PostgreSQL cannot even look the name up
+                raise BadRequest("Not changed: reset: holds a NUL character")
             before = qualification_reset(pool=pool, username=username, user=request.user)
             messages.success(
                 request,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 MAX_ERRORS_SHOWN = 20
@@ -44,3 +45,9 @@ def decode_utf8(raw: bytes, *, name: str) -> str:
         raise UnreadableFile(
             f"{name}:{line}: not UTF-8 (byte {raw[exc.start]:#04x} at offset {exc.start}); save the file as UTF-8"
         ) from None
+
+
+def nul_problems(cells: Mapping[str, str], *, name: str, line: int) -> list[str]:
+    """`FILE:LINE: column: holds a NUL character` for each cell of a row that holds one (PostgreSQL cannot store
+    it, and a page that shows it breaks): the one check of every file a user hands Concord."""
+    return [f"{name}:{line}: {column}: holds a NUL character" for column, value in cells.items() if "\x00" in value]

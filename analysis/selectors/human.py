@@ -174,11 +174,18 @@ def _agreement_block(a: np.ndarray, b: np.ndarray, *, categories: list) -> dict:
     }
 
 
+PAIRWISE_MAX_RATERS = 50  # 1,225 pairs
+
+
 def _multirater_block(annotators: list[list[str]], ratings: list[list], *, categories: list) -> dict:
     """The k-rater figures of one view over every annotation of the overlap items: `n_raters` (the most annotations
     any item has), Fleiss' kappa and Gwet's AC1 with each item's own number of raters, Krippendorff's alpha, and
     Cohen's kappa per annotator pair."""
     n_raters = max((len(r) for r in ratings), default=0)
+    # Each pair costs its bootstrap and asymptotic intervals (tens of milliseconds): a crowd study's 600 raters are
+    # 179,700 pairs, hours of them. The pairs are listed for pools of at most PAIRWISE_MAX_RATERS raters
+    # (docs/domain.md, 'Multi-rater statistics'); every pair's kappa stays on the quality page's heat map.
+    listed = len({name for names in annotators for name in names}) <= PAIRWISE_MAX_RATERS
     return {
         "n_raters": n_raters,
         **fleiss_kappa(ratings, categories=categories),
@@ -187,7 +194,9 @@ def _multirater_block(annotators: list[list[str]], ratings: list[list], *, categ
         "pairwise": pairwise_agreement(
             [list(zip(names, values, strict=True)) for names, values in zip(annotators, ratings, strict=True)],
             categories=categories,
-        ),
+        )
+        if listed
+        else [],
     }
 
 

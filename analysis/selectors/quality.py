@@ -13,14 +13,13 @@ researchers' quality dashboard at /pools/NAME/quality/.
 
 from __future__ import annotations
 
-import itertools
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 import numpy as np
 
 from analysis.metrics import raw_agreement
-from analysis.metrics.agreement import agreement_vector, bootstrap_ci, cohen_kappa_square, finite
-from analysis.metrics.multirater import fleiss_kappa, gwet_ac1, pairwise_agreement
+from analysis.metrics.agreement import ZERO_WIDTH, agreement_vector, bootstrap_ci, cohen_kappa_square, finite
+from analysis.metrics.multirater import fleiss_kappa, gwet_ac1
 from analysis.report.types import AnnotatorQualityRow
 from annotation.models import GOLD, STUDY, Annotation, Assignment, Pool
 from annotation.schema import CORRECT, MISGENDERING
@@ -59,18 +58,24 @@ def _annotators(*, pool: Pool, frame: pd.DataFrame) -> list[str]:
     return sorted(assigned | set(frame["annotator"]))
 
 
-def _shared_pairs(study: pd.DataFrame) -> dict[str, list[bool]]:
-    """For each annotator, one equal/unequal flag per (shared study item, other annotator)."""
+def _shared_pairs(study: pd.DataFrame) -> dict[str, tuple[int, int]]:
+    """For each annotator, (agreeing, compared) over the (shared study item, other annotator) pairs: on an item with
+    n ratings, each rater is compared with the n - 1 others and agrees with those who gave the same label. Counted
+    per item rather than pair by pair: a crowd study's 600 raters of an item are 179,700 pairs."""
     by_item: dict[int, list[tuple[str, str]]] = defaultdict(list)
     columns = (study[name].tolist() for name in ("item_id", "annotator", "label"))
     for item, annotator, label in zip(*columns, strict=True):
         by_item[item].append((annotator, label))
-    pairs: dict[str, list[bool]] = defaultdict(list)
-    for item in sorted(by_item):
-        for (a, label_a), (b, label_b) in itertools.combinations(by_item[item], 2):
-            pairs[a].append(label_a == label_b)
-            pairs[b].append(label_a == label_b)
-    return pairs
+    pairs: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for ratings in by_item.values():
+        if len(ratings) < 2:
+            continue
+        given = Counter(label for _, label in ratings)
+        for annotator, label in ratings:
+            counts = pairs[annotator]
+            counts[0] += given[label] - 1
+            counts[1] += len(ratings) - 1
+    return {annotator: (agreed, compared) for annotator, (agreed, compared) in pairs.items()}
 
 
 def annotator_quality(*, pool: Pool, frame: pd.DataFrame | None = None) -> list[AnnotatorQualityRow]:
@@ -89,7 +94,7 @@ def annotator_quality(*, pool: Pool, frame: pd.DataFrame | None = None) -> list[
         work = own.get(annotator, [])
         gold = [label == gold_label for kind, gold_label, label, _ in work if kind == GOLD]
         seconds = np.array([row[3] for row in work], dtype=float)
-        agree = pairs.get(annotator, [])
+        agreed, compared = pairs.get(annotator, (0, 0))
         rows.append(
             {
                 "annotator": annotator,
@@ -99,8 +104,8 @@ def annotator_quality(*, pool: Pool, frame: pd.DataFrame | None = None) -> list[
                 "gold_accuracy": sum(gold) / len(gold) if gold else None,
                 "median_seconds": finite(np.median(seconds)) if seconds.size else None,
                 "fast_share": float((seconds < pool.fast_seconds).mean()) if seconds.size else None,
-                "agreement": float(np.mean(agree)) if agree else None,
-                "agreement_n": len(agree),
+                "agreement": agreed / compared if compared else None,
+                "agreement_n": compared,
             }
         )
     return rows
@@ -108,20 +113,42 @@ def annotator_quality(*, pool: Pool, frame: pd.DataFrame | None = None) -> list[
 
 def kappa_matrix(*, frame: pd.DataFrame, annotators: list[str], labels: list[str]) -> dict:
     """Cohen's kappa of the labels for every pair of annotators on the study items they share (null where they share
-    none or kappa is undefined); `n` holds the shared item counts, each annotator's own item count on the diagonal."""
+    none or kappa is undefined); `n` holds the shared item counts, each annotator's own item count on the diagonal.
+
+    Every pair's square table at once (docs/domain.md, 'Multi-rater statistics': kappa on the table over the label
+    set), as products of the raters' one-hot label matrices: a crowd pool's 600 raters are 179,700 tables, which one
+    call of `cohen_kappa_square` each (its interval included, not shown here) would take an hour to fill."""
     study = frame[frame["kind"] == STUDY]
-    items = [list(zip(g["annotator"], g["label"], strict=True)) for _, g in study.groupby("item_id") if len(g) > 1]
     categories = list(labels) + sorted(set(study["label"]) - set(labels))
-    pairwise = {(r["annotator_1"], r["annotator_2"]): r for r in pairwise_agreement(items, categories=categories)}
     size = len(annotators)
     kappa: list[list[float | None]] = [[None] * size for _ in range(size)]
     shared = [[0] * size for _ in range(size)]
+    own = study["annotator"].value_counts()
     for i, a in enumerate(annotators):
-        shared[i][i] = int((study["annotator"] == a).sum())
-        for j, b in enumerate(annotators):
-            row = pairwise.get((a, b)) or pairwise.get((b, a))
-            if i != j and row:
-                kappa[i][j], shared[i][j] = row["cohen_kappa"], row["n_items"]
+        shared[i][i] = int(own.get(a, 0))
+    position = {name: index for index, name in enumerate(annotators)}
+    rated = study[study["annotator"].isin(position)]
+    if rated.empty or size < 2:
+        return {"annotators": annotators, "kappa": kappa, "n": shared}
+    items, item_index = np.unique(rated["item_id"].to_numpy(), return_inverse=True)
+    label_index = pd.Index(categories).get_indexer(rated["label"])
+    rater_index = rated["annotator"].map(position).to_numpy()
+    onehot = np.zeros((len(categories), size, len(items)))
+    onehot[label_index, rater_index, item_index] = 1.0
+    # tables[k, l, a, b]: items a labelled k and b labelled l
+    tables = np.einsum("kai,lbi->klab", onehot, onehot, optimize=True)
+    n = tables.sum(axis=(0, 1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        observed = np.trace(tables) / n
+        chance = (tables.sum(axis=1) * tables.sum(axis=0)).sum(axis=0) / n**2
+        values = (observed - chance) / (1 - chance)
+    undefined = (n == 0) | (np.abs(1 - chance) < ZERO_WIDTH) | ~np.isfinite(values)
+    values[np.abs(values) < ZERO_WIDTH] = 0.0  # p_o = p_e exactly; the rounding of p_e leaves +-1e-16
+    for i in range(size):
+        for j in range(size):
+            if i != j:
+                shared[i][j] = int(n[i, j])
+                kappa[i][j] = None if undefined[i, j] else float(values[i, j])
     return {"annotators": annotators, "kappa": kappa, "n": shared}
 
 
@@ -162,9 +189,11 @@ def agreement_over_time(*, frame: pd.DataFrame, labels: list[str], window: int =
 def seconds_distribution(*, frame: pd.DataFrame, annotators: list[str]) -> list[dict]:
     """Per annotator: quartiles, 10th/90th percentiles and a histogram of seconds per decision over SECONDS_BINS."""
     edges = np.array([*SECONDS_BINS, np.inf])
+    by_annotator = _rows_by_annotator(frame)
+    seconds = frame["seconds"].to_numpy(dtype=float)
     rows = []
     for annotator in annotators:
-        values = frame.loc[frame["annotator"] == annotator, "seconds"].to_numpy(dtype=float)
+        values = seconds[by_annotator.get(annotator, _NONE)]
         counts = np.histogram(values, bins=edges)[0] if values.size else np.zeros(len(SECONDS_BINS), dtype=int)
         figures = {}
         for name, q in (("p10", 10), ("q1", 25), ("median", 50), ("q3", 75), ("p90", 90)):
@@ -179,6 +208,20 @@ def seconds_distribution(*, frame: pd.DataFrame, annotators: list[str]) -> list[
             }
         )
     return rows
+
+
+_NONE = np.array([], dtype=int)
+
+
+def _rows_by_annotator(frame: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Each annotator's row positions in the frame, in its order: one grouping for all of them (a filter per
+    annotator reads the whole frame each time: 600 raters of a crowd study, 600 passes)."""
+    if frame.empty:
+        return {}
+    codes, names = pd.factorize(frame["annotator"])
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(len(names) + 1))
+    return {name: order[bounds[k] : bounds[k + 1]] for k, name in enumerate(names)}
 
 
 def quality_warnings(*, rows: list[AnnotatorQualityRow], pool: Pool) -> list[dict]:
@@ -210,11 +253,24 @@ def quality_warnings(*, rows: list[AnnotatorQualityRow], pool: Pool) -> list[dic
     return warnings
 
 
-def _confusion(reference: pd.Series, rated: pd.Series, *, rows: list[str], columns: list[str]) -> dict:
-    table = {row: dict.fromkeys(columns, 0) for row in rows}
-    for truth, label in zip(reference, rated, strict=True):
-        table[truth][label] += 1
-    return table
+def _confusions(
+    annotator: pd.Series,
+    reference: pd.Series,
+    rated: pd.Series,
+    *,
+    annotators: list[str],
+    rows: list[str],
+    columns: list[str],
+) -> dict:
+    """Per annotator, `{reference label: {rater's label: count}}` over the rows where the reference is known: one
+    count over all raters (a crowd study has 600)."""
+    tables = {name: {row: dict.fromkeys(columns, 0) for row in rows} for name in annotators}
+    known = reference.notna()
+    found = Counter(zip(annotator[known], reference[known], rated[known], strict=True))
+    for (name, truth, label), count in found.items():
+        if name in tables:
+            tables[name][truth][label] += count
+    return tables
 
 
 def confusion_matrices(*, frame: pd.DataFrame, annotators: list[str], labels: list[str]) -> dict:
@@ -229,24 +285,25 @@ def confusion_matrices(*, frame: pd.DataFrame, annotators: list[str], labels: li
         aggregate = ratings_dawid_skene_cached(ratings=ratings).to_dict()
     except AggregationError:
         aggregate = {}
-    heuristic = study["heuristic"].map(lambda correct: CORRECT if correct else MISGENDERING)
-    result: dict = {"aggregate": "dawid_skene", "confusion_gold": {}, "confusion_aggregate": {}}
-    result["confusion_heuristic"] = {}
-    for annotator in annotators:
-        own_gold = gold[gold["annotator"] == annotator]
-        own = study[study["annotator"] == annotator]
-        result["confusion_gold"][annotator] = _confusion(
-            own_gold["gold_label"], own_gold["label"], rows=categories, columns=categories
-        )
-        aggregated = own[own["item_id"].isin(aggregate.keys())]
-        result["confusion_aggregate"][annotator] = _confusion(
-            aggregated["item_id"].map(aggregate), aggregated["label"], rows=categories, columns=categories
-        )
-        judged = own[own["heuristic"].notna()]  # an item without a heuristic verdict has no reference here
-        result["confusion_heuristic"][annotator] = _confusion(
-            heuristic[judged.index], judged["label"], rows=HEURISTIC_LABELS, columns=categories
-        )
-    return result
+    # An item without a heuristic verdict has no reference there.
+    heuristic = study["heuristic"].map(
+        lambda correct: None if pd.isna(correct) else CORRECT if correct else MISGENDERING
+    )
+    return {
+        "aggregate": "dawid_skene",
+        "confusion_gold": _confusions(
+            gold["annotator"], gold["gold_label"], gold["label"], annotators=annotators, rows=categories,
+            columns=categories,
+        ),
+        "confusion_aggregate": _confusions(
+            study["annotator"], study["item_id"].map(aggregate), study["label"], annotators=annotators,
+            rows=categories, columns=categories,
+        ),
+        "confusion_heuristic": _confusions(
+            study["annotator"], heuristic, study["label"], annotators=annotators, rows=HEURISTIC_LABELS,
+            columns=categories,
+        ),
+    }  # fmt: skip
 
 
 def study_agreement(*, frame: pd.DataFrame, labels: list[str]) -> dict:

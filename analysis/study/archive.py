@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import stat
 import zipfile
 import zlib
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from typing import IO, Any
 from django.conf import settings
 
 from analysis.study.tables import FORMAT, FORMAT_VERSION, TABLES
+from common.json_input import json_loads
 
 REPORT_FILE = "report.json"
 MANIFEST_FILE = "manifest.json"
@@ -83,7 +85,7 @@ class Bundle:
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = json_loads(line)
             except json.JSONDecodeError as exc:
                 raise BundleError(f"not JSON: {exc.msg} (column {exc.colno})", file=name, line=number) from None
             if not isinstance(row, dict):
@@ -112,7 +114,7 @@ class Bundle:
 
     def report(self) -> dict:
         try:
-            report = json.loads(self.files[REPORT_FILE])
+            report = json_loads(self.files[REPORT_FILE])
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             line = getattr(exc, "lineno", None)
             raise BundleError(f"malformed: {exc}", file=REPORT_FILE, line=line) from None
@@ -157,9 +159,28 @@ def study_bundle_read(source: str | Path | IO[bytes]) -> Bundle:
         missing = sorted(name for name in listed if name not in names)
         if missing:
             raise BundleError(f"the bundle is incomplete: {', '.join(missing)} missing (listed in {MANIFEST_FILE})")
+        _members_checked(infos)
         files = {name: _read(archive, archive.getinfo(name), budget) for name in listed}
     changed = sorted(name for name, data in files.items() if hashlib.sha256(data).hexdigest() != listed[name]["sha256"])
     return Bundle(manifest=manifest, files=files, changed_files=changed, manifest_text=manifest_text.decode("utf-8"))
+
+
+def _member_problem(info: zipfile.ZipInfo) -> str | None:
+    """What keeps a member from being one of a bundle's files: each is a plain file at the archive's top level."""
+    name = info.filename
+    if stat.S_ISLNK(info.external_attr >> 16):
+        return "a symbolic link; a bundle holds only plain files"
+    if info.is_dir() or not name or name.startswith((".", "/", "\\")) or "/" in name or "\\" in name or ":" in name:
+        return "not a plain file name; a bundle's files sit at the top of the archive (no folders, no .., no /)"
+    return None
+
+
+def _members_checked(infos: list[zipfile.ZipInfo]) -> None:
+    """Refuse, before reading the files, a member that is a link, a folder or a path out of the archive (`../../x`,
+    `/etc/x`): nothing is ever written from a bundle's members, but such a bundle was not made by Concord."""
+    for info in infos:
+        if problem := _member_problem(info):
+            raise BundleError(problem, file=repr(info.filename)[1:-1])
 
 
 def _sizes_checked(infos: list[zipfile.ZipInfo]) -> None:
@@ -203,7 +224,7 @@ def _read(archive: zipfile.ZipFile, info: zipfile.ZipInfo, budget: list[int]) ->
 def _manifest(data: bytes) -> dict:
     try:
         text = data.decode("utf-8")
-        manifest = json.loads(text)
+        manifest = json_loads(text)
     except UnicodeDecodeError as exc:
         raise BundleError(f"malformed: {exc}", file=MANIFEST_FILE) from None
     except json.JSONDecodeError as exc:

@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
@@ -46,6 +47,7 @@ from annotation.forms import PoolSampleForm
 from annotation.machine import HUMAN
 from annotation.models import Annotation, ExtraneousSpan, Pool, PoolItem, Referent, new_public_id
 from common.audit import CREATE, audit_record
+from common.timestamps import RANGE, timestamp_problem
 from generation.models import Dataset, LanguageModel
 from generation.models.datasets import BASE_CHOICES
 from judging.models import Judge
@@ -163,6 +165,8 @@ def checked_value(column: models.Field, raw: Any, *, file: str, line: int) -> An
         if value is None and not column.null:
             raise ValidationError("not a valid value")
         column.run_validators(value)
+        if isinstance(value, datetime) and (problem := timestamp_problem(value)):
+            raise ValidationError(problem)
         if _is_family(column):
             # A pronoun family: the built-in four are only the choices the admin offers; a templates or free-text
             # dataset brings its own (docs/domain.md, "Your own templates"), and a free-text item may state none.
@@ -174,6 +178,8 @@ def checked_value(column: models.Field, raw: Any, *, file: str, line: int) -> An
                 raise ValidationError(f"not one of {', '.join(allowed)}")
     except ValidationError as exc:
         raise BundleError(f"bad {column.attname} {raw!r:.80}: {' '.join(exc.messages)}", file=file, line=line) from None
+    except OverflowError:  # a time past what Python holds (year 0 or 10000 once in UTC)
+        raise BundleError(f"bad {column.attname} {raw!r:.80}: must be {RANGE}", file=file, line=line) from None
     return value
 
 

@@ -21,6 +21,9 @@ from crowdkit.aggregation import MACE
 
 from common.frames import pd
 
+# Far above the smallest normal double (2.2e-308): a product of factors <= 1 that ends above it never lost a bit.
+SCALED_BELOW = 1e-280
+
 
 class ArrayMACE(MACE):
     """crowd-kit's `MACE` (same parameters, same `fit`), its E-step on arrays."""
@@ -31,15 +34,33 @@ class ArrayMACE(MACE):
         spamming = self.spamming_[workers, 1]
         strategy = self.thetas_[workers, labels]
 
+        factors = [knowing * strategy + spamming * (index == labels) for index in range(n_labels)]
+        marginals = np.ones((n_labels, n_tasks))
+        for index in range(n_labels):
+            np.multiply.at(marginals[index], tasks, factors[index])
+        # A task's marginal is a product of one factor (<= 1) per rating: with hundreds of ratings (a crowd study's
+        # 600 per item) it falls below the smallest double, every label's is 0 and 0/0 makes crowd-kit's posteriors
+        # NaN. Such a task's marginals are taken from the sums of the factors' logarithms instead, scaled by their
+        # largest (every use below is a ratio within the task); `shift` puts the scale back into the likelihood.
+        # Tasks whose largest product stays above SCALED_BELOW never left the normal doubles: crowd-kit's numbers.
+        shift = np.zeros(n_tasks)
+        scaled = marginals.max(axis=0) < SCALED_BELOW
+        if scaled.any():
+            logs = np.zeros((n_labels, n_tasks))
+            for index in range(n_labels):
+                np.add.at(logs[index], tasks, np.log(factors[index]))
+            shift = np.where(scaled, logs.max(axis=0), 0.0)
+            marginals[:, scaled] = np.exp(logs[:, scaled] - shift[scaled])
         # Built as crowd-kit builds it, a column at a time: the frame's row sums depend on its layout in the last bit.
         gold_label_marginals = pd.DataFrame(np.zeros((n_tasks, n_labels)), index=task_names, columns=label_names)
         for index, label in enumerate(label_names):
-            marginal = np.ones(n_tasks)
-            np.multiply.at(marginal, tasks, knowing * strategy + spamming * (index == labels))
-            gold_label_marginals[label] = marginal / n_labels
+            gold_label_marginals[label] = marginals[index] / n_labels
         gold = gold_label_marginals.to_numpy()
         instance_marginals = gold_label_marginals.sum(axis=1).to_numpy()
-        log_marginal_likelihood = np.log(instance_marginals + 1e-8).sum()
+        if scaled.any():
+            log_marginal_likelihood = (np.log(instance_marginals + np.where(scaled, 0.0, 1e-8)) + shift).sum()
+        else:
+            log_marginal_likelihood = np.log(instance_marginals + 1e-8).sum()
 
         strategy_marginal = np.zeros(len(tasks))
         for label in range(n_labels):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from django.contrib.auth import get_user_model
@@ -14,6 +15,7 @@ from django.db.models import Count, Exists, OuterRef, Prefetch, QuerySet
 from accounts.roles import ANNOTATOR
 from annotation.models import GOLD, STUDY, TRAINING, Adjudication, Annotation, Assignment, Pool, PoolItem
 from annotation.selectors import qualification_statuses
+from annotation.selectors.export import item_batches
 from generation.models import Job, JobStatus
 
 # Progress ------------------------------------------------------------------------------------------------------------
@@ -209,19 +211,8 @@ def pool_disagreements(
     """Study items annotated by two or more people who differ on the label, the extraneous flag or the marked words
     (the sets of spans differ), each with every annotation. Gold and training items have a known answer and are never
     adjudicated. `kind` keeps one kind of disagreement, `status` "open" or "adjudicated", `model` one model."""
-    annotations = Annotation.objects.select_related("annotator").prefetch_related("spans").order_by("created_at", "pk")
-    items = (
-        PoolItem.objects.filter(pool=pool, kind=STUDY)
-        .annotate(n_annotations=Count("annotations"))
-        .filter(n_annotations__gte=2)
-        .select_related("adjudication__adjudicator")
-        .prefetch_related(Prefetch("annotations", queryset=annotations))
-        .order_by("pk")
-    )
-    if model:
-        items = items.filter(model_name=model)
     rows = []
-    for item in items:
+    for item in _disagreement_candidates(pool=pool, model=model):
         item_annotations = list(item.annotations.all())
         kinds = _kinds_of(item_annotations)
         if not kinds or (kind and kind not in kinds):
@@ -244,6 +235,30 @@ def pool_disagreements(
     elif sort == "open":
         rows.sort(key=lambda row: (row.adjudication is not None, row.item.pk))
     return rows
+
+
+def _disagreement_candidates(*, pool: Pool, model: str | None) -> Iterator[PoolItem]:
+    """The pool's study items with two or more annotations (of `model` only, if given), in id order, each with its
+    annotations (oldest first) and their spans. Read a run of items at a time (`item_batches`): a crowd-sized
+    pool's spans would otherwise be asked for by one list of 240,000 annotation ids, past PostgreSQL's 65,535
+    parameters."""
+    candidates = (
+        PoolItem.objects.filter(pool=pool, kind=STUDY)
+        .annotate(n_annotations=Count("annotations"))
+        .filter(n_annotations__gte=2)
+        .order_by("pk")
+    )
+    if model:
+        candidates = candidates.filter(model_name=model)
+    annotations = Annotation.objects.select_related("annotator").prefetch_related("spans").order_by("created_at", "pk")
+    for batch in item_batches(candidates.values_list("pk", "n_annotations")):
+        yield from (
+            PoolItem.objects.filter(pk__in=list(batch))
+            .annotate(n_annotations=Count("annotations"))
+            .select_related("adjudication__adjudicator")
+            .prefetch_related(Prefetch("annotations", queryset=annotations))
+            .order_by("pk")
+        )
 
 
 def pool_models(*, pool: Pool) -> list[str]:

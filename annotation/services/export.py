@@ -8,18 +8,21 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from annotation.models import Pool
 from annotation.selectors import export as export_rows
 from annotation.selectors.aggregate import AGGREGATE_COLUMNS
-from common.safe_csv import SafeDictWriter
+from common.safe_csv import SafeDictWriter, SafeWriter
 
 FORMATS = ("csv", "jsonl")
 
 
 EXPORT_COLUMNS = export_rows.EXPORT_COLUMNS
 pool_annotation_rows = export_rows.pool_annotation_rows
+pool_annotation_row_stream = export_rows.pool_annotation_row_stream
+LINES_PER_PIECE = 1_000  # rows per piece of a streamed export
 
 
 class ExportError(ValueError):
@@ -36,30 +39,54 @@ def _csv_cell(value):
     return value
 
 
-def annotations_csv(*, rows: list[dict]) -> str:
+def annotations_csv(*, rows: Iterable[dict]) -> str:
+    return "".join(_csv_lines(rows))
+
+
+def annotations_jsonl(*, rows: Iterable[dict]) -> str:
+    return "".join(_jsonl_lines(rows))
+
+
+def _csv_lines(rows: Iterable[dict]) -> Iterator[str]:
+    """The CSV text in pieces of up to LINES_PER_PIECE rows, the header first."""
     buffer = io.StringIO()
-    writer = SafeDictWriter(buffer, fieldnames=EXPORT_COLUMNS, lineterminator="\n")
-    writer.writeheader()
+    writer = SafeWriter(buffer, lineterminator="\n")
+    writer.writerow(EXPORT_COLUMNS)
+    for count, row in enumerate(rows, start=1):
+        writer.writerow([_csv_cell(row.get(column)) for column in EXPORT_COLUMNS])
+        if count % LINES_PER_PIECE == 0:
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+    yield buffer.getvalue()
+
+
+def _jsonl_lines(rows: Iterable[dict]) -> Iterator[str]:
+    piece: list[str] = []
     for row in rows:
-        writer.writerow({key: _csv_cell(value) for key, value in row.items()})
-    return buffer.getvalue()
+        piece.append(json.dumps(row, ensure_ascii=False) + "\n")
+        if len(piece) == LINES_PER_PIECE:
+            yield "".join(piece)
+            piece = []
+    yield "".join(piece)
 
 
-def annotations_jsonl(*, rows: list[dict]) -> str:
-    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
-
-
-def _render(*, rows: list[dict], fmt: str) -> str:
+def _format_checked(fmt: str) -> str:
     if fmt not in FORMATS:
         raise ExportError(f"unknown format {fmt!r}: use one of {', '.join(FORMATS)}")
-    return annotations_csv(rows=rows) if fmt == "csv" else annotations_jsonl(rows=rows)
+    return fmt
+
+
+def annotations_export_stream(*, pool: Pool, fmt: str) -> Iterator[str]:
+    """The pool's annotations as the text of a `fmt` file (csv or jsonl), in pieces: a crowd-sized pool's export is
+    written as it is read, never held whole (the format is checked before the first piece)."""
+    lines = _csv_lines if _format_checked(fmt) == "csv" else _jsonl_lines
+    return lines(pool_annotation_row_stream(pool=pool))
 
 
 def annotations_export(*, pool: Pool, fmt: str) -> str:
     """The pool's annotations as the text of a `fmt` file (csv or jsonl)."""
-    if fmt not in FORMATS:
-        raise ExportError(f"unknown format {fmt!r}: use one of {', '.join(FORMATS)}")
-    return _render(rows=pool_annotation_rows(pool=pool), fmt=fmt)
+    return "".join(annotations_export_stream(pool=pool, fmt=fmt))
 
 
 def aggregates_export_to_file(*, rows: list[dict], out: Path) -> int:
@@ -81,10 +108,21 @@ def aggregates_export_to_file(*, rows: list[dict], out: Path) -> int:
 
 
 def annotations_export_to_file(*, pool: Pool, out: Path, fmt: str | None = None) -> int:
-    """Write the export to `out` (format from its suffix unless given); returns the number of annotations."""
+    """Write the export to `out` (format from its suffix unless given), streamed; returns the number of
+    annotations."""
     fmt = fmt or out.suffix.lstrip(".").lower()
     if fmt not in FORMATS:
         raise ExportError(f"cannot tell the format from {out.name!r}: name the file .csv or .jsonl")
-    rows = pool_annotation_rows(pool=pool)
-    out.write_text(_render(rows=rows, fmt=fmt), encoding="utf-8", newline="")
-    return len(rows)
+    count = 0
+
+    def counted() -> Iterator[dict]:
+        nonlocal count
+        for row in pool_annotation_row_stream(pool=pool):
+            count += 1
+            yield row
+
+    lines = _csv_lines if fmt == "csv" else _jsonl_lines
+    with out.open("w", encoding="utf-8", newline="") as handle:
+        for piece in lines(counted()):
+            handle.write(piece)
+    return count

@@ -17,7 +17,8 @@ from pathlib import Path
 
 from annotation.models import Pool, PoolItem
 from annotation.services.imports.reading import Source, Stored, Upload, source_name
-from generation.textfiles import InputErrors, UnreadableFile, decode_utf8
+from common.json_input import json_loads
+from generation.textfiles import InputErrors, UnreadableFile, decode_utf8, nul_problems
 
 __all__ = ["LabelImportError", "Source", "Stored", "Table", "Upload", "pool_items_named", "table_read"]
 
@@ -75,7 +76,7 @@ def _jsonl(name: str, text: str, errors: list[str]) -> Table | None:
         if not raw.strip():
             continue
         try:
-            value = json.loads(raw)
+            value = json_loads(raw)
         except json.JSONDecodeError as exc:
             errors.append(f"{name}:{line}: not JSON ({exc.msg})")
             continue
@@ -85,7 +86,7 @@ def _jsonl(name: str, text: str, errors: list[str]) -> Table | None:
         for key in value:
             if key not in header:
                 header.append(str(key))
-        records.append((line, {str(key): _cell(cell).strip() for key, cell in value.items()}))
+        _record_kept(name, line, {str(key): _cell(cell).strip() for key, cell in value.items()}, records, errors)
     return Table(name, header, records)
 
 
@@ -117,11 +118,22 @@ def _csv(name: str, text: str, errors: list[str]) -> Table | None:
             break
         if not any(cell.strip() for cell in record):
             continue
-        if len(record) > len(header):
+        if len(record) != len(header):  # a cell too few or too many: the row's cells would land in other columns
             errors.append(f"{name}:{line}: {len(record)} cells but the header has {len(header)} columns")
             continue
-        records.append((line, {column: cell.strip() for column, cell in zip(header, record, strict=False)}))
+        _record_kept(
+            name, line, {column: cell.strip() for column, cell in zip(header, record, strict=False)}, records, errors
+        )
     return Table(name, header, records)
+
+
+def _record_kept(name: str, line: int, record: dict[str, str], records: list, errors: list[str]) -> None:
+    """Keep the record, unless a cell holds a NUL character (nothing else of it is worth reading: the database
+    cannot store it)."""
+    if problems := nul_problems(record, name=name, line=line):
+        errors.extend(problems)
+    else:
+        records.append((line, record))
 
 
 def table_read(source: Source, errors: list[str]) -> Table | None:

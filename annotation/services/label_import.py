@@ -24,6 +24,7 @@ from annotation.models import ORIGIN_IMPORTED, STUDY, Annotation, Pool
 from annotation.services.imports.reading import source_name
 from annotation.services.label_files import LabelImportError, Source, Table, pool_items_named, table_read
 from common.audit import CREATE, audit_record
+from common.timestamps import timestamp_problem
 
 LONG_REQUIRED = ("item", "annotator", "label")
 LONG_OPTIONAL = ("created_at", "seconds", "extraneous", "note")
@@ -104,6 +105,9 @@ def _time(text: str, problems: list[str]) -> datetime | None:
         value = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         problems.append(f"created_at: not an ISO 8601 time, got {text!r}")
+        return None
+    if problem := timestamp_problem(value):  # one time no reader can hold would break every page of the pool
+        problems.append(f"created_at: {problem}, got {text!r}")
         return None
     return value if value.tzinfo is not None else value.replace(tzinfo=UTC)  # without a zone: UTC
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from django.core.management.base import CommandError
 
+from common.json_input import json_loads
 from generation.contexts import OPEN
 from generation.datasets.base import (
     STORED_EXPORT_COLUMNS,
@@ -51,7 +52,7 @@ def tango_context(template: str) -> str:
 def _tango_row(line: str) -> tuple[dict, str] | str:
     """One line of TANGO's file: the row and its pronoun family (lower case), or what is wrong with it."""
     try:
-        row = json.loads(line)
+        row = json_loads(line)
     except json.JSONDecodeError as exc:
         return f"not a JSON object ({exc.msg} at column {exc.colno})"
     if not isinstance(row, dict):

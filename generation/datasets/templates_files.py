@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from common.json_input import json_loads
 from generation.datasets.files import ImportFailed
 from generation.pronouns import FORMS, Codebook
 from generation.textfiles import MAX_ERRORS_SHOWN
@@ -237,7 +238,7 @@ def _raw_templates(path: Path, shown: str) -> Iterator[tuple[int, object, object
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = json_loads(line)
             except json.JSONDecodeError as exc:
                 yield number, f"not a JSON object ({exc.msg} at column {exc.colno})"
                 continue

@@ -8,6 +8,8 @@ import hashlib
 import io
 import json
 import random
+import re
+import stat
 import zipfile
 
 import pytest
@@ -315,6 +317,38 @@ class TestHostileArchives:
             call_command("import_study", str(_written(tmp_path, extra)), "--pool", "extra")
         assert counts() == before
 
+    @pytest.mark.parametrize("name", ["../../x", "/etc/x", "sub/x"])
+    def test_a_listed_member_that_is_a_path_is_refused(self, study_pool, tmp_path, name):
+        bundle = export_bytes(study_pool)
+        manifest = json.loads(read(bundle, "manifest.json"))
+        manifest["files"][name] = {"sha256": "", "bytes": 1}
+        path = _written(tmp_path, crafted(bundle, {name: b"x"}, manifest=manifest))
+        before = counts()
+
+        for command in (["verify_study", str(path)], ["import_study", str(path), "--pool", "paths"]):
+            with pytest.raises(CommandError, match=rf"^rejected: {re.escape(name)}: not a plain file name"):
+                call_command(*command)
+        assert counts() == before
+
+    def test_a_listed_member_that_is_a_symbolic_link_is_refused(self, study_pool, tmp_path):
+        bundle = export_bytes(study_pool)
+        manifest = json.loads(read(bundle, "manifest.json"))
+        manifest["files"]["link"] = {"sha256": hashlib.sha256(b"/etc/passwd").hexdigest(), "bytes": 11}
+        out = io.BytesIO()
+        with zipfile.ZipFile(io.BytesIO(bundle)) as source, zipfile.ZipFile(out, "w") as target:
+            for name in source.namelist():
+                data = json.dumps(manifest).encode() if name == "manifest.json" else source.read(name)
+                target.writestr(name, data)
+            link = zipfile.ZipInfo("link")
+            link.external_attr = (stat.S_IFLNK | 0o777) << 16
+            target.writestr(link, b"/etc/passwd")
+        path = _written(tmp_path, out.getvalue())
+
+        for command in (["verify_study", str(path)], ["import_study", str(path), "--pool", "link"]):
+            with pytest.raises(CommandError, match=r"^rejected: link: a symbolic link"):
+                call_command(*command)
+        assert not Pool.objects.filter(name="link").exists()
+
     def test_a_member_twice_is_refused(self, study_pool, tmp_path):
         bundle = export_bytes(study_pool)
         out = io.BytesIO()
@@ -415,6 +449,19 @@ CRAFTED = {
         b, {"report.json": json.dumps({**json.loads(read(b, "report.json")), "human_verdict": "nonsense"})}
     ),
     "a created_at that is no date": lambda b: _annotations_changed(b, created_at="yesterday"),
+    # Times no reader can hold: year 0 or 10000 once in UTC (OverflowError), or before 1900.
+    "a created_at before year 1 in UTC": lambda b: _annotations_changed(b, created_at="0001-01-01T00:00:00+14:00"),
+    "a created_at past year 9999 in UTC": lambda b: _annotations_changed(b, created_at="9999-12-31T23:59:59-12:00"),
+    "an updated_at before 1900": lambda b: _annotations_changed(b, updated_at="1899-12-31T23:59:59+00:00"),
+    "a pool created in year 1": lambda b: crafted(
+        b, {"pools.jsonl": jsonl([{**rows_of(b, "pools.jsonl")[0], "created_at": "0001-01-01T00:00:00+14:00"}])}
+    ),
+    # Nested 100,000 deep: Python's parser would end in a RecursionError.
+    "a row nested 100,000 deep": lambda b: crafted(
+        b, {"annotations.jsonl": '{"id": 1, "label": ' + "[" * 100_000 + "]" * 100_000 + "}\n"}
+    ),
+    "a report nested 100,000 deep": lambda b: crafted(b, {"report.json": "[" * 100_000}),
+    "a manifest nested 100,000 deep": lambda b: rezipped(b, {"manifest.json": b'{"format": ' + b"[" * 100_000}),
 }
 
 

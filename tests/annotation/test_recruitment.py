@@ -490,9 +490,8 @@ def test_participant_ids_appear_in_no_other_output(recruitment, pool, researcher
     researcher_client = Client()
     researcher_client.force_login(researcher)
     for fmt in ("csv", "jsonl"):
-        outputs[f"export {fmt}"] = researcher_client.get(
-            f"/api/pools/{pool.name}/annotations/?format={fmt}"
-        ).content.decode()
+        streamed = researcher_client.get(f"/api/pools/{pool.name}/annotations/?format={fmt}").streaming_content
+        outputs[f"export {fmt}"] = b"".join(streamed).decode()
     outputs["pool page"] = researcher_client.get(f"/pools/{pool.name}/").content.decode()
     outputs["report"] = researcher_client.get(f"/reports/{pool.name}/").content.decode()
     outputs["report json"] = researcher_client.get(f"/reports/{pool.name}/export/json/").content.decode()
@@ -506,3 +505,10 @@ def test_participant_ids_appear_in_no_other_output(recruitment, pool, researcher
         assert text, name
         for secret in secrets:
             assert secret not in text, f"{secret} in {name}"
+
+
+def test_a_head_request_on_the_study_link_answers_as_get_without_a_body(recruitment, pool):
+    response = Client().head(link(recruitment))
+
+    assert response.status_code == 302 and response["Location"] == f"/annotate/{pool.name}/"
+    assert response.content == b""

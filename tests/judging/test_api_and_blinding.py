@@ -99,9 +99,8 @@ def test_the_raw_export_says_which_kind_of_rater_each_label_came_from(api, resea
     pool, items = judged_pool
     AnnotationFactory(item=items[0], annotator=annotator, label="correct")
     api.force_authenticate(researcher)
-    rows = list(
-        csv.DictReader(io.StringIO(api.get(f"/api/pools/{pool.name}/annotations/?format=csv").content.decode()))
-    )
+    streamed = api.get(f"/api/pools/{pool.name}/annotations/?format=csv").streaming_content
+    rows = list(csv.DictReader(io.StringIO(b"".join(streamed).decode())))
     human = [row for row in rows if row["origin"] == "human"]
     machine = [row for row in rows if row["origin"] == "judge:smol-judge"]
     assert len(human) == 1 and human[0]["annotator"] == annotator.username

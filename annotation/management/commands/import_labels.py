@@ -2,6 +2,7 @@ import json
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import InterfaceError, OperationalError
 
 from annotation.services.label_files import LabelImportError
 from annotation.services.label_import import labels_import
@@ -29,6 +30,14 @@ class Command(BaseCommand):
             )  # fmt: skip
         except LabelImportError as exc:
             raise CommandError(str(exc)) from None
+        except (OperationalError, InterfaceError) as exc:  # the server restarted, the session was ended
+            # The import is one transaction: a lost connection rolled all of it back.
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            flags = "".join(f" --{flag}" for flag in ("wide", "replace") if options[flag])
+            again = f"import_labels {options['file']} --pool {options['pool']}{flags}"
+            raise CommandError(
+                f"the database connection was lost ({first}); nothing was written: run `manage.py {again}` again"
+            ) from None
         self.stdout.write(
             f"pool {plan.pool.name}: {len(plan.rows)} labels by {len(plan.annotators)} annotators: {plan.new} new, "
             f"{plan.replaced} replaced, {plan.completed} completed, {plan.unchanged} already there"

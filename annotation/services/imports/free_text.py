@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from annotation.models import FREE_SETTING, SETTING_PATTERN, STUDY, PoolItem
 from annotation.services.imports.rows import MODEL_NAME_MAX_LENGTH, Row, check_quality_fields
+from common.json_input import json_loads
 from generation.contexts import post_context, pre_context
 from generation.datasets.base import DATASET_NAME
 from generation.datasets.labels import NAMED_KINDS, free_text_codebook
@@ -26,6 +27,7 @@ from generation.datasets.registry import CODEBOOKS
 from generation.models import Dataset, Instance
 from generation.pronouns import Codebook
 from generation.selectors import dataset_codebook
+from generation.textfiles import nul_problems
 
 REQUIRED = ("item", "model", "dataset", "context", "generation")
 OPTIONAL = ("pronoun", "setting", "sample", "template_id", "name", "gold_label", "gold_extraneous", "explanation")
@@ -97,7 +99,7 @@ def jsonl_records(lines: Iterator[tuple[int, str]], *, name: str, errors: list[s
         if not text.strip():
             continue
         try:
-            record = json.loads(text)
+            record = json_loads(text)
         except json.JSONDecodeError as exc:
             errors.append(f"{name}:{line}: not a JSON object ({exc.msg}, column {exc.colno})")
             continue
@@ -203,7 +205,7 @@ def free_row_parse(
 ) -> Row | None:
     """One row, checked; its problems go to `errors` as `FILE:LINE: field: problem`."""
     value = {column: cells.get(column, "").replace("\r\n", "\n") for column in COLUMNS}
-    nul = [f"{name}:{line}: {column}: holds a NUL character" for column in COLUMNS if "\x00" in value[column]]
+    nul = nul_problems(value, name=name, line=line)
     if nul:  # nothing else is worth reading: PostgreSQL cannot store the cell at all
         errors.extend(nul)
         return None

@@ -3,6 +3,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from common.json_input import json_loads
 from generation.jobs.services import JobParameterError
 from generation.models import DEFAULT_MODEL_NAME
 from judging.models import JudgeMode
@@ -31,7 +32,7 @@ class Command(BaseCommand):
         choices = None
         if options["options"]:
             try:
-                choices = json.loads(_read(options["options"], "options"))
+                choices = json_loads(_read(options["options"], "options"))
             except json.JSONDecodeError as exc:
                 raise CommandError(f"{options['options']}:{exc.lineno}: not JSON ({exc.msg})") from None
         try:
