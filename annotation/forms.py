@@ -2,7 +2,7 @@ from typing import cast
 
 from django import forms
 
-from annotation.models import GOLD, STUDY, TRAINING
+from annotation.models import GOLD, SCALE_CHOICES, STUDY, TRAINING
 from annotation.schema import LABEL_NAMES
 from annotation.services.pool import DRAW_INSTANCES, DRAW_PER_SAMPLE_INDEX, POOL_SEED
 
@@ -135,6 +135,15 @@ class ImportGenerationsForm(forms.Form):
     )
     positive = forms.CharField(
         required=False, label="Positive label", help_text="the label rates count, when the set has no misgendering"
+    )
+    scale = forms.ChoiceField(
+        required=False,
+        label="Scale",
+        choices=[("", "the pool's (nominal for a new pool)"), *SCALE_CHOICES],
+        help_text="ordinal: the labels in the order given; interval: numeric labels",
+    )
+    positive_at_least = forms.CharField(
+        required=False, label="Positive at least", help_text="ordinal or interval: rates count labels from this one up"
     )
     codebook = forms.FileField(
         required=False, label="Codebook", help_text="a free-text dataset's pronoun families (default MISGENDERED's)"

@@ -26,8 +26,8 @@ from rest_framework.views import APIView
 
 from accounts.roles import IsAdmin, IsResearcher
 from annotation.label_imports import JUDGE_LABELS, LABELS, label_import_kind
-from annotation.labelset import positive_label
-from annotation.models import GOLD, STUDY, TRAINING, ImportJob, Pool
+from annotation.labelset import SCALES, positive_label
+from annotation.models import GOLD, NOMINAL, STUDY, TRAINING, ImportJob, Pool
 from annotation.selectors import research
 from annotation.services import AssignmentError, PoolSampleError, assignments_create, pool_sample
 from annotation.services.assignment import DEFAULT_RATERS
@@ -84,6 +84,7 @@ class CellProgressSerializer(serializers.Serializer):
 class PoolDetailSerializer(serializers.Serializer):
     name = serializers.CharField()
     labels = serializers.ListField(child=serializers.CharField())
+    scale = serializers.CharField(help_text="nominal, ordinal or interval")
     positive_label = serializers.CharField(allow_null=True, help_text="the label rates count; null: none in the set")
     active = serializers.BooleanField(help_text="an active draw: each item carries its inclusion probability")
     active_judge_run = serializers.IntegerField(allow_null=True, help_text="the judge run an active draw used")
@@ -144,6 +145,7 @@ def _pool_detail(pool: Pool) -> dict:
     return {
         "name": pool.name,
         "labels": list(pool.labels),
+        "scale": pool.scale,
         "positive_label": positive_label(pool),
         "active": pool.active_run_id is not None,
         "active_judge_run": pool.active_run_id,
@@ -183,6 +185,17 @@ class PoolListCreateApi(_ResearcherReadsAdminWrites, APIView):
             min_value=0, required=False, allow_null=True, default=None,
             help_text="active: the expected number of contexts people label",
         )  # fmt: skip
+        labels = serializers.ListField(
+            child=serializers.CharField(max_length=64, trim_whitespace=False), required=False, allow_null=True,
+            default=None, help_text="the pool's label set (default correct, misgendering, no_pronoun)",
+        )  # fmt: skip
+        scale = serializers.ChoiceField(
+            choices=list(SCALES), default=NOMINAL,
+            help_text="nominal, ordinal (labels in the order given) or interval (numeric labels)",
+        )  # fmt: skip
+        positive = serializers.CharField(
+            required=False, allow_blank=True, default="", help_text="the label rates count (only for rates)"
+        )
 
     @extend_schema(responses={200: PoolSummarySerializer(many=True)})
     def get(self, request):
@@ -221,6 +234,9 @@ class PoolListCreateApi(_ResearcherReadsAdminWrites, APIView):
                 active=data["active"],
                 judge_run=data["judge_run"],
                 budget=data["budget"],
+                labels=data["labels"],
+                scale=data["scale"],
+                positive=data["positive"],
             )
         except PoolSampleError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
@@ -280,6 +296,13 @@ class PoolImportListCreateApi(APIView):
             allow_blank=True,
             help_text="generations: the label rates count (a set without misgendering)",
         )
+        scale = serializers.ChoiceField(
+            choices=["", *SCALES], required=False, default="", help_text="generations: nominal, ordinal or interval"
+        )
+        positive_at_least = serializers.CharField(
+            required=False, allow_blank=True, default="",
+            help_text="generations, ordinal or interval: rates count labels at or above this one",
+        )  # fmt: skip
         codebook = serializers.FileField(
             required=False, help_text="generations: a free-text dataset's codebook (default MISGENDERED's)"
         )
@@ -318,7 +341,11 @@ class PoolImportListCreateApi(APIView):
             return _label_import(pool, kind, values, request.user)
         try:
             options = generation_options(
-                labels=values.get("labels", ""), positive=values.get("positive", ""), codebook=values.get("codebook")
+                labels=values.get("labels", ""),
+                positive=values.get("positive", ""),
+                codebook=values.get("codebook"),
+                scale=values.get("scale", ""),
+                positive_at_least=values.get("positive_at_least", ""),
             )
         except UploadOptionsError as exc:
             return Response({"detail": str(exc), "errors": []}, status=status.HTTP_400_BAD_REQUEST)

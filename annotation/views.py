@@ -125,7 +125,13 @@ def pool_import(request, name: str):
 
         data = form.cleaned_data
         try:
-            options = generation_options(labels=data["labels"], positive=data["positive"], codebook=data["codebook"])
+            options = generation_options(
+                labels=data["labels"],
+                positive=data["positive"],
+                codebook=data["codebook"],
+                scale=data["scale"],
+                positive_at_least=data["positive_at_least"],
+            )
         except UploadOptionsError as exc:
             form.add_error(None, f"Import failed, nothing was written: {exc}.")
     if form.is_valid() and request.POST.get("preview") == "true":

@@ -29,8 +29,9 @@ import numpy as np
 from django.db import transaction
 
 from annotation.active import ActiveDrawError, active_draw, inclusion_probabilities, judged_contexts
-from annotation.models import Pool, PoolItem
-from annotation.schema import MISGENDERING
+from annotation.labelset import LabelSetError, labels_check
+from annotation.models import NOMINAL, Pool, PoolItem
+from annotation.schema import DEFAULT_LABELS, MISGENDERING
 from common.audit import CREATE, audit_record
 from generation.contexts import setting_rank
 from generation.datasets.labels import dataset_label
@@ -254,13 +255,14 @@ def _draw_active(
 
 def _write_pool(
     *, name: str, per_cell: int | None, seed: int, jobs: list[Job], chosen, created_by,
-    active: ActiveDraw | None = None,
+    active: ActiveDraw | None = None, label_set: dict | None = None,
 ) -> tuple[Pool, int]:  # fmt: skip
     generations = Generation.objects.select_related("instance").in_bulk([pk for _, pk in chosen])
     with transaction.atomic():
         pool = Pool.objects.create(
             name=name, per_cell=per_cell, seed=seed, created_by=created_by,
             active_run_id=active.run_id if active else None, active_budget=active.budget if active else None,
+            **(label_set or {}),
         )  # fmt: skip
         pool.jobs.set(jobs)
         data: dict = {"per_cell": per_cell, "seed": seed, "jobs": [job.pk for job in jobs], "items": len(chosen)}
@@ -303,6 +305,9 @@ def pool_sample(
     active: bool = False,
     judge_run: int | None = None,
     budget: float | None = None,
+    labels: list[str] | None = None,
+    scale: str = NOMINAL,
+    positive: str = "",
 ) -> PoolSampleResult:
     """Draw a pool per model x dataset x setting x pronoun from finished jobs (see the module docstring).
 
@@ -316,6 +321,7 @@ def pool_sample(
     `per_cell` do not apply. Refused (PoolSampleError, nothing written) when the run does not cover the job or has
     no probabilities.
     """
+    label_set = _declared_labels(labels, scale, positive)
     if active:
         return _pool_sample_active(
             name=name, job_ids=job_ids, judge_run=judge_run, budget=budget, seed=seed, created_by=created_by
@@ -354,9 +360,23 @@ def pool_sample(
         per_cell if draw == DRAW_PER_SAMPLE_INDEX else (instances * sizes.pop() if len(sizes) == 1 else None)
     )
     result.pool, result.items = _write_pool(
-        name=name, per_cell=stored_per_cell, seed=seed, jobs=jobs, chosen=chosen, created_by=created_by
-    )
+        name=name, per_cell=stored_per_cell, seed=seed, jobs=jobs, chosen=chosen, created_by=created_by,
+        label_set=label_set,
+    )  # fmt: skip
     return result
+
+
+def _declared_labels(labels: list[str] | None, scale: str, positive: str) -> dict:
+    """The pool's label set, scale and positive label as declared (docs/domain.md, "Scales"), checked; none
+    declared: the schema's three, nominal."""
+    if labels is None and scale == NOMINAL and not positive:
+        return {}
+    chosen = list(labels) if labels is not None else list(DEFAULT_LABELS)
+    try:
+        labels_check(chosen, positive, scale=scale)
+    except LabelSetError as exc:
+        raise PoolSampleError(f"labels: {exc}") from None
+    return {"labels": chosen, "scale": scale, "positive_label": positive}
 
 
 def _pool_sample_active(
