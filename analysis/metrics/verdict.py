@@ -222,32 +222,48 @@ def alt_test(
     epsilon: float = 0.15,
     q: float = 0.05,
     min_items: int = 30,
+    values: Mapping[str, float] | None = None,
 ) -> AltTest:
     """The Alternative Annotator Test (Calderon, Reichart & Dror, ACL 2025) of a judge against the annotators.
 
     `judge` maps an item to the judge's label, `annotations` an item to {annotator: label}. The items are those with
     at least two human annotations and a judge label. Each annotator j with at least `min_items` such items is
     tested (every other annotator in `annotations` is `skipped`, however few such items they have, none included):
-    on each of j's items i, with S(x) the share of the other annotators' labels
-    equal to x, the judge wins when S(judge) >= S(j's label) and j wins when S(j's label) >= S(judge) (a tie is a
-    win for both); d = j's wins - the judge's wins, and p_j is scipy's one-sided t-test of mean d < epsilon (a NaN
-    p-value, as when every d is equal, is reported as None and never rejected). Benjamini-Yekutieli at level q over
-    the tested annotators decides which nulls fall; omega = rejected / tested, and the judge passes when omega >=
-    0.5. rho, the mean over tested annotators of the judge's winning share, ranks judges and does not depend on
-    epsilon. With fewer than two tested annotators the test is not run (omega, rho and passed None, `note` says
-    why); with two it runs and `note` recommends three or more."""
+    on each of j's items i, with S(x) the alignment of x with the other annotators' labels, the judge wins when
+    S(judge) >= S(j's label) and j wins when S(j's label) >= S(judge) (a tie is a win for both); d = j's wins - the
+    judge's wins, and p_j is scipy's one-sided t-test of mean d < epsilon (a NaN p-value, as when every d is equal,
+    is reported as None and never rejected). Benjamini-Yekutieli at level q over the tested annotators decides which
+    nulls fall; omega = rejected / tested, and the judge passes when omega >= 0.5. rho, the mean over tested
+    annotators of the judge's winning share, ranks judges and does not depend on epsilon. With fewer than two tested
+    annotators the test is not run (omega, rho and passed None, `note` says why); with two it runs and `note`
+    recommends three or more.
+
+    S(x) is the share of the other labels equal to x (nominal), or, given `values` (label -> number: an ordinal
+    label's rank, an interval label's value; docs/domain.md, "Scales"), minus the root mean squared difference
+    between x and the other labels (the reference code's `neg_rmse`)."""
+    wins = _alt_test_indicators(judge=judge, annotations=annotations, values=values)
+    return _alt_test_of(wins, annotations=annotations, epsilon=epsilon, q=q, min_items=min_items)
+
+
+def _alt_test_of(
+    wins: dict[str, list[tuple[int, int]]],
+    *,
+    annotations: Mapping[Hashable, Mapping[str, str]],
+    epsilon: float,
+    q: float,
+    min_items: int,
+) -> AltTest:
     from scipy import stats
 
-    tested = _alt_test_indicators(judge=judge, annotations=annotations, min_items=min_items)
-    tested = {annotator: wins for annotator, wins in sorted(tested.items()) if len(wins) >= min_items}
+    tested = {annotator: given for annotator, given in sorted(wins.items()) if len(given) >= min_items}
     # Every other annotator of `annotations` is skipped, one with none of the test's items too (as the reference's
     # loop over all annotators skips them).
     skipped = sorted({annotator for given in annotations.values() for annotator in given} - set(tested))
     rows: list[AltTestAnnotator] = []
     p_values: list[float] = []
-    for annotator, wins in tested.items():
-        judge_wins = np.array([w_f for w_f, _ in wins], dtype=float)
-        human_wins = np.array([w_h for _, w_h in wins], dtype=float)
+    for annotator, given in tested.items():
+        judge_wins = np.array([w_f for w_f, _ in given], dtype=float)
+        human_wins = np.array([w_h for _, w_h in given], dtype=float)
         with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
             warnings.simplefilter("ignore", RuntimeWarning)  # scipy warns, then answers NaN, when every d is equal
             p = float(stats.ttest_1samp(human_wins - judge_wins, epsilon, alternative="less").pvalue)
@@ -255,7 +271,7 @@ def alt_test(
         rows.append(
             {
                 "annotator": annotator,
-                "n": len(wins),
+                "n": len(given),
                 "p_value": finite(p),
                 "rejected": False,
                 "rho": float(judge_wins.mean()),
@@ -287,38 +303,75 @@ def alt_test(
     return result
 
 
+class AltTestByEpsilon(TypedDict):
+    omega_by_epsilon: dict[str, float | None]
+    annotators_by_epsilon: dict[str, list[dict]]
+
+
+def alt_test_by_epsilon(
+    *,
+    judge: Mapping[Hashable, str],
+    annotations: Mapping[Hashable, Mapping[str, str]],
+    q: float = 0.05,
+    min_items: int = 30,
+    values: Mapping[str, float] | None = None,
+) -> AltTestByEpsilon:
+    """`alt_test` at epsilon = 0, 0.05, ..., 0.30, keyed "0.00" to "0.30": the winning rate omega (None where the test
+    is not run) and each tested annotator's `annotator`, `p_value` and `rejected`."""
+    wins = _alt_test_indicators(judge=judge, annotations=annotations, values=values)
+    omega: dict[str, float | None] = {}
+    annotators: dict[str, list[dict]] = {}
+    for epsilon in ALT_TEST_EPSILONS:
+        test = _alt_test_of(wins, annotations=annotations, epsilon=epsilon, q=q, min_items=min_items)
+        omega[f"{epsilon:.2f}"] = test["omega"]
+        annotators[f"{epsilon:.2f}"] = [
+            {"annotator": row["annotator"], "p_value": row["p_value"], "rejected": row["rejected"]}
+            for row in test["annotators"]
+        ]
+    return {"omega_by_epsilon": omega, "annotators_by_epsilon": annotators}
+
+
 def alt_test_omega_by_epsilon(
     *,
     judge: Mapping[Hashable, str],
     annotations: Mapping[Hashable, Mapping[str, str]],
     q: float = 0.05,
     min_items: int = 30,
+    values: Mapping[str, float] | None = None,
 ) -> dict[str, float | None]:
     """The winning rate omega of `alt_test` at epsilon = 0, 0.05, ..., 0.30, keyed "0.00" to "0.30" (None where the
     test is not run)."""
-    return {
-        f"{epsilon:.2f}": alt_test(judge=judge, annotations=annotations, epsilon=epsilon, q=q, min_items=min_items)[
-            "omega"
-        ]
-        for epsilon in ALT_TEST_EPSILONS
-    }
+    return alt_test_by_epsilon(judge=judge, annotations=annotations, q=q, min_items=min_items, values=values)[
+        "omega_by_epsilon"
+    ]
 
 
 def _alt_test_indicators(
-    *, judge: Mapping[Hashable, str], annotations: Mapping[Hashable, Mapping[str, str]], min_items: int
+    *,
+    judge: Mapping[Hashable, str],
+    annotations: Mapping[Hashable, Mapping[str, str]],
+    values: Mapping[str, float] | None = None,
 ) -> dict[str, list[tuple[int, int]]]:
     """Per annotator, (W^f, W^h) on each of their items that has two or more annotations and a judge label; every
-    annotator of such an item appears, with however many items they have."""
+    annotator of such an item appears, with however many items they have. Items are taken in sorted order, so that
+    nothing depends on the order the annotations were read in."""
     wins: dict[str, list[tuple[int, int]]] = {}
-    for item, by_annotator in annotations.items():
+    for item in sorted(annotations, key=str):
+        by_annotator = annotations[item]
         if len(by_annotator) < 2 or not judge.get(item):  # a blank judge label is no label
             continue
         judged = judge[item]
-        for annotator, label in by_annotator.items():
+        for annotator in sorted(by_annotator):
+            label = by_annotator[annotator]
             others = [other for name, other in by_annotator.items() if name != annotator]
-            share_judge = sum(other == judged for other in others) / len(others)
-            share_human = sum(other == label for other in others) / len(others)
-            wins.setdefault(annotator, []).append((int(share_judge >= share_human), int(share_human >= share_judge)))
+            if values is None:
+                align_judge = sum(other == judged for other in others) / len(others)
+                align_human = sum(other == label for other in others) / len(others)
+            else:
+                rest = np.array([values[other] for other in others], dtype=float)
+                align_judge = -math.sqrt(float(np.mean((values[judged] - rest) ** 2)))
+                align_human = -math.sqrt(float(np.mean((values[label] - rest) ** 2)))
+            wins.setdefault(annotator, []).append((int(align_judge >= align_human), int(align_human >= align_judge)))
     return wins
 
 
