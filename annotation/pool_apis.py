@@ -131,6 +131,12 @@ class LabelImportResultSerializer(serializers.Serializer):
     unchanged = serializers.IntegerField(required=False, help_text="labels")
     run = serializers.IntegerField(required=False, help_text="judge_labels: the new judge run")
     labels = serializers.IntegerField(required=False, help_text="judge_labels: labels written")
+    new_labels = serializers.ListField(
+        child=serializers.CharField(), required=False, help_text="judge_labels: labels the pool gained (extend_labels)"
+    )
+    already_imported = serializers.BooleanField(
+        required=False, help_text="judge_labels: the same labels were imported before for this judge: nothing written"
+    )
     judge = serializers.CharField(required=False)
     version = serializers.IntegerField(required=False)
 
@@ -311,6 +317,9 @@ class PoolImportListCreateApi(APIView):
         judge = serializers.CharField(required=False, allow_blank=True, help_text="judge_labels: the judge's name")
         model_id = serializers.CharField(required=False, allow_blank=True, help_text="judge_labels: e.g. gpt-4o")
         description = serializers.CharField(required=False, allow_blank=True, help_text="judge_labels")
+        extend_labels = serializers.BooleanField(
+            default=False, help_text="judge_labels: add labels outside the pool's set as categories"
+        )
         prompt = serializers.CharField(
             required=False, allow_blank=True, trim_whitespace=False, help_text="judge_labels: the prompt it was given"
         )
