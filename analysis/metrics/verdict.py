@@ -23,7 +23,7 @@ import numpy as np
 
 from analysis.metrics.agreement import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED, ZERO_WIDTH, cohen_kappa_square, finite
 from analysis.metrics.multirater import _categories, gwet_ac1
-from analysis.metrics.resampling import resample_index
+from analysis.metrics.resampling import resampled_sums
 
 # scipy.stats is imported where it is used (see agreement.py): web processes import this module with their URLs.
 
@@ -118,7 +118,7 @@ def chance_corrected(
     }
     if n < 2:
         return figures
-    tables = _tables(a, b, labels, resample_index(n, draws=draws, seed=seed))
+    tables = _resampled_tables(a, b, labels, draws=draws, seed=seed)
     figures["cohen_kappa_boot_ci"] = _percentile_ci(_cohen_kappa(tables))
     figures["scott_pi_boot_ci"] = _percentile_ci(_scott_pi(tables))
     figures["gwet_ac1_boot_ci"] = _percentile_ci(_gwet_ac1(tables))
@@ -145,6 +145,20 @@ def _tables(a: Sequence[Hashable], b: Sequence[Hashable], labels: Sequence[Hasha
     draws = index.shape[0]
     flat = cells[index] + (np.arange(draws, dtype=np.int64) * k * k)[:, None]
     return np.bincount(flat.ravel(), minlength=draws * k * k).reshape(draws, k, k).astype(float)
+
+
+def _resampled_tables(
+    a: Sequence[Hashable], b: Sequence[Hashable], labels: Sequence[Hashable], *, draws: int, seed: int
+) -> np.ndarray:
+    """`_tables` over the resamples of `resample_index(n, draws, seed)`, as the sums over each resample of the
+    items' one-hot cells (`resampled_sums`: one matrix product once a size's counts are kept; integer counts, so the
+    same tables as counting each resample's cells)."""
+    code = {label: i for i, label in enumerate(labels)}
+    k = len(labels)
+    cells = np.array([code[x] * k + code[y] for x, y in zip(a, b, strict=True)], dtype=np.int64)
+    one_hot = np.zeros((cells.size, k * k))
+    one_hot[np.arange(cells.size), cells] = 1.0
+    return resampled_sums(one_hot, draws=draws, seed=seed).reshape(draws, k, k)
 
 
 def _chance_corrected(p_o: np.ndarray, p_e: np.ndarray) -> np.ndarray:
@@ -306,6 +320,7 @@ def _alt_test_of(
 class AltTestByEpsilon(TypedDict):
     omega_by_epsilon: dict[str, float | None]
     annotators_by_epsilon: dict[str, list[dict]]
+    test: AltTest  # at the `epsilon` asked for
 
 
 def alt_test_by_epsilon(
@@ -315,20 +330,23 @@ def alt_test_by_epsilon(
     q: float = 0.05,
     min_items: int = 30,
     values: Mapping[str, float] | None = None,
+    epsilon: float = 0.15,
 ) -> AltTestByEpsilon:
     """`alt_test` at epsilon = 0, 0.05, ..., 0.30, keyed "0.00" to "0.30": the winning rate omega (None where the test
-    is not run) and each tested annotator's `annotator`, `p_value` and `rejected`."""
+    is not run) and each tested annotator's `annotator`, `p_value` and `rejected`; and `test`, the whole test at
+    `epsilon` (the wins are counted once for all of them)."""
     wins = _alt_test_indicators(judge=judge, annotations=annotations, values=values)
     omega: dict[str, float | None] = {}
     annotators: dict[str, list[dict]] = {}
-    for epsilon in ALT_TEST_EPSILONS:
-        test = _alt_test_of(wins, annotations=annotations, epsilon=epsilon, q=q, min_items=min_items)
-        omega[f"{epsilon:.2f}"] = test["omega"]
-        annotators[f"{epsilon:.2f}"] = [
+    for each in ALT_TEST_EPSILONS:
+        test = _alt_test_of(wins, annotations=annotations, epsilon=each, q=q, min_items=min_items)
+        omega[f"{each:.2f}"] = test["omega"]
+        annotators[f"{each:.2f}"] = [
             {"annotator": row["annotator"], "p_value": row["p_value"], "rejected": row["rejected"]}
             for row in test["annotators"]
         ]
-    return {"omega_by_epsilon": omega, "annotators_by_epsilon": annotators}
+    test = _alt_test_of(wins, annotations=annotations, epsilon=epsilon, q=q, min_items=min_items)
+    return {"omega_by_epsilon": omega, "annotators_by_epsilon": annotators, "test": test}
 
 
 def alt_test_omega_by_epsilon(

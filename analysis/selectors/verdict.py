@@ -13,6 +13,7 @@ label, else the majority of the annotations, a tie having none (unlike the repor
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
@@ -24,7 +25,6 @@ import numpy as np
 from analysis.metrics.multirater import SCALE_KEYS
 from analysis.metrics.scales import errors, human_value, label_numbers, weighted_kappas
 from analysis.metrics.verdict import (
-    alt_test,
     alt_test_by_epsilon,
     chance_corrected,
     coverage_at,
@@ -33,7 +33,7 @@ from analysis.metrics.verdict import (
     selective_threshold,
 )
 from analysis.report.machine_types import JudgeVerdictRow, PredictionPoweredRow
-from annotation.labelset import positive_label
+from annotation.labelset import positive_label, positive_labels
 from annotation.models import NOMINAL, STUDY, Pool, PoolItem
 from annotation.schema import MISGENDERING
 from common.frames import pd
@@ -261,14 +261,11 @@ def run_verdict(
             for item, given in annotations_by_item.items()
             if all(label in numbers for label in given.values())
         }
-    test = alt_test(
-        judge=judge_by_item, annotations=annotations_by_item, epsilon=parameters.epsilon, q=parameters.q,
-        min_items=parameters.min_items, values=numbers,
-    )  # fmt: skip
     by_epsilon = alt_test_by_epsilon(
         judge=judge_by_item, annotations=annotations_by_item, q=parameters.q, min_items=parameters.min_items,
-        values=numbers,
+        values=numbers, epsilon=parameters.epsilon,
     )  # fmt: skip
+    test = by_epsilon["test"]
     scale = pool.scale
 
     labelled = sorted(i for i in judge_labels if side.label.get(i) is not None)
@@ -383,27 +380,42 @@ def judge_verdict(
 def _stratum_rows(*, run: JudgeRun, model: str, dataset: str, pronoun: str, units: dict, labelled: dict) -> dict:
     """units: context -> the judge's P(positive label) of each of its samples; labelled: context -> [(Y sample,
     Yhat sample)] of its pool samples with a human label."""
-    y = [float(np.mean([h for h, _ in pairs])) for _, pairs in sorted(labelled.items())]
-    yhat = [float(np.mean([p for _, p in pairs])) for _, pairs in sorted(labelled.items())]
-    unlabelled = [float(np.mean(values)) for context, values in sorted(units.items()) if context not in labelled]
+    # Plain sums: a stratum has thousands of contexts of a few samples, where numpy's mean costs more than the sum.
+    y = [math.fsum(h for h, _ in pairs) / len(pairs) for _, pairs in sorted(labelled.items())]
+    yhat = [math.fsum(p for _, p in pairs) / len(pairs) for _, pairs in sorted(labelled.items())]
+    unlabelled = [
+        math.fsum(values) / len(values) for context, values in sorted(units.items()) if context not in labelled
+    ]
     figures = ppi_mean(y=y, yhat=yhat, yhat_unlabelled=unlabelled, alpha=PPI_ALPHA)
     return {"judge": run.judge.name, "run": run.pk, "model": model, "dataset": dataset, "pronoun": pronoun, **figures}
 
 
-def _yhat(run: JudgeRun, options: dict[str, str], label: str, scores: dict, positive: str) -> float:
-    """Yhat of one judged sample (docs/domain.md, "Bring your own study"): the positive label's probability, else
-    (an imported label without probabilities) 1[label = positive]."""
+def _positives(positive: str | frozenset[str]) -> frozenset[str]:
+    """The labels a rate counts: one positive label, or those at or above a threshold (docs/domain.md, "Scales")."""
+    return frozenset([positive]) if isinstance(positive, str) else positive
+
+
+def _p_positive(run: JudgeRun, options: dict[str, str], scores: dict, positive: str | frozenset[str]) -> float:
+    probabilities = option_probabilities(run.mode, options, scores)
+    return float(sum(probabilities[label] for label in _positives(positive) if label in probabilities))
+
+
+def _yhat(run: JudgeRun, options: dict[str, str], label: str, scores: dict, positive: str | frozenset[str]) -> float:
+    """Yhat of one judged sample (docs/domain.md, "Bring your own study"): the positive label's probability (the
+    positive labels' summed), else (an imported label without probabilities) 1[label is positive]."""
     if run.mode == JudgeMode.IMPORTED and not scores:
-        return float(label == positive)
-    return option_probabilities(run.mode, options, scores)[positive]
+        return float(label in _positives(positive))
+    return _p_positive(run, options, scores, positive)
 
 
-def run_prediction_powered_pool(*, run: JudgeRun, pool: Pool, side: HumanSide, positive: str) -> list[dict]:
+def run_prediction_powered_pool(
+    *, run: JudgeRun, pool: Pool, side: HumanSide, positive: str | frozenset[str]
+) -> list[dict]:
     """The rows of one run over a pool without a job (docs/domain.md, "Bring your own study"): the units are the
     pool's contexts (model, dataset, setting, pronoun and context text); labelled ones have people's labels, the
     others only the judge's. Per model x dataset x stated pronoun, then pronoun "all" per model x dataset."""
     options = run.judge.option_map
-    if positive not in options:
+    if not _positives(positive) & set(options):
         return []
     judged = {row.item_id: _yhat(run, options, row.label, row.scores, positive)
               for row in run_pool_labels(run=run, pool=pool) if row.label}  # fmt: skip
@@ -419,7 +431,7 @@ def run_prediction_powered_pool(*, run: JudgeRun, pool: Pool, side: HumanSide, p
         units[key].append(judged[item_id])
         label = side.label.get(item_id)
         if label is not None:
-            labelled[key].append((float(label == positive), judged[item_id]))
+            labelled[key].append((float(label in _positives(positive)), judged[item_id]))
     out = []
     for model, dataset in sorted({(key[0], key[1]) for key in units}):
         stratum = {key for key in units if key[:2] == (model, dataset)}
@@ -439,12 +451,14 @@ def run_prediction_powered_pool(*, run: JudgeRun, pool: Pool, side: HumanSide, p
     return out
 
 
-def run_prediction_powered(*, run: JudgeRun, pool: Pool, side: HumanSide, positive: str = MISGENDERING) -> list[dict]:
+def run_prediction_powered(
+    *, run: JudgeRun, pool: Pool, side: HumanSide, positive: str | frozenset[str] = MISGENDERING
+) -> list[dict]:
     """The rows of one run over a generation job: per pronoun of the job, then pronoun "all"."""
     job = run.source_job
     assert job is not None
     options = run.judge.option_map
-    if positive not in options:
+    if not _positives(positive) & set(options):
         return []
     model, dataset = job.model.name, dataset_label(job.dataset)
     # context (instance, setting) -> pronoun, and each judged generation's P(misgendering)
@@ -458,7 +472,7 @@ def run_prediction_powered(*, run: JudgeRun, pool: Pool, side: HumanSide, positi
                      "generation__instance__pronoun")
     )  # fmt: skip
     for generation_id, scores, instance_id, setting, pronoun in rows:
-        probability[generation_id] = option_probabilities(run.mode, options, scores)[positive]
+        probability[generation_id] = _p_positive(run, options, scores, positive)
         context_of[generation_id] = (instance_id, setting)
         pronoun_of[(instance_id, setting)] = pronoun
     units: dict[tuple[int, str], list[float]] = defaultdict(list)
@@ -470,7 +484,7 @@ def run_prediction_powered(*, run: JudgeRun, pool: Pool, side: HumanSide, positi
         label = side.label.get(item_id)
         if label is None or generation_id not in probability:
             continue
-        labelled[context_of[generation_id]].append((float(label == positive), probability[generation_id]))
+        labelled[context_of[generation_id]].append((float(label in _positives(positive)), probability[generation_id]))
     out = []
     for pronoun in [p for p in job.generation_run.pronouns if p in set(pronoun_of.values())]:
         keep = {context for context, base in pronoun_of.items() if base == pronoun}
@@ -495,15 +509,16 @@ def prediction_powered(
     """One row per run over one of the pool's generation jobs x model x dataset x pronoun, plus pronoun "all" per
     model x dataset (docs/domain.md, 'The judge's verdict': prediction-powered rates); on a pool without a job, the
     same per run over the pool, its units the pool's contexts ("Bring your own study"). The rate is the pool's
-    positive label's (`annotation.labelset.positive_label`); a pool with none has no rates. `runs`: `covering_runs`
+    positive label's (`annotation.labelset.positive_label`), or on an ordinal or interval pool with a threshold the
+    share of labels at or above it (`positive_labels`); a pool with neither has no rates. `runs`: `covering_runs`
     of the pool, read here unless the caller has them. An active pool has none: PPI++ takes its labelled units as a
     uniform draw, which an active draw is not (its estimate is `active_rates`)."""
     runs = covering_runs(pool=pool) if runs is None else runs
-    positive = positive_label(pool)
+    positive = positive_label(pool) or frozenset(positive_labels(pool)) or None
     if not runs or positive is None or pool.active_run_id is not None:
         return []
     without_job = not pool.jobs.exists()
-    side = human_side(frame=frame)
+    side = human_side(frame=frame, labels=list(pool.labels), scale=pool.scale)
     rows = []
     for run in runs:
         if run.source_job_id is not None:

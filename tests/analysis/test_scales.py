@@ -61,9 +61,9 @@ def _write(path: Path, header: list[str], rows: list[list[str]]) -> Path:
     return path
 
 
-def _build(folder: Path, *, name: str, shuffle: int | None = None):
+def _build(folder: Path, *, name: str, shuffle: int | None = None, positive_at_least: str = ""):
     people, judge = _ratings(11)
-    pool = PoolFactory(name=name, labels=list(ORDER), scale=ORDINAL)
+    pool = PoolFactory(name=name, labels=list(ORDER), scale=ORDINAL, positive_at_least=positive_at_least)
     # The items in one order: the pool's order is the bootstrap's (docs/domain.md, "Multi-rater statistics").
     for item in people:
         PoolItemFactory(pool=pool, external_id=item, dataset="study", continuation=f"text of {item}")
@@ -90,7 +90,7 @@ def _build(folder: Path, *, name: str, shuffle: int | None = None):
 def built(module_db, tmp_path_factory):
     folder = tmp_path_factory.mktemp("scales")
     with module_db():
-        return _build(folder, name="ordinal"), _build(folder, name="shuffled", shuffle=5)
+        return _build(folder, name="ordinal", positive_at_least="Very good"), _build(folder, name="shuffled", shuffle=5)
 
 
 def _by_person(people: dict[str, dict[str, str]], names: list[str]) -> dict[str, list[str]]:
@@ -252,3 +252,27 @@ def test_an_interval_pool_of_two_fixed_annotators_gets_cohens_kappa_between_them
     assert block["krippendorff_alpha"] == pytest.approx(krippendorff.alpha(data, level_of_measurement="interval"))
     differences = np.array([float(x) - float(y) for x, y in zip(a, b, strict=True)])
     assert block["mae"] == pytest.approx(np.abs(differences).mean())
+
+
+def test_rates_count_the_labels_at_or_above_the_threshold(built):
+    (people, judge, report), _ = built
+    assert report["rates_note"] is None
+    (row,) = [r for r in report["prediction_powered"] if r["pronoun"] == "all"]
+    high = {"Very good", "Excellent!"}
+    median = {item: sorted(given.values(), key=ORDER.index)[1] for item, given in people.items()}
+    # the items share one context (the factory's): one labelled unit, its Y the share of positive medians
+    assert (row["n"], row["N"]) == (1, 0)
+    assert row["human_rate"] == pytest.approx(np.mean([median[item] in high for item in people]))
+    assert row["judge_rate"] == pytest.approx(np.mean([judge[item] in high for item in people]))
+
+
+def test_without_a_positive_label_or_threshold_the_rates_tables_say_how_to_get_them(built):
+    from analysis.report.exports.render import report_render
+
+    _, (_, _, report) = built
+    assert report["prediction_powered"] == []
+    assert "--positive-at-least" in report["rates_note"]
+    page = report_render(report=report, fmt="html").body
+    assert "--positive LABEL" in page
+    latex = report_render(report=report, fmt="latex", table="prediction_powered").body
+    assert "filled by no rates" in latex and "--positive-at-least" in latex
