@@ -2,7 +2,7 @@
 items with 3 annotators' labels and 6 API judges' labels, and the cold report of the pool, each under 10 s.
 
     python benchmarks/bench_study_shapes.py [--items 2552] [--annotators 3] [--judges 6]
-        [--scale nominal|ordinal] [--database sqlite|postgres]
+        [--scale nominal|ordinal] [--database sqlite|postgres] [--pronoun xe]
 
 Writes the study's files as a researcher has them (generations as CSV; people's labels in the long format, labels
 spelled as the study spelled them; one CSV per judge with prob_<label>), in a fresh database (SQLite in a temporary
@@ -54,7 +54,7 @@ def _write(path: Path, header: list[str], rows) -> Path:
     return path
 
 
-def _files(work: Path, *, items: int, annotators: int, judges: int, labels: list[str]) -> dict:
+def _files(work: Path, *, items: int, annotators: int, judges: int, labels: list[str], pronoun: str) -> dict:
     rng = random.Random(17)
     truth = [rng.choices(range(len(labels)), weights=[6, 3, 1, 1, 1][: len(labels)])[0] for _ in range(items)]
 
@@ -66,7 +66,7 @@ def _files(work: Path, *, items: int, annotators: int, judges: int, labels: list
         ["item", "model", "dataset", "context", "generation", "pronoun", "sample"],
         (
             [f"s{n}", f"model-{n % 4}", "released", f"Context {n // 2} of the released study about Alex. ",
-             f"Alex said xe would come; generated text {n}.", "xe", n % 2]
+             f"Alex said xe would come; generated text {n}.", pronoun, n % 2]
             for n in range(items)
         ),
     )  # fmt: skip
@@ -98,13 +98,15 @@ def child(steps: list[list[str]]) -> None:
     from django.core.management import call_command
 
     cache.clear()
-    seconds = []
+    seconds, cpu = [], []
     with open(os.devnull, "w") as quiet:
         for command in steps:
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             call_command(*command, stdout=quiet)
             seconds.append(round(time.perf_counter() - start, 2))
-    print(json.dumps({"seconds": round(sum(seconds), 2), "steps": seconds}))
+            cpu.append(round(time.process_time() - start_cpu, 2))
+    # CPU seconds beside the wall's: on a shared machine the wall time is mostly waiting for a core.
+    print(json.dumps({"seconds": round(sum(seconds), 2), "cpu_seconds": round(sum(cpu), 2), "steps": seconds}))
 
 
 def _timed(steps: list[list[str]]) -> dict:
@@ -124,6 +126,12 @@ def main() -> None:
     parser.add_argument("--judges", type=int, default=6)
     parser.add_argument("--scale", choices=["nominal", "ordinal"], default="nominal")
     parser.add_argument("--database", choices=["sqlite", "postgres"], default="sqlite")
+    parser.add_argument(
+        "--pronoun",
+        default="",
+        help="the pronoun every generation states (the heuristic then runs, loading spaCy); default none, as in "
+        "the released studies",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.child:
@@ -132,7 +140,14 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="concord-bench-shapes-"))
     _setup_database(options.database, work)
     labels = NOMINAL_LABELS if options.scale == "nominal" else ORDINAL_LABELS
-    files = _files(work, items=options.items, annotators=options.annotators, judges=options.judges, labels=labels)
+    files = _files(
+        work,
+        items=options.items,
+        annotators=options.annotators,
+        judges=options.judges,
+        labels=labels,
+        pronoun=options.pronoun,
+    )
     subprocess.run([sys.executable, str(ROOT / "manage.py"), "migrate", "--verbosity", "0"], check=True)
     load_before = os.getloadavg()
     declare = ["--labels", ",".join(labels), "--scale", options.scale]
@@ -148,6 +163,7 @@ def main() -> None:
     result = {
         "database": options.database,
         "scale": options.scale,
+        "pronoun": options.pronoun or None,
         "items": options.items,
         "annotators": options.annotators,
         "judges": options.judges,

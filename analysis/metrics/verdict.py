@@ -379,16 +379,18 @@ def _alt_test_indicators(
         if len(by_annotator) < 2 or not judge.get(item):  # a blank judge label is no label
             continue
         judged = judge[item]
+        counts = Counter(by_annotator.values())
         for annotator in sorted(by_annotator):
             label = by_annotator[annotator]
-            others = [other for name, other in by_annotator.items() if name != annotator]
             if values is None:
-                align_judge = sum(other == judged for other in others) / len(others)
-                align_human = sum(other == label for other in others) / len(others)
+                # The shares of the other labels equal to each, compared as counts (one denominator): the other
+                # annotators' labels are the item's less this annotator's one.
+                align_judge = counts[judged] - (judged == label)
+                align_human = counts[label] - 1
             else:
-                rest = np.array([values[other] for other in others], dtype=float)
-                align_judge = -math.sqrt(float(np.mean((values[judged] - rest) ** 2)))
-                align_human = -math.sqrt(float(np.mean((values[label] - rest) ** 2)))
+                others = [other for name, other in by_annotator.items() if name != annotator]
+                align_judge = -math.sqrt(math.fsum((values[judged] - values[r]) ** 2 for r in others) / len(others))
+                align_human = -math.sqrt(math.fsum((values[label] - values[r]) ** 2 for r in others) / len(others))
             wins.setdefault(annotator, []).append((int(align_judge >= align_human), int(align_human >= align_judge)))
     return wins
 
