@@ -276,3 +276,22 @@ def test_without_a_positive_label_or_threshold_the_rates_tables_say_how_to_get_t
     assert "--positive LABEL" in page
     latex = report_render(report=report, fmt="latex", table="prediction_powered").body
     assert "filled by no rates" in latex and "--positive-at-least" in latex
+
+
+def test_labels_as_written_are_escaped_in_latex_and_html(tmp_path):
+    from analysis.report.build import report_data
+    from analysis.report.exports.render import report_render
+
+    labels = ["50% & up", "<b>bold</b>", "x_y #1"]
+    pool = PoolFactory(name="odd", labels=labels)
+    rows = []
+    for n in range(6):
+        PoolItemFactory(pool=pool, external_id=f"o{n}", dataset="study", continuation=f"text {n}")
+        rows += [[f"o{n}", "amy", labels[n % 3]], [f"o{n}", "zed", labels[(n // 2) % 3]]]
+    _command("import_labels", _write(tmp_path / "p.csv", ["item", "annotator", "label"], rows), "--pool", "odd")
+    report = report_data(pool=pool)
+    latex = report_render(report=report, fmt="latex").body
+    page = report_render(report=report, fmt="html").body
+    assert "50% & up" not in latex and "<b>bold</b>" not in latex  # never unescaped
+    assert "&lt;b&gt;bold&lt;/b&gt;" in page and "<b>bold</b>" not in page
+    assert "50% &amp; up" in page
