@@ -2,9 +2,10 @@
 
 Only study items count (docs/domain.md, 'The annotation schema'): gold and training items never enter a study
 metric. "First annotator" of an item is the author of its earliest annotation (by created_at, then id); the second
-annotator is the next one. Overlap items are items with at least two annotations; the two-rater figures compare their
-first two, the multi-rater ones (Fleiss' kappa, Gwet's AC1, Krippendorff's alpha over all raters, pairwise kappa) use
-every annotation (docs/domain.md, 'Multi-rater statistics'). The human label of an item (docs/domain.md, 'The human
+annotator is the next one. Overlap items are items with at least two annotations; the headline figures count every
+pair of an item's annotations (docs/domain.md, 'Headline figures'), the multi-rater ones (Fleiss' kappa, Gwet's AC1,
+Krippendorff's alpha over all raters, pairwise kappa) use every annotation (docs/domain.md, 'Multi-rater
+statistics'); the confusion table and the annotator pairs compare the first two. The human label of an item (docs/domain.md, 'The human
 label of an item') is its adjudicated label where there is one, otherwise the majority of its annotations, a tie going
 to the tied label given first (with two disagreeing annotators: the first annotator's); the extraneous flag follows
 the same rule. A report may take another verdict instead (`frame_with_human_verdict`).
