@@ -448,18 +448,16 @@ def selective_threshold(
     if c.shape != z.shape:
         raise ValueError("one agreement per confidence")
     total = int(c.size)
-    curve: list[list[float]] = []
-    threshold: float | None = None
-    searching = True
-    for lam in np.unique(c)[::-1]:
-        kept = c >= lam
-        n = int(kept.sum())
-        errors = int((kept & ~z).sum())
-        curve.append([n / total, errors / n])
-        if searching and float(stats.binom.cdf(errors, n, alpha)) <= delta:
-            threshold = float(lam)
-        else:
-            searching = False
+    # Every threshold at once, from the highest down: n and e are cumulative counts over the items sorted by
+    # confidence, read at each distinct confidence's last item; the fixed sequence stops at the first p > delta.
+    lams = np.unique(c)[::-1]
+    order = np.argsort(-c, kind="stable")
+    n_at = np.searchsorted(-c[order], -lams, side="right")
+    errors_at = np.concatenate([[0], np.cumsum(~z[order])])[n_at]
+    curve: list[list[float]] = [[int(n) / total, int(e) / int(n)] for n, e in zip(n_at, errors_at, strict=True)]
+    passed = stats.binom.cdf(errors_at, n_at, alpha) <= delta if lams.size else np.zeros(0, dtype=bool)
+    stop = int(np.argmin(passed)) if not passed.all() else int(passed.size)
+    threshold: float | None = float(lams[stop - 1]) if stop > 0 else None
     above = c >= threshold if threshold is not None else np.zeros(total, dtype=bool)
     return {
         "alpha": float(alpha),
