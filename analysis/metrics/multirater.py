@@ -12,6 +12,7 @@ import itertools
 import warnings
 from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -105,7 +106,7 @@ def gwet_ac1(items: Sequence[Sequence[Hashable]], *, categories: Sequence | None
 
 
 def krippendorff_alpha_all(
-    items: Sequence[Sequence[Hashable]], *, numbers: Mapping[Hashable, float] | None = None, level: str = "nominal"
+    items: Sequence[Sequence[Hashable]], *, numbers: Mapping[Any, float] | None = None, level: str = "nominal"
 ) -> float | None:
     """Krippendorff's alpha over every rating of every item at a level of measurement (krippendorff's
     `level_of_measurement`: nominal, ordinal or interval), missing ratings allowed (an item with one rating adds
@@ -132,7 +133,11 @@ def krippendorff_alpha_all(
             data[row, column] = codes[rating]
     with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
-        alpha = krippendorff.alpha(reliability_data=data, level_of_measurement=level, value_domain=domain)
+        alpha = krippendorff.alpha(
+            reliability_data=data,
+            level_of_measurement=level,  # type: ignore[arg-type]  # a pool's scale: nominal, ordinal or interval
+            value_domain=domain,
+        )
     return finite(alpha)
 
 
@@ -154,7 +159,7 @@ def pairwise_agreement(
     *,
     categories: Sequence | None = None,
     scale: str = "nominal",
-    numbers: Mapping[Hashable, float] | None = None,
+    numbers: Mapping[Any, float] | None = None,
 ) -> list[dict]:
     """Every pair of raters who share items: `annotator_1` < `annotator_2` by name, `n_items`, `raw_agreement` (with
     `raw_agreement_sem` and `raw_agreement_boot_ci`), Cohen's kappa on the square table over `categories` with its 95%

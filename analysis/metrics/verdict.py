@@ -385,8 +385,8 @@ def _alt_test_indicators(
             if values is None:
                 # The shares of the other labels equal to each, compared as counts (one denominator): the other
                 # annotators' labels are the item's less this annotator's one.
-                align_judge = counts[judged] - (judged == label)
-                align_human = counts[label] - 1
+                align_judge: float = counts[judged] - (judged == label)
+                align_human: float = counts[label] - 1
             else:
                 others = [other for name, other in by_annotator.items() if name != annotator]
                 align_judge = -math.sqrt(math.fsum((values[judged] - values[r]) ** 2 for r in others) / len(others))

@@ -134,16 +134,16 @@ def human_side(*, frame: pd.DataFrame, labels: list[str] | None = None, scale: s
     if numbers is not None:
         return _scaled_side(frame, numbers, scale)
     adjudicated = frame["adjudicated_label"] if "adjudicated_label" in frame else pd.Series([None] * len(frame))
-    labels: dict[int, str | None] = {}
+    by_item: dict[int, str | None] = {}
     annotations: dict[int, dict[str, str]] = {}
     for item_id, annotators, given, adjudication in zip(
         frame["id"], frame["annotators"], frame["labels"], adjudicated, strict=True
     ):
         given = list(given) if isinstance(given, list) else []
         settled = adjudication if isinstance(adjudication, str) and adjudication else None
-        labels[int(item_id)] = human_label(adjudicated=settled, labels=given)
+        by_item[int(item_id)] = human_label(adjudicated=settled, labels=given)
         annotations[int(item_id)] = dict(zip(list(annotators), given, strict=True)) if given else {}
-    return HumanSide(labels, annotations)
+    return HumanSide(by_item, annotations)
 
 
 def _scaled_side(frame: pd.DataFrame, numbers: dict[str, float], scale: str) -> HumanSide:
