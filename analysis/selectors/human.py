@@ -195,6 +195,8 @@ def _agreement_block(
         "raw_agreement_sem": mean_sem(pair_values)["sem"],
         "raw_agreement_boot_ci": bootstrap_ratio_ci(agree, pairs) if not two_each else None,
         "kappa_method": "cohen" if two_each or not ratings else "light",
+        "cohen_kappa": None,
+        "kappa_ci": None,
         **{key: None for key in SCALE_KEYS},
         "krippendorff_alpha": krippendorff_alpha_all(ratings, numbers=numbers, level=scale),
     }
@@ -207,8 +209,6 @@ def _agreement_block(
         block.update(_kappa_keys(cohen_kappa_square(a, b, categories=categories)))
         if numbers is not None:
             block.update(weighted_kappas(list(a), list(b), labels=categories, scale=scale))
-    else:
-        block.update({"cohen_kappa": None, "kappa_ci": None})
     if numbers is not None:
         left, right = [], []
         for values in ratings:
