@@ -4,40 +4,52 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0018_upload_cancelled'),
+        ("annotation", "0018_upload_cancelled"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='pool',
-            name='positive_at_least',
-            field=models.CharField(blank=True, help_text='ordinal/interval: rates count labels at or above this one', max_length=64),
+            model_name="pool",
+            name="positive_at_least",
+            field=models.CharField(
+                blank=True, help_text="ordinal/interval: rates count labels at or above this one", max_length=64
+            ),
         ),
         migrations.AddField(
-            model_name='pool',
-            name='scale',
-            field=models.CharField(choices=[('nominal', 'nominal'), ('ordinal', 'ordinal (labels in the declared order)'), ('interval', 'interval (numeric labels)')], db_default='nominal', default='nominal', max_length=16),
+            model_name="pool",
+            name="scale",
+            field=models.CharField(
+                choices=[
+                    ("nominal", "nominal"),
+                    ("ordinal", "ordinal (labels in the declared order)"),
+                    ("interval", "interval (numeric labels)"),
+                ],
+                db_default="nominal",
+                default="nominal",
+                max_length=16,
+            ),
         ),
         migrations.AlterField(
-            model_name='adjudication',
-            name='label',
+            model_name="adjudication",
+            name="label",
             field=models.CharField(blank=True, max_length=64),
         ),
         migrations.AlterField(
-            model_name='annotation',
-            name='label',
+            model_name="annotation",
+            name="label",
             field=models.CharField(max_length=64),
         ),
         migrations.AlterField(
-            model_name='pool',
-            name='positive_label',
-            field=models.CharField(blank=True, help_text='the label rates count; empty: misgendering (the set must have it)', max_length=64),
+            model_name="pool",
+            name="positive_label",
+            field=models.CharField(
+                blank=True, help_text="the label rates count; empty: misgendering (the set must have it)", max_length=64
+            ),
         ),
         migrations.AlterField(
-            model_name='poolitem',
-            name='gold_label',
+            model_name="poolitem",
+            name="gold_label",
             field=models.CharField(blank=True, max_length=64),
         ),
     ]

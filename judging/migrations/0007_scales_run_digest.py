@@ -4,20 +4,19 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('judging', '0006_judge_run_parameters'),
+        ("judging", "0006_judge_run_parameters"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='judgerun',
-            name='source_digest',
+            model_name="judgerun",
+            name="source_digest",
             field=models.CharField(blank=True, db_index=True, editable=False, max_length=64),
         ),
         migrations.AlterField(
-            model_name='machinelabel',
-            name='label',
-            field=models.CharField(help_text='blank when no sample named an option (sampling mode)', max_length=64),
+            model_name="machinelabel",
+            name="label",
+            field=models.CharField(help_text="blank when no sample named an option (sampling mode)", max_length=64),
         ),
     ]
