@@ -295,3 +295,24 @@ def test_labels_as_written_are_escaped_in_latex_and_html(tmp_path):
     assert "50% & up" not in latex and "<b>bold</b>" not in latex  # never unescaped
     assert "&lt;b&gt;bold&lt;/b&gt;" in page and "<b>bold</b>" not in page
     assert "50% &amp; up" in page
+
+
+def test_q_and_min_items_reach_the_alternative_annotator_test(built):
+    from analysis.report.build import report_data
+    from analysis.selectors.verdict import verdict_parameters
+    from annotation.models import Pool
+
+    (people, judge, _), _ = built
+    pool = Pool.objects.get(name="ordinal")
+    (row,) = report_data(pool=pool, verdict=verdict_parameters(q=0.2, min_items=ITEMS + 1))["judge_verdict"]
+    assert (row["q"], row["min_items"]) == (0.2, ITEMS + 1)
+    # every annotator has ITEMS items: none is tested, and the note says what was needed
+    assert row["alt_test"]["tested"] == 0 and row["alt_test"]["omega"] is None
+    assert f"{ITEMS + 1} or more items" in row["alt_test"]["note"]
+    rank = {label: float(i) for i, label in enumerate(ORDER)}
+    humans = {name: {item: rank[people[item][name]] for item in people} for name in ANNOTATORS}
+    llm = {item: rank[label] for item, label in judge.items()}
+    (lenient,) = report_data(pool=pool, verdict=verdict_parameters(q=0.2))["judge_verdict"]
+    assert lenient["alt_test"]["omega"] == pytest.approx(
+        _reference_alt_test_neg_rmse(llm, humans, 0.15, q=0.2)["omega"]
+    )
