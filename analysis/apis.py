@@ -1,5 +1,5 @@
 """`GET /api/reports/{pool}/?format=json|csv|html|latex[&table=NAME][&seed=N][&human=VERDICT][&epsilon=E][&alpha=A]
-[&delta=D]` for researchers."""
+[&delta=D][&q=Q][&min_items=N]` for researchers."""
 
 from __future__ import annotations
 
@@ -64,13 +64,13 @@ def _human(raw: str | None) -> str | None:
     return raw
 
 
-VERDICT_PARAMETERS = ("epsilon", "alpha", "delta")
+VERDICT_PARAMETERS = ("epsilon", "alpha", "delta", "q", "min_items")
 
 
 def verdict_query(params) -> VerdictQuery:
-    """`?epsilon=E&alpha=A&delta=D` (each optional), checked: a value that is no number, or out of range, is a 400
-    naming it, and nothing is built or cached."""
-    values: dict[str, float | None] = {}
+    """`?epsilon=E&alpha=A&delta=D&q=Q&min_items=N` (each optional), checked: a value that is no number, or out of
+    range, is a 400 naming it, and nothing is built or cached."""
+    values: dict = {}
     errors: dict[str, list[str]] = {}
     for name in VERDICT_PARAMETERS:
         raw = params.get(name)
@@ -78,9 +78,9 @@ def verdict_query(params) -> VerdictQuery:
             values[name] = None
             continue
         try:
-            values[name] = float(raw)
+            values[name] = int(raw) if name == "min_items" else float(raw)
         except ValueError:
-            errors[name] = [f"{raw!r} is not a number."]
+            errors[name] = [f"{raw!r} is not a {'whole number' if name == 'min_items' else 'number'}."]
     if not errors:
         try:
             verdict_parameters(**values)
@@ -90,7 +90,10 @@ def verdict_query(params) -> VerdictQuery:
                 errors[name] = [f"{why[0].upper()}{why[1:]}."]
     if errors:
         raise ValidationError(errors)
-    return VerdictQuery(epsilon=values["epsilon"], alpha=values["alpha"], delta=values["delta"])
+    return VerdictQuery(
+        epsilon=values["epsilon"], alpha=values["alpha"], delta=values["delta"], q=values["q"],
+        min_items=values["min_items"],
+    )  # fmt: skip
 
 
 # --- the schema: the report's shape comes from its type (analysis/report/shape.py), which the table declarations make
@@ -123,6 +126,17 @@ DELTA = OpenApiParameter(
     float,
     description="selective judging: the chance the guarantee fails, in (0, 1) (default 0.1); out of range: 400",
 )
+Q = OpenApiParameter(
+    "q",
+    float,
+    description="the Alternative Annotator Test's Benjamini-Yekutieli level, in (0, 1) (default 0.05); out of range: "
+    "400",
+)
+MIN_ITEMS = OpenApiParameter(
+    "min_items",
+    int,
+    description="the Alternative Annotator Test: the items an annotator needs to be tested, at least 1 (default 30)",
+)
 REPORT_SCHEMA = {**resolve_type_hint(Report), "description": "the report's tables (docs/guide-researcher.md)"}
 QUALITY_SCHEMA = {**resolve_type_hint(QualityDashboard), "description": "the pool's quality dashboard"}
 
@@ -132,7 +146,7 @@ class ReportApi(APIView):
     renderer_classes = [JSONRenderer, CsvRenderer, LatexRenderer, HtmlRenderer]
 
     @extend_schema(
-        parameters=[REPORT_FORMAT, TABLE, SEED, HUMAN, EPSILON, ALPHA, DELTA],
+        parameters=[REPORT_FORMAT, TABLE, SEED, HUMAN, EPSILON, ALPHA, DELTA, Q, MIN_ITEMS],
         responses={
             (200, "application/json"): OpenApiResponse(REPORT_SCHEMA, description="the whole report"),
             (200, "text/csv"): FILE,

@@ -34,6 +34,8 @@ def report_build(
     epsilon: float | None = None,
     alpha: float | None = None,
     delta: float | None = None,
+    q: float | None = None,
+    min_items: int | None = None,
 ) -> dict:
     """The report of a pool; the CLI, the API and the pages all come through here. `examples_seed` seeds the draw of
     the qualitative examples (the paper's 131719 by default).
@@ -43,9 +45,9 @@ def report_build(
     annotation, adjudication, import or job progress is a new version and the next request builds afresh. Callers
     get their own copy, so changing it does not change the cached report. `human_verdict` picks the human label
     compared with the heuristic (`analysis.selectors.human.HUMAN_VERDICTS`; None: the default rule). `epsilon`,
-    `alpha` and `delta` are the judge's verdict's parameters (None: 0.15, 0.1, 0.1); out of range raises ValueError
-    before anything is built or cached."""
-    parameters = verdict_parameters(epsilon=epsilon, alpha=alpha, delta=delta)
+    `alpha`, `delta`, `q` and `min_items` are the judge's verdict's parameters (None: 0.15, 0.1, 0.1, 0.05, 30); out
+    of range raises ValueError before anything is built or cached."""
+    parameters = verdict_parameters(epsilon=epsilon, alpha=alpha, delta=delta, q=q, min_items=min_items)
     key = _report_cache_key(pool=pool, examples_seed=examples_seed, human_verdict=human_verdict, verdict=parameters)
     report = cache.get(key)
     if report is None:
@@ -64,9 +66,11 @@ def report_is_cached(
     epsilon: float | None = None,
     alpha: float | None = None,
     delta: float | None = None,
+    q: float | None = None,
+    min_items: int | None = None,
 ) -> bool:
     """Whether `report_build` would answer from the cache (the pool's data unchanged since the last build)."""
-    parameters = verdict_parameters(epsilon=epsilon, alpha=alpha, delta=delta)
+    parameters = verdict_parameters(epsilon=epsilon, alpha=alpha, delta=delta, q=q, min_items=min_items)
     key = _report_cache_key(pool=pool, examples_seed=examples_seed, human_verdict=human_verdict, verdict=parameters)
     return cache.get(key) is not None
 
@@ -88,7 +92,7 @@ def _report_cache_key(
 ) -> str:
     human = human_verdict or "default"
     v = verdict or VerdictParameters()
-    parameters = f"{v.epsilon!r}:{v.alpha!r}:{v.delta!r}"
+    parameters = f"{v.epsilon!r}:{v.alpha!r}:{v.delta!r}:{v.q!r}:{v.min_items!r}"
     return f"concord:report-data:{pool.pk}:{examples_seed}:{human}:{parameters}:{report_data_version(pool=pool)}"
 
 

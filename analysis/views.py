@@ -140,15 +140,19 @@ def _human(request: HttpRequest) -> str | None:
 
 
 def _verdict(request: HttpRequest) -> VerdictQuery:
-    """`?epsilon=E&alpha=A&delta=D`, the judge's verdict's parameters (each optional); a bad one is a 400."""
-    parsed: dict[str, float | None] = {}
-    for name in ("epsilon", "alpha", "delta"):
+    """`?epsilon=E&alpha=A&delta=D&q=Q&min_items=N`, the judge's verdict's parameters (each optional); a bad one is
+    a 400."""
+    parsed: dict = {}
+    for name in ("epsilon", "alpha", "delta", "q", "min_items"):
         raw = request.GET.get(name, "")
         try:
-            parsed[name] = float(raw) if raw else None
+            parsed[name] = (int(raw) if name == "min_items" else float(raw)) if raw else None
         except ValueError:
             raise BadRequest(f"{name} must be a number, got {raw!r}.") from None
-    values = VerdictQuery(epsilon=parsed["epsilon"], alpha=parsed["alpha"], delta=parsed["delta"])
+    values = VerdictQuery(
+        epsilon=parsed["epsilon"], alpha=parsed["alpha"], delta=parsed["delta"], q=parsed["q"],
+        min_items=parsed["min_items"],
+    )  # fmt: skip
     try:
         verdict_parameters(**values)
     except ValueError as error:

@@ -241,7 +241,7 @@ class AnnotationSubmitApi(APIView):
 
     class InputSerializer(FlatSerializer):
         item = serializers.CharField(max_length=32)
-        label = serializers.CharField(max_length=32)
+        label = serializers.CharField(max_length=64)
         extraneous = serializers.BooleanField(default=False)
         extraneous_spans = SpansField(default=list)
         notes = serializers.CharField(allow_blank=True, default="", max_length=5000)

@@ -5,7 +5,7 @@ from django import forms
 
 from accounts.models import Project
 from annotation.active import JudgeRunChoice
-from annotation.models import GOLD, STUDY, TRAINING
+from annotation.models import GOLD, SCALE_CHOICES, STUDY, TRAINING
 from annotation.schema import LABEL_NAMES
 from annotation.services.pool import DRAW_INSTANCES, DRAW_PER_SAMPLE_INDEX, POOL_SEED
 
@@ -108,7 +108,11 @@ class PoolFilesForm(forms.Form):
     positive = forms.CharField(
         required=False, label="Positive label", help_text="the label rates count, when the set has no misgendering"
     )
-    # SCALE: the pool's scale (nominal, ordinal, interval) goes here once Pool has its `scale` field.
+    scale = forms.ChoiceField(
+        choices=SCALE_CHOICES, initial="nominal",
+        help_text="nominal (categories), ordinal (the labels in the order written: a rating scale) or interval "
+        "(numeric labels)",
+    )  # fmt: skip
     project = forms.ModelChoiceField(
         queryset=Project.objects.none(), to_field_name="name", empty_label=None,
         help_text="its members alone see the pool",
@@ -190,6 +194,15 @@ class ImportGenerationsForm(forms.Form):
     )
     positive = forms.CharField(
         required=False, label="Positive label", help_text="the label rates count, when the set has no misgendering"
+    )
+    scale = forms.ChoiceField(
+        required=False,
+        label="Scale",
+        choices=[("", "the pool's (nominal for a new pool)"), *SCALE_CHOICES],
+        help_text="ordinal: the labels in the order given; interval: numeric labels",
+    )
+    positive_at_least = forms.CharField(
+        required=False, label="Positive at least", help_text="ordinal or interval: rates count labels from this one up"
     )
     codebook = forms.FileField(
         required=False, label="Codebook", help_text="a free-text dataset's pronoun families (default MISGENDERED's)"

@@ -10,6 +10,13 @@ from generation.models import Generation, Job, Pair
 from generation.models.datasets import BASE_CHOICES
 from generation.models.jobs import SETTING_CHOICES
 
+NOMINAL, ORDINAL, INTERVAL = "nominal", "ordinal", "interval"
+SCALE_CHOICES = [
+    (NOMINAL, "nominal"),
+    (ORDINAL, "ordinal (labels in the declared order)"),
+    (INTERVAL, "interval (numeric labels)"),
+]
+
 
 def _default_labels() -> list[str]:
     return list(DEFAULT_LABELS)
@@ -44,7 +51,15 @@ class Pool(models.Model):
     # The label rates count (docs/domain.md, "Bring your own study"): empty means `misgendering`, which a pool whose
     # set lacks it must replace by one of its own labels (annotation.labelset.positive_label).
     positive_label = models.CharField(
-        max_length=32, blank=True, help_text="the label rates count; empty: misgendering (the set must have it)"
+        max_length=64, blank=True, help_text="the label rates count; empty: misgendering (the set must have it)"
+    )
+    # The pool's scale (docs/domain.md, "Scales"): nominal labels are categories; ordinal ones are ranked in the
+    # declared order; interval ones are numbers. Agreement, the human value of an item and the Alt-Test's alignment
+    # follow it (analysis.metrics.scales).
+    scale = models.CharField(max_length=16, choices=SCALE_CHOICES, default=NOMINAL, db_default=NOMINAL)
+    # On an ordinal or interval pool, rates may count every label at or above this one (empty: none).
+    positive_at_least = models.CharField(
+        max_length=64, blank=True, help_text="ordinal/interval: rates count labels at or above this one"
     )
     per_cell = models.PositiveIntegerField(null=True, blank=True, help_text="generations per cell when sampled")
     seed = models.BigIntegerField(null=True, blank=True)
@@ -149,7 +164,7 @@ class PoolItem(models.Model):
     external_id = models.CharField(max_length=200, blank=True, help_text="the item's id in its imported file")
     # Quality control: gold and training items carry their expected answer; neither ever enters a study metric.
     kind = models.CharField(max_length=8, choices=ITEM_KINDS, default=STUDY)
-    gold_label = models.CharField(max_length=32, blank=True)
+    gold_label = models.CharField(max_length=64, blank=True)
     gold_extraneous = models.BooleanField(null=True, blank=True)
     explanation = models.TextField(blank=True)
     # An active pool's items: the probability pi that the draw included the item's context (all its samples share it).
@@ -231,7 +246,7 @@ class Annotation(models.Model):
     # index fewer.
     item = models.ForeignKey(PoolItem, on_delete=models.CASCADE, related_name="annotations", db_index=False)
     annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="annotations")
-    label = models.CharField(max_length=32)
+    label = models.CharField(max_length=64)
     extraneous = models.BooleanField(default=False)
     notes = models.TextField(blank=True)
     tags = models.JSONField(default=list, blank=True)
@@ -308,7 +323,7 @@ class Adjudication(models.Model):
     the originals are kept. A field left empty/null was not adjudicated."""
 
     item = models.OneToOneField(PoolItem, on_delete=models.CASCADE, related_name="adjudication")
-    label = models.CharField(max_length=32, blank=True)
+    label = models.CharField(max_length=64, blank=True)
     extraneous = models.BooleanField(null=True, blank=True)
     spans = models.JSONField(null=True, blank=True, help_text="adjudicated extraneous spans, [[start, end], ...]")
     referents = models.JSONField(

@@ -30,8 +30,8 @@ from accounts.projects import ProjectError, project_choose
 from accounts.roles import ADMIN, IsAdmin, IsResearcher, has_role
 from annotation.access import MayAssignPool, pool_visible_or_404, pools_visible_to
 from annotation.label_imports import JUDGE_LABELS, LABELS, label_import_kind
-from annotation.labelset import positive_label
-from annotation.models import GOLD, STUDY, TRAINING, ImportJob, Pool
+from annotation.labelset import SCALES, positive_label
+from annotation.models import GOLD, NOMINAL, STUDY, TRAINING, ImportJob, Pool
 from annotation.selectors import research
 from annotation.services import AssignmentError, PoolSampleError, assignments_create, pool_sample
 from annotation.services.assignment import DEFAULT_RATERS
@@ -88,6 +88,7 @@ class PoolDetailSerializer(serializers.Serializer):
     name = serializers.CharField()
     project = serializers.CharField(help_text="its members alone see the pool")
     labels = serializers.ListField(child=serializers.CharField())
+    scale = serializers.CharField(help_text="nominal, ordinal or interval")
     positive_label = serializers.CharField(allow_null=True, help_text="the label rates count; null: none in the set")
     active = serializers.BooleanField(help_text="an active draw: each item carries its inclusion probability")
     active_judge_run = serializers.IntegerField(allow_null=True, help_text="the judge run an active draw used")
@@ -134,6 +135,12 @@ class LabelImportResultSerializer(serializers.Serializer):
     unchanged = serializers.IntegerField(required=False, help_text="labels")
     run = serializers.IntegerField(required=False, help_text="judge_labels: the new judge run")
     labels = serializers.IntegerField(required=False, help_text="judge_labels: labels written")
+    new_labels = serializers.ListField(
+        child=serializers.CharField(), required=False, help_text="judge_labels: labels the pool gained (extend_labels)"
+    )
+    already_imported = serializers.BooleanField(
+        required=False, help_text="judge_labels: the same labels were imported before for this judge: nothing written"
+    )
     judge = serializers.CharField(required=False)
     version = serializers.IntegerField(required=False)
 
@@ -149,6 +156,7 @@ def _pool_detail(pool: Pool) -> dict:
         "name": pool.name,
         "project": pool.project.name,
         "labels": list(pool.labels),
+        "scale": pool.scale,
         "positive_label": positive_label(pool),
         "active": pool.active_run_id is not None,
         "active_judge_run": pool.active_run_id,
@@ -178,15 +186,20 @@ class PoolListCreateApi(APIView):
             "default project)",
         )  # fmt: skip
         labels = serializers.ListField(
-            child=serializers.CharField(max_length=32), required=False, min_length=2, max_length=100,
-            help_text="a pool for your own files: its label set (docs/domain.md, 'Bring your own study'); draw "
-            "fields do not apply",
+            child=serializers.CharField(max_length=64, trim_whitespace=False), required=False, min_length=2,
+            max_length=100,
+            help_text="the pool's label set, as written (docs/domain.md, 'Bring your own study'): alone, an empty pool "
+            "for your own files (researchers); beside a draw's fields, the drawn pool's set (default correct, "
+            "misgendering, no_pronoun)",
         )  # fmt: skip
         positive = serializers.CharField(
-            max_length=32, required=False, allow_blank=True, default="",
-            help_text="with labels: the label rates count, when the set has no misgendering",
+            max_length=64, required=False, allow_blank=True, default="",
+            help_text="the label rates count (only for rates; a set with misgendering counts it)",
         )  # fmt: skip
-        # SCALE: the pool's `scale` (nominal, ordinal, interval) joins here, and pool_create, once Pool has the field.
+        scale = serializers.ChoiceField(
+            choices=list(SCALES), default=NOMINAL,
+            help_text="nominal, ordinal (labels in the order given) or interval (numeric labels)",
+        )  # fmt: skip
         jobs = serializers.ListField(
             child=serializers.IntegerField(min_value=1), required=False, help_text="finished jobs; none: all of them"
         )
@@ -232,14 +245,15 @@ class PoolListCreateApi(APIView):
         },
     )
     def post(self, request):
-        if "labels" not in request.data and not has_role(request.user, ADMIN):
+        files = "labels" in request.data and not set(request.data) & DRAW_FIELDS
+        if not files and not has_role(request.user, ADMIN):
             raise PermissionDenied(
                 f"{IsAdmin.message} A researcher makes a pool for their own files: send its `labels`."
             )
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        if "labels" in data:
+        if files:
             return self._pool_of_files(request, data)
         try:
             project = project_choose(name=data["project"], user=request.user)
@@ -259,6 +273,9 @@ class PoolListCreateApi(APIView):
                 active=data["active"],
                 judge_run=data["judge_run"],
                 budget=data["budget"],
+                labels=data.get("labels"),
+                scale=data["scale"],
+                positive=data["positive"],
             )
         except PoolSampleError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
@@ -270,20 +287,14 @@ class PoolListCreateApi(APIView):
         return Response(body, status=status.HTTP_201_CREATED)
 
     def _pool_of_files(self, request, data: dict) -> Response:
-        drawing = sorted(set(request.data) & DRAW_FIELDS)
-        if drawing:
-            return Response(
-                {"detail": f"labels make a pool for your own files: {', '.join(drawing)} belong to a draw from jobs"},
-                status=status.HTTP_400_BAD_REQUEST,
-            )
         try:
             project = project_choose(name=data["project"], user=request.user)
         except ProjectError as exc:
             return Response({"project": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
         try:
             pool = pool_create(
-                name=data["name"], labels=data["labels"], positive=data["positive"], project=project,
-                created_by=request.user,
+                name=data["name"], labels=data["labels"], positive=data["positive"], scale=data["scale"],
+                project=project, created_by=request.user,
             )  # fmt: skip
         except PoolCreateError as exc:
             field, _, message = str(exc).partition(": ")
@@ -292,7 +303,8 @@ class PoolListCreateApi(APIView):
         return Response(body, status=status.HTTP_201_CREATED)
 
 
-# What only a draw from jobs takes (PoolListCreateApi.InputSerializer): refused beside `labels`.
+# What only a draw from jobs takes (PoolListCreateApi.InputSerializer): `labels` beside one of them is the drawn
+# pool's label set (admins), `labels` alone an empty pool for the caller's own files.
 DRAW_FIELDS = {"jobs", "draw", "instances", "per_cell", "seed", "allow_short", "active", "judge_run", "budget"}
 
 
@@ -344,6 +356,13 @@ class PoolImportListCreateApi(APIView):
             allow_blank=True,
             help_text="generations: the label rates count (a set without misgendering)",
         )
+        scale = serializers.ChoiceField(
+            choices=["", *SCALES], required=False, default="", help_text="generations: nominal, ordinal or interval"
+        )
+        positive_at_least = serializers.CharField(
+            required=False, allow_blank=True, default="",
+            help_text="generations, ordinal or interval: rates count labels at or above this one",
+        )  # fmt: skip
         codebook = serializers.FileField(
             required=False, help_text="generations: a free-text dataset's codebook (default MISGENDERED's)"
         )
@@ -352,6 +371,9 @@ class PoolImportListCreateApi(APIView):
         judge = serializers.CharField(required=False, allow_blank=True, help_text="judge_labels: the judge's name")
         model_id = serializers.CharField(required=False, allow_blank=True, help_text="judge_labels: e.g. gpt-4o")
         description = serializers.CharField(required=False, allow_blank=True, help_text="judge_labels")
+        extend_labels = serializers.BooleanField(
+            default=False, help_text="judge_labels: add labels outside the pool's set as categories"
+        )
         prompt = serializers.CharField(
             required=False, allow_blank=True, trim_whitespace=False, help_text="judge_labels: the prompt it was given"
         )
@@ -382,7 +404,11 @@ class PoolImportListCreateApi(APIView):
             return _label_import(pool, kind, values, request.user)
         try:
             options = generation_options(
-                labels=values.get("labels", ""), positive=values.get("positive", ""), codebook=values.get("codebook")
+                labels=values.get("labels", ""),
+                positive=values.get("positive", ""),
+                codebook=values.get("codebook"),
+                scale=values.get("scale", ""),
+                positive_at_least=values.get("positive_at_least", ""),
             )
         except UploadOptionsError as exc:
             return Response({"detail": str(exc), "errors": []}, status=status.HTTP_400_BAD_REQUEST)

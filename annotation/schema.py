@@ -1,5 +1,6 @@
 """The annotation schema (docs/domain.md, 'The annotation schema'; paper appendix G)."""
 
+import re
 from dataclasses import dataclass
 
 CORRECT = "correct"
@@ -78,9 +79,16 @@ ALL_FLAGS: list[str] = [flag for flags in FLAG_SETS.values() for flag in flags]
 
 
 def label_display(label: object) -> str:
-    """A label as pages show it in running text and tables: `no_pronoun` reads "no pronoun". Only exports and the
+    """A label as pages show it in running text and tables: a key such as `no_pronoun` (lower-case letters, digits
+    and _) reads "no pronoun"; any other label ("Not misgendering", "4") is shown as written. Only exports and the
     API use the key."""
-    return "" if label is None else str(label).replace("_", " ")
+    if label is None:
+        return ""
+    text = str(label)
+    return text.replace("_", " ") if _KEY.match(text) else text
+
+
+_KEY = re.compile(r"^[a-z0-9][a-z0-9_]*$")
 
 
 def human_binary(label: str, positive: str = MISGENDERING) -> int:

@@ -137,7 +137,13 @@ def pool_import(request, name: str):
 
         data = form.cleaned_data
         try:
-            options = generation_options(labels=data["labels"], positive=data["positive"], codebook=data["codebook"])
+            options = generation_options(
+                labels=data["labels"],
+                positive=data["positive"],
+                codebook=data["codebook"],
+                scale=data["scale"],
+                positive_at_least=data["positive_at_least"],
+            )
         except UploadOptionsError as exc:
             form.add_error(None, f"Import failed, nothing was written: {exc}.")
     if form.is_valid() and request.POST.get("preview") == "true":
@@ -415,8 +421,8 @@ def pool_files_page(request):
         data = form.cleaned_data
         try:
             pool = pool_create(
-                name=data["name"], labels=data["labels"], positive=data["positive"], project=data["project"],
-                created_by=request.user,
+                name=data["name"], labels=data["labels"], positive=data["positive"], scale=data["scale"],
+                project=data["project"], created_by=request.user,
             )  # fmt: skip
         except PoolCreateError as exc:
             field, _, message = str(exc).partition(": ")

@@ -47,7 +47,7 @@ class JudgeLabelImport:
     def preview(self, *, pool: Pool, upload, options: dict) -> dict:
         from judging.services.imports import judge_labels_preview
 
-        return judge_labels_preview(source=upload, pool=pool)
+        return judge_labels_preview(source=upload, pool=pool, extend_labels=bool(options.get("extend_labels")))
 
     def run(self, *, pool: Pool, upload, options: dict, user) -> dict:
         from judging.services.imports import judge_labels_import
@@ -56,6 +56,7 @@ class JudgeLabelImport:
             source=upload, pool_name=pool.name, judge=str(options.get("judge") or ""),
             model_id=str(options.get("model_id") or ""), description=str(options.get("description") or ""),
             prompt=str(options.get("prompt") or ""), created_by=user,
+            extend_labels=bool(options.get("extend_labels")),
         )  # fmt: skip
         return {**plan.summary(), "run": run.pk, "judge": run.judge.name, "version": run.judge.version}
 

@@ -99,6 +99,9 @@ class JudgeRun(models.Model):
     # (judging/panels.py; the members are its `members`), its job a finished record too.
     origin = models.CharField(max_length=16, choices=RUN_ORIGINS, default=RUN_CONCORD)
     source_file = models.CharField(max_length=300, blank=True, help_text="the imported file's name")
+    # An imported run's labels as read (judging.services.imports.plan_digest): the same file imported again into
+    # the same pool for the same judge version finds this run and writes nothing.
+    source_digest = models.CharField(max_length=64, blank=True, db_index=True, editable=False)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -141,7 +144,7 @@ class MachineLabel(models.Model):
     generation = models.ForeignKey(
         Generation, null=True, blank=True, on_delete=models.CASCADE, related_name="machine_labels"
     )
-    label = models.CharField(max_length=32, help_text="blank when no sample named an option (sampling mode)")
+    label = models.CharField(max_length=64, help_text="blank when no sample named an option (sampling mode)")
     confidence = models.FloatField(null=True, blank=True, help_text="none: an imported label without one")
     scores = models.JSONField(help_text="label -> mean log-probability (likelihood) or vote share (sampling)")
     prompt = models.TextField(help_text="the exact text the options were scored after")

@@ -11,7 +11,8 @@ from __future__ import annotations
 import itertools
 import warnings
 from collections import Counter
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -104,19 +105,28 @@ def gwet_ac1(items: Sequence[Sequence[Hashable]], *, categories: Sequence | None
     return {"gwet_ac1": finite(ac1), "gwet_ac1_ci": [max(float(low), -1.0), min(float(high), 1.0)]}
 
 
-def krippendorff_alpha_all(items: Sequence[Sequence[Hashable]]) -> float | None:
-    """Nominal Krippendorff's alpha over every rating of every item, missing ratings allowed (an item with one rating
-    adds nothing). Undefined when fewer than two values occur among items with at least two ratings."""
+def krippendorff_alpha_all(
+    items: Sequence[Sequence[Hashable]], *, numbers: Mapping[Any, float] | None = None, level: str = "nominal"
+) -> float | None:
+    """Krippendorff's alpha over every rating of every item at a level of measurement (krippendorff's
+    `level_of_measurement`: nominal, ordinal or interval), missing ratings allowed (an item with one rating adds
+    nothing). `numbers` gives each rating its rank (ordinal) or value (interval); nominal ratings are coded by name.
+    Undefined when fewer than two values occur among items with at least two ratings."""
     import krippendorff
 
     paired = [list(ratings) for ratings in items if len(ratings) >= 2]
     values = sorted({r for item in paired for r in item}, key=str)
     if len(values) < 2:
         return None
-    codes = {value: i for i, value in enumerate(values)}
+    if numbers is None or level == "nominal":
+        codes = {value: float(i) for i, value in enumerate(values)}
+        domain: list | None = list(range(len(values)))
+    else:
+        codes = {value: float(numbers[value]) for value in values}
+        domain = sorted(set(numbers.values())) if level == "ordinal" else None
     width = max(len(item) for item in paired)
-    # Rows are rating slots (first, second, ... rating of an item): nominal alpha depends only on the values that
-    # meet within an item, not on which person gave them.
+    # Rows are rating slots (first, second, ... rating of an item): alpha depends only on the values that meet within
+    # an item, not on which person gave them.
     data = np.full((width, len(paired)), np.nan)
     for column, ratings in enumerate(paired):
         for row, rating in enumerate(ratings):
@@ -124,19 +134,41 @@ def krippendorff_alpha_all(items: Sequence[Sequence[Hashable]]) -> float | None:
     with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
         alpha = krippendorff.alpha(
-            reliability_data=data, level_of_measurement="nominal", value_domain=list(range(len(values)))
+            reliability_data=data,
+            level_of_measurement=level,  # type: ignore[arg-type]  # a pool's scale: nominal, ordinal or interval
+            value_domain=domain,
         )
     return finite(alpha)
 
 
+def pooled_pairs(items: Sequence[Sequence[Hashable]]) -> tuple[np.ndarray, np.ndarray]:
+    """Per item with at least two ratings: how many of its pairs of ratings agree, and how many pairs it has (every
+    pair of its ratings, n_i (n_i - 1) / 2; docs/domain.md, 'Headline figures')."""
+    agree, pairs = [], []
+    for ratings in items:
+        if len(ratings) < 2:
+            continue
+        counts = Counter(ratings)
+        agree.append(sum(c * (c - 1) // 2 for c in counts.values()))
+        pairs.append(len(ratings) * (len(ratings) - 1) // 2)
+    return np.asarray(agree, dtype=float), np.asarray(pairs, dtype=float)
+
+
 def pairwise_agreement(
-    items: Sequence[Sequence[tuple[str, Hashable]]], *, categories: Sequence | None = None
+    items: Sequence[Sequence[tuple[str, Hashable]]],
+    *,
+    categories: Sequence | None = None,
+    scale: str = "nominal",
+    numbers: Mapping[Any, float] | None = None,
 ) -> list[dict]:
     """Every pair of raters who share items: `annotator_1` < `annotator_2` by name, `n_items`, `raw_agreement` (with
     `raw_agreement_sem` and `raw_agreement_boot_ci`), Cohen's kappa on the square table over `categories` with its 95%
-    CI, and Gwet's AC1 with its CI, on their shared items.
+    CI, and Gwet's AC1 with its CI, on their shared items; on an ordinal or interval scale (`numbers`: each rating's
+    rank or value) weighted kappa, linear and quadratic, and MAE and RMSE (None on a nominal scale).
 
     `items` holds one list of (rater, rating) per item."""
+    from analysis.metrics.scales import errors, weighted_kappas
+
     shared: dict[tuple[str, str], tuple[list, list]] = {}
     for ratings in items:
         by_rater = dict(ratings)
@@ -149,6 +181,10 @@ def pairwise_agreement(
         raw = raw_agreement(left, right)
         labels = _categories([left, right], categories)
         kappa = cohen_kappa_square(left, right, categories=labels)
+        scaled: dict = {key: None for key in SCALE_KEYS}
+        if numbers is not None and scale != "nominal":
+            scaled.update(weighted_kappas(left, right, labels=list(categories or labels), scale=scale))
+            scaled.update(errors([numbers[x] for x in left], [numbers[x] for x in right]))
         rows.append(
             {
                 "annotator_1": a,
@@ -160,6 +196,11 @@ def pairwise_agreement(
                 "cohen_kappa": kappa["kappa_square"],
                 "kappa_ci": kappa["kappa_square_ci"],
                 **gwet_ac1([list(pair) for pair in zip(left, right, strict=True)], categories=labels),
+                **scaled,
             }
         )
     return rows
+
+
+# The figures an ordinal or interval scale adds to a pair of raters (None on a nominal one).
+SCALE_KEYS = ("weighted_kappa_linear", "weighted_kappa_quadratic", "mae", "rmse")

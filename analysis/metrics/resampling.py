@@ -100,7 +100,9 @@ def resampled_sums(columns: np.ndarray, *, draws: int, seed: int) -> np.ndarray:
     n = columns.shape[0]
     key = (n, draws, seed)
     kept, before = _resamples(n, draws, seed)
-    if before and _exact_in_float32(columns):
+    # Counting a size's resamples costs about two gathers: worth it from its second use, or at once for three or
+    # more columns (a contingency table's one-hot cells).
+    if (before or columns.shape[1] >= 3) and _exact_in_float32(columns):
         counts = kept.counts
         if counts is None:
             counts = kept.counts = _counts(kept.index)

@@ -24,7 +24,7 @@ import numpy as np
 from analysis.metrics.agreement import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED, ZERO_WIDTH, cohen_kappa_square, finite
 from analysis.metrics.multirater import _categories, gwet_ac1
 from analysis.metrics.rates import rate_interval
-from analysis.metrics.resampling import resample_index
+from analysis.metrics.resampling import resampled_sums
 
 # scipy.stats is imported where it is used (see agreement.py): web processes import this module with their URLs.
 
@@ -119,7 +119,7 @@ def chance_corrected(
     }
     if n < 2:
         return figures
-    tables = _tables(a, b, labels, resample_index(n, draws=draws, seed=seed))
+    tables = _resampled_tables(a, b, labels, draws=draws, seed=seed)
     figures["cohen_kappa_boot_ci"] = _percentile_ci(_cohen_kappa(tables))
     figures["scott_pi_boot_ci"] = _percentile_ci(_scott_pi(tables))
     figures["gwet_ac1_boot_ci"] = _percentile_ci(_gwet_ac1(tables))
@@ -146,6 +146,20 @@ def _tables(a: Sequence[Hashable], b: Sequence[Hashable], labels: Sequence[Hasha
     draws = index.shape[0]
     flat = cells[index] + (np.arange(draws, dtype=np.int64) * k * k)[:, None]
     return np.bincount(flat.ravel(), minlength=draws * k * k).reshape(draws, k, k).astype(float)
+
+
+def _resampled_tables(
+    a: Sequence[Hashable], b: Sequence[Hashable], labels: Sequence[Hashable], *, draws: int, seed: int
+) -> np.ndarray:
+    """`_tables` over the resamples of `resample_index(n, draws, seed)`, as the sums over each resample of the
+    items' one-hot cells (`resampled_sums`: one matrix product once a size's counts are kept; integer counts, so the
+    same tables as counting each resample's cells)."""
+    code = {label: i for i, label in enumerate(labels)}
+    k = len(labels)
+    cells = np.array([code[x] * k + code[y] for x, y in zip(a, b, strict=True)], dtype=np.int64)
+    one_hot = np.zeros((cells.size, k * k))
+    one_hot[np.arange(cells.size), cells] = 1.0
+    return resampled_sums(one_hot, draws=draws, seed=seed).reshape(draws, k, k)
 
 
 def _chance_corrected(p_o: np.ndarray, p_e: np.ndarray) -> np.ndarray:
@@ -223,32 +237,48 @@ def alt_test(
     epsilon: float = 0.15,
     q: float = 0.05,
     min_items: int = 30,
+    values: Mapping[str, float] | None = None,
 ) -> AltTest:
     """The Alternative Annotator Test (Calderon, Reichart & Dror, ACL 2025) of a judge against the annotators.
 
     `judge` maps an item to the judge's label, `annotations` an item to {annotator: label}. The items are those with
     at least two human annotations and a judge label. Each annotator j with at least `min_items` such items is
     tested (every other annotator in `annotations` is `skipped`, however few such items they have, none included):
-    on each of j's items i, with S(x) the share of the other annotators' labels
-    equal to x, the judge wins when S(judge) >= S(j's label) and j wins when S(j's label) >= S(judge) (a tie is a
-    win for both); d = j's wins - the judge's wins, and p_j is scipy's one-sided t-test of mean d < epsilon (a NaN
-    p-value, as when every d is equal, is reported as None and never rejected). Benjamini-Yekutieli at level q over
-    the tested annotators decides which nulls fall; omega = rejected / tested, and the judge passes when omega >=
-    0.5. rho, the mean over tested annotators of the judge's winning share, ranks judges and does not depend on
-    epsilon. With fewer than two tested annotators the test is not run (omega, rho and passed None, `note` says
-    why); with two it runs and `note` recommends three or more."""
+    on each of j's items i, with S(x) the alignment of x with the other annotators' labels, the judge wins when
+    S(judge) >= S(j's label) and j wins when S(j's label) >= S(judge) (a tie is a win for both); d = j's wins - the
+    judge's wins, and p_j is scipy's one-sided t-test of mean d < epsilon (a NaN p-value, as when every d is equal,
+    is reported as None and never rejected). Benjamini-Yekutieli at level q over the tested annotators decides which
+    nulls fall; omega = rejected / tested, and the judge passes when omega >= 0.5. rho, the mean over tested
+    annotators of the judge's winning share, ranks judges and does not depend on epsilon. With fewer than two tested
+    annotators the test is not run (omega, rho and passed None, `note` says why); with two it runs and `note`
+    recommends three or more.
+
+    S(x) is the share of the other labels equal to x (nominal), or, given `values` (label -> number: an ordinal
+    label's rank, an interval label's value; docs/domain.md, "Scales"), minus the root mean squared difference
+    between x and the other labels (the reference code's `neg_rmse`)."""
+    wins = _alt_test_indicators(judge=judge, annotations=annotations, values=values)
+    return _alt_test_of(wins, annotations=annotations, epsilon=epsilon, q=q, min_items=min_items)
+
+
+def _alt_test_of(
+    wins: dict[str, list[tuple[int, int]]],
+    *,
+    annotations: Mapping[Hashable, Mapping[str, str]],
+    epsilon: float,
+    q: float,
+    min_items: int,
+) -> AltTest:
     from scipy import stats
 
-    tested = _alt_test_indicators(judge=judge, annotations=annotations, min_items=min_items)
-    tested = {annotator: wins for annotator, wins in sorted(tested.items()) if len(wins) >= min_items}
+    tested = {annotator: given for annotator, given in sorted(wins.items()) if len(given) >= min_items}
     # Every other annotator of `annotations` is skipped, one with none of the test's items too (as the reference's
     # loop over all annotators skips them).
     skipped = sorted({annotator for given in annotations.values() for annotator in given} - set(tested))
     rows: list[AltTestAnnotator] = []
     p_values: list[float] = []
-    for annotator, wins in tested.items():
-        judge_wins = np.array([w_f for w_f, _ in wins], dtype=float)
-        human_wins = np.array([w_h for _, w_h in wins], dtype=float)
+    for annotator, given in tested.items():
+        judge_wins = np.array([w_f for w_f, _ in given], dtype=float)
+        human_wins = np.array([w_h for _, w_h in given], dtype=float)
         with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
             warnings.simplefilter("ignore", RuntimeWarning)  # scipy warns, then answers NaN, when every d is equal
             p = float(stats.ttest_1samp(human_wins - judge_wins, epsilon, alternative="less").pvalue)
@@ -256,7 +286,7 @@ def alt_test(
         rows.append(
             {
                 "annotator": annotator,
-                "n": len(wins),
+                "n": len(given),
                 "p_value": finite(p),
                 "rejected": False,
                 "rho": float(judge_wins.mean()),
@@ -288,38 +318,81 @@ def alt_test(
     return result
 
 
+class AltTestByEpsilon(TypedDict):
+    omega_by_epsilon: dict[str, float | None]
+    annotators_by_epsilon: dict[str, list[dict]]
+    test: AltTest  # at the `epsilon` asked for
+
+
+def alt_test_by_epsilon(
+    *,
+    judge: Mapping[Hashable, str],
+    annotations: Mapping[Hashable, Mapping[str, str]],
+    q: float = 0.05,
+    min_items: int = 30,
+    values: Mapping[str, float] | None = None,
+    epsilon: float = 0.15,
+) -> AltTestByEpsilon:
+    """`alt_test` at epsilon = 0, 0.05, ..., 0.30, keyed "0.00" to "0.30": the winning rate omega (None where the test
+    is not run) and each tested annotator's `annotator`, `p_value` and `rejected`; and `test`, the whole test at
+    `epsilon` (the wins are counted once for all of them)."""
+    wins = _alt_test_indicators(judge=judge, annotations=annotations, values=values)
+    omega: dict[str, float | None] = {}
+    annotators: dict[str, list[dict]] = {}
+    for each in ALT_TEST_EPSILONS:
+        test = _alt_test_of(wins, annotations=annotations, epsilon=each, q=q, min_items=min_items)
+        omega[f"{each:.2f}"] = test["omega"]
+        annotators[f"{each:.2f}"] = [
+            {"annotator": row["annotator"], "p_value": row["p_value"], "rejected": row["rejected"]}
+            for row in test["annotators"]
+        ]
+    test = _alt_test_of(wins, annotations=annotations, epsilon=epsilon, q=q, min_items=min_items)
+    return {"omega_by_epsilon": omega, "annotators_by_epsilon": annotators, "test": test}
+
+
 def alt_test_omega_by_epsilon(
     *,
     judge: Mapping[Hashable, str],
     annotations: Mapping[Hashable, Mapping[str, str]],
     q: float = 0.05,
     min_items: int = 30,
+    values: Mapping[str, float] | None = None,
 ) -> dict[str, float | None]:
     """The winning rate omega of `alt_test` at epsilon = 0, 0.05, ..., 0.30, keyed "0.00" to "0.30" (None where the
     test is not run)."""
-    return {
-        f"{epsilon:.2f}": alt_test(judge=judge, annotations=annotations, epsilon=epsilon, q=q, min_items=min_items)[
-            "omega"
-        ]
-        for epsilon in ALT_TEST_EPSILONS
-    }
+    return alt_test_by_epsilon(judge=judge, annotations=annotations, q=q, min_items=min_items, values=values)[
+        "omega_by_epsilon"
+    ]
 
 
 def _alt_test_indicators(
-    *, judge: Mapping[Hashable, str], annotations: Mapping[Hashable, Mapping[str, str]], min_items: int
+    *,
+    judge: Mapping[Hashable, str],
+    annotations: Mapping[Hashable, Mapping[str, str]],
+    values: Mapping[str, float] | None = None,
 ) -> dict[str, list[tuple[int, int]]]:
     """Per annotator, (W^f, W^h) on each of their items that has two or more annotations and a judge label; every
-    annotator of such an item appears, with however many items they have."""
+    annotator of such an item appears, with however many items they have. Items are taken in sorted order, so that
+    nothing depends on the order the annotations were read in."""
     wins: dict[str, list[tuple[int, int]]] = {}
-    for item, by_annotator in annotations.items():
+    for item in sorted(annotations, key=str):
+        by_annotator = annotations[item]
         if len(by_annotator) < 2 or not judge.get(item):  # a blank judge label is no label
             continue
         judged = judge[item]
-        for annotator, label in by_annotator.items():
-            others = [other for name, other in by_annotator.items() if name != annotator]
-            share_judge = sum(other == judged for other in others) / len(others)
-            share_human = sum(other == label for other in others) / len(others)
-            wins.setdefault(annotator, []).append((int(share_judge >= share_human), int(share_human >= share_judge)))
+        counts = Counter(by_annotator.values())
+        for annotator in sorted(by_annotator):
+            label = by_annotator[annotator]
+            if values is None:
+                # The shares of the other labels equal to each, compared as counts (one denominator): the other
+                # annotators' labels are the item's less this annotator's one.
+                align_judge: float = counts[judged] - (judged == label)
+                align_human: float = counts[label] - 1
+            else:
+                others = [other for name, other in by_annotator.items() if name != annotator]
+                align_judge = -math.sqrt(math.fsum((values[judged] - values[r]) ** 2 for r in others) / len(others))
+                align_human = -math.sqrt(math.fsum((values[label] - values[r]) ** 2 for r in others) / len(others))
+            wins.setdefault(annotator, []).append((int(align_judge >= align_human), int(align_human >= align_judge)))
     return wins
 
 
@@ -376,18 +449,16 @@ def selective_threshold(
     if c.shape != z.shape:
         raise ValueError("one agreement per confidence")
     total = int(c.size)
-    curve: list[list[float]] = []
-    threshold: float | None = None
-    searching = True
-    for lam in np.unique(c)[::-1]:
-        kept = c >= lam
-        n = int(kept.sum())
-        errors = int((kept & ~z).sum())
-        curve.append([n / total, errors / n])
-        if searching and float(stats.binom.cdf(errors, n, alpha)) <= delta:
-            threshold = float(lam)
-        else:
-            searching = False
+    # Every threshold at once, from the highest down: n and e are cumulative counts over the items sorted by
+    # confidence, read at each distinct confidence's last item; the fixed sequence stops at the first p > delta.
+    lams = np.unique(c)[::-1]
+    order = np.argsort(-c, kind="stable")
+    n_at = np.searchsorted(-c[order], -lams, side="right")
+    errors_at = np.concatenate([[0], np.cumsum(~z[order])])[n_at]
+    curve: list[list[float]] = [[int(n) / total, int(e) / int(n)] for n, e in zip(n_at, errors_at, strict=True)]
+    passed = stats.binom.cdf(errors_at, n_at, alpha) <= delta if lams.size else np.zeros(0, dtype=bool)
+    stop = int(np.argmin(passed)) if not passed.all() else int(passed.size)
+    threshold: float | None = float(lams[stop - 1]) if stop > 0 else None
     above = c >= threshold if threshold is not None else np.zeros(total, dtype=bool)
     return {
         "alpha": float(alpha),

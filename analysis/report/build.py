@@ -17,7 +17,7 @@ from analysis.report.tables import TABLES
 from analysis.selectors import automatic, examples, human, tango
 from analysis.selectors import judges as judge_selectors
 from analysis.selectors import verdict as verdict_selectors
-from annotation.labelset import positive_label
+from annotation.labelset import NO_RATES, positive_label, positive_labels
 from annotation.models import STUDY, Adjudication, Annotation, Assignment, Pool, PoolItem
 from annotation.schema import MISGENDERING
 from annotation.selectors.aggregate import AggregationError, pool_aggregates
@@ -84,6 +84,8 @@ def report_data(
         "n_items": pool.items.filter(kind=STUDY).count(),
         "n_annotated": int(len(frame)),
         "examples_seed": examples_seed,
+        "scale": pool.scale,
+        "rates_note": None if positive_labels(pool) else NO_RATES,
         **{table.key: table.value(inputs) for table in TABLES if table.built},
     }
 

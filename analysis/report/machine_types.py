@@ -56,6 +56,12 @@ class AltTestAnnotatorRow(TypedDict):
     rho: float
 
 
+class AltTestPValueRow(TypedDict):
+    annotator: str
+    p_value: float | None
+    rejected: bool
+
+
 class AltTestResult(TypedDict):
     omega: float | None  # null: not run (fewer than 2 tested annotators)
     rho: float | None
@@ -64,6 +70,7 @@ class AltTestResult(TypedDict):
     skipped: list[str]  # annotators with fewer than 30 eligible items
     annotators: list[AltTestAnnotatorRow]
     omega_by_epsilon: dict[str, float | None]  # "0.00" to "0.30" in steps of 0.05
+    annotators_by_epsilon: dict[str, list[AltTestPValueRow]]  # the same keys: each tested annotator's p-value
     note: str | None
 
 
@@ -78,6 +85,11 @@ class VerdictAgreementRow(TypedDict):
     scott_pi_boot_ci: Interval | None
     gwet_ac1_boot_ci: Interval | None
     per_class_kappa_boot_ci: dict[str, Interval | None]
+    # An ordinal or interval pool's (docs/domain.md, "Scales"; against "human": its human value); null on nominal.
+    weighted_kappa_linear: float | None
+    weighted_kappa_quadratic: float | None
+    mae: float | None
+    rmse: float | None
 
 
 class SelectiveResult(TypedDict):
@@ -98,6 +110,7 @@ class JudgeVerdictRow(TypedDict):
     run: int
     epsilon: float
     q: float
+    min_items: int  # the items an annotator needs to be tested by the Alt-Test
     n_ties: int  # the run's annotated study items left out: their labels tie and nobody adjudicated them
     alt_test: AltTestResult
     agreement: list[VerdictAgreementRow]

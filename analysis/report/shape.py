@@ -20,6 +20,8 @@ class ReportHeader(TypedDict):
     n_items: int
     n_annotated: int
     examples_seed: int
+    scale: str  # nominal, ordinal or interval (docs/domain.md, "Scales")
+    rates_note: str | None  # why the rates tables are empty and how to fill them; null when the pool has rates
 
 
 # --- the report ----------------------------------------------------------------------------------------------------

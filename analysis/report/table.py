@@ -31,6 +31,12 @@ COLUMN_TITLES: dict[str, str] = {
     "raw_agreement_boot_ci": "bootstrap 95% CI",
     "cohen_kappa": "Cohen's κ",
     "kappa_ci": "κ 95% CI",
+    "kappa_method": "κ of",
+    "n_pairs": "pairs",
+    "weighted_kappa_linear": "weighted κ (linear)",
+    "weighted_kappa_quadratic": "weighted κ (quadratic)",
+    "mae": "MAE",
+    "rmse": "RMSE",
     "gwet_ac1": "Gwet's AC1",
     "gwet_ac1_ci": "AC1 95% CI",
     "annotator": "annotator",
@@ -108,7 +114,14 @@ class Table(Generic[RowT]):
         part's rows say what they are about.
     shown: a plain table on the page (False: a section of its own, or a CSV link).
     optional: a report saved before the table was added lacks it (NotRequired in `Report`).
+    rates: its rows are rates of the positive label (docs/domain.md, "Scales").
     """
+
+    def fills(self, report: dict) -> str:
+        """What would fill it, for the sentence shown while it is empty: a rates table of a pool without a positive
+        label says how to get one."""
+        note = report.get("rates_note") if self.rates else None
+        return note or self.empty
 
     key: str
     title: str
@@ -127,6 +140,9 @@ class Table(Generic[RowT]):
     part_keys: tuple[str, ...] = ()
     shown: bool = True
     optional: bool = False
+    # A table of rates of the positive label: empty on a pool with neither a positive label nor a threshold, it says
+    # how to get them (the report's `rates_note`) rather than what fills it.
+    rates: bool = False
 
     def column_title(self, name: str) -> str | None:
         """The declared title of a column (an interval's `<key>_low`/`<key>_high` are shown as `<key>`), or None."""

@@ -34,19 +34,30 @@ class PairwiseRow(TypedDict):
     kappa_ci: Interval | None
     gwet_ac1: float | None
     gwet_ac1_ci: Interval | None
+    # An ordinal or interval pool's (docs/domain.md, "Scales"); null on a nominal one.
+    weighted_kappa_linear: float | None
+    weighted_kappa_quadratic: float | None
+    mae: float | None
+    rmse: float | None
 
 
 class AgreementBlock(TypedDict):
-    """One view (3-way label, binary label, extraneous flag): the first two annotations' figures, then the figures
-    over every annotation of the overlap items."""
+    """One view (3-way label, binary label, extraneous flag): the headline figures (docs/domain.md, 'Headline
+    figures'), then the figures over every annotation of the overlap items."""
 
     n_items: int
-    raw_agreement: float | None
+    n_pairs: int  # every pair of an item's annotations, over the overlap items
+    raw_agreement: float | None  # over every pair, pooled
     raw_agreement_sem: float | None
     raw_agreement_boot_ci: Interval | None
-    cohen_kappa: float | None  # on the square table over the label set, CI clipped to [-1, 1]
+    kappa_method: str  # "cohen": every item has two annotations (ordered by annotator); "light": the pairs' mean
+    cohen_kappa: float | None  # on the square table over the label set, CI clipped to [-1, 1]; or Light's
     kappa_ci: Interval | None
-    krippendorff_alpha: float | None
+    weighted_kappa_linear: float | None  # ordinal or interval pools; null on nominal ones
+    weighted_kappa_quadratic: float | None
+    mae: float | None
+    rmse: float | None
+    krippendorff_alpha: float | None  # over all raters at the pool's level of measurement
     n_raters: int
     fleiss_kappa: float | None  # each item with its own number of raters
     fleiss_n_items: int

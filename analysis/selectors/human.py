@@ -2,9 +2,10 @@
 
 Only study items count (docs/domain.md, 'The annotation schema'): gold and training items never enter a study
 metric. "First annotator" of an item is the author of its earliest annotation (by created_at, then id); the second
-annotator is the next one. Overlap items are items with at least two annotations; the two-rater figures compare their
-first two, the multi-rater ones (Fleiss' kappa, Gwet's AC1, Krippendorff's alpha over all raters, pairwise kappa) use
-every annotation (docs/domain.md, 'Multi-rater statistics'). The human label of an item (docs/domain.md, 'The human
+annotator is the next one. Overlap items are items with at least two annotations; the headline figures count every
+pair of an item's annotations (docs/domain.md, 'Headline figures'), the multi-rater ones (Fleiss' kappa, Gwet's AC1,
+Krippendorff's alpha over all raters, pairwise kappa) use every annotation (docs/domain.md, 'Multi-rater
+statistics'); the confusion table and the annotator pairs compare the first two. The human label of an item (docs/domain.md, 'The human
 label of an item') is its adjudicated label where there is one, otherwise the majority of its annotations, a tie going
 to the tied label given first (with two disagreeing annotators: the first annotator's); the extraneous flag follows
 the same rule. A report may take another verdict instead (`frame_with_human_verdict`).
@@ -12,20 +13,31 @@ the same rule. A report may take another verdict instead (`frame_with_human_verd
 
 from __future__ import annotations
 
+import itertools
 from typing import cast
 
 import numpy as np
 
 from analysis.cells import CELL, cell_groups
-from analysis.metrics import krippendorff_alpha, mean_sem, raw_agreement
-from analysis.metrics.agreement import KappaSquare, agreement_vector, bootstrap_ci, cohen_kappa_square, finite
+from analysis.metrics import mean_sem
+from analysis.metrics.agreement import (
+    KappaSquare,
+    agreement_vector,
+    bootstrap_ci,
+    bootstrap_ratio_ci,
+    cohen_kappa_square,
+    finite,
+)
 from analysis.metrics.multirater import (
+    SCALE_KEYS,
     fleiss_kappa,
     gwet_ac1,
     krippendorff_alpha_all,
     majority,
     pairwise_agreement,
+    pooled_pairs,
 )
+from analysis.metrics.scales import errors, label_numbers, weighted_kappas
 from analysis.report.types import (
     AnnotatorPair,
     Disagreement,
@@ -36,7 +48,7 @@ from analysis.report.types import (
     RateRow,
 )
 from annotation.labelset import positive_label
-from annotation.models import STUDY, Adjudication, Annotation, Pool, PoolItem
+from annotation.models import NOMINAL, STUDY, Adjudication, Annotation, Pool, PoolItem
 from annotation.schema import MISGENDERING, human_binary
 from annotation.selectors.aggregate import AGGREGATES, AggregationError
 from common.frames import pd
@@ -160,40 +172,95 @@ def _binary(labels: pd.Series, positive: str = MISGENDERING) -> np.ndarray:
     return labels.map(lambda label: human_binary(label, positive)).astype(int).to_numpy()
 
 
-def _agreement_block(a: np.ndarray, b: np.ndarray, *, categories: list) -> dict:
-    """The first two annotations' figures: raw agreement (SEM, bootstrap interval), Cohen's kappa on the square table
-    over the label set (docs/domain.md, 'Multi-rater statistics') and Krippendorff's alpha."""
-    raw = raw_agreement(a, b)
-    return {
-        "n_items": raw["n"],
-        "raw_agreement": raw["agreement"],
-        "raw_agreement_sem": raw["sem"],
-        "raw_agreement_boot_ci": bootstrap_ci(agreement_vector(a, b)),
-        **_kappa_keys(cohen_kappa_square(a, b, categories=categories)),
-        "krippendorff_alpha": krippendorff_alpha(a, b),
+def _agreement_block(
+    annotators: list[list[str]], ratings: list[list], *, categories: list, scale: str = NOMINAL
+) -> dict:
+    """The headline figures of one view over the overlap items (docs/domain.md, 'Headline figures'): raw agreement
+    over every pair of an item's annotations, pooled over items (SEM over the pairs, bootstrap over the items); where
+    every item has exactly two annotations, Cohen's kappa on the square table over the label set with each item's
+    two ordered by annotator (two fixed annotators: Cohen's kappa between them), else Light's kappa (the mean
+    pairwise kappa over annotator pairs sharing at least MIN_SHARED items, `kappa_method` says which); Krippendorff's
+    alpha over all raters at the scale's level; on an ordinal or interval scale weighted kappa (linear, quadratic)
+    and MAE and RMSE the same way (None on a nominal one)."""
+    numbers = label_numbers(categories, scale) if scale != NOMINAL else None
+    agree, pairs = pooled_pairs(ratings)
+    n_pairs = int(pairs.sum())
+    # One 0/1 value per pair (the SEM's units): the order does not matter to it.
+    pair_values = np.r_[np.ones(int(agree.sum())), np.zeros(n_pairs - int(agree.sum()))]
+    two_each = bool(ratings) and all(len(r) == 2 for r in ratings)
+    block: dict = {
+        "n_items": len(ratings),
+        "n_pairs": n_pairs,
+        "raw_agreement": finite(agree.sum() / n_pairs) if n_pairs else None,
+        "raw_agreement_sem": mean_sem(pair_values)["sem"],
+        "raw_agreement_boot_ci": bootstrap_ratio_ci(agree, pairs) if not two_each else None,
+        "kappa_method": "cohen" if two_each or not ratings else "light",
+        "cohen_kappa": None,
+        "kappa_ci": None,
+        **{key: None for key in SCALE_KEYS},
+        "krippendorff_alpha": krippendorff_alpha_all(ratings, numbers=numbers, level=scale),
     }
+    if two_each:
+        ordered = [sorted(zip(names, values, strict=True), key=lambda pair: str(pair[0])) for names, values in
+                   zip(annotators, ratings, strict=True)]  # fmt: skip
+        a = np.array([row[0][1] for row in ordered], dtype=object)
+        b = np.array([row[1][1] for row in ordered], dtype=object)
+        block["raw_agreement_boot_ci"] = bootstrap_ci(agreement_vector(a, b))
+        block.update(_kappa_keys(cohen_kappa_square(a, b, categories=categories)))
+        if numbers is not None:
+            block.update(weighted_kappas(list(a), list(b), labels=categories, scale=scale))
+    if numbers is not None:
+        left, right = [], []
+        for values in ratings:
+            for x, y in itertools.combinations(values, 2):
+                left.append(numbers[x])
+                right.append(numbers[y])
+        block.update(errors(left, right))
+    return block
 
 
 PAIRWISE_MAX_RATERS = 50  # 1,225 pairs
 
 
-def _multirater_block(annotators: list[list[str]], ratings: list[list], *, categories: list) -> dict:
+def _light(block: dict, pairwise: list[dict]) -> None:
+    """Light's kappa (and weighted kappas) of a block of items with more than two annotations: the means over the
+    annotator pairs sharing at least MIN_SHARED items; None when no pair does."""
+    if block["kappa_method"] != "light":
+        return
+    shared = [row for row in pairwise if row["n_items"] >= MIN_SHARED]
+    for key in ("cohen_kappa", "weighted_kappa_linear", "weighted_kappa_quadratic"):
+        defined = [row[key] for row in shared if row.get(key) is not None]
+        block[key] = float(np.mean(defined)) if defined else None
+
+
+# Light's kappa averages the pairs of annotators who share at least this many items (docs/domain.md, 'Headline
+# figures'), as the human ceiling of the judge's verdict does.
+MIN_SHARED = 30
+
+
+def _multirater_block(
+    annotators: list[list[str]], ratings: list[list], *, categories: list, scale: str = NOMINAL
+) -> dict:
     """The k-rater figures of one view over every annotation of the overlap items: `n_raters` (the most annotations
-    any item has), Fleiss' kappa and Gwet's AC1 with each item's own number of raters, Krippendorff's alpha, and
-    Cohen's kappa per annotator pair."""
+    any item has), Fleiss' kappa and Gwet's AC1 with each item's own number of raters, Krippendorff's alpha (at the
+    scale's level), and Cohen's kappa per annotator pair (with weighted kappa, MAE and RMSE on an ordinal or interval
+    scale)."""
     n_raters = max((len(r) for r in ratings), default=0)
     # Each pair costs its bootstrap and asymptotic intervals (tens of milliseconds): a crowd study's 600 raters are
     # 179,700 pairs, hours of them. The pairs are listed for pools of at most PAIRWISE_MAX_RATERS raters
     # (docs/domain.md, 'Multi-rater statistics'); every pair's kappa stays on the quality page's heat map.
     listed = len({name for names in annotators for name in names}) <= PAIRWISE_MAX_RATERS
+    numbers = label_numbers(categories, scale) if scale != NOMINAL else None
     return {
         "n_raters": n_raters,
         **fleiss_kappa(ratings, categories=categories),
         **gwet_ac1(ratings, categories=categories),
-        "krippendorff_alpha_all": krippendorff_alpha_all(ratings),
+        "krippendorff_alpha_all": krippendorff_alpha_all(ratings, numbers=numbers, level=scale),
         "pairwise": pairwise_agreement(
             [list(zip(names, values, strict=True)) for names, values in zip(annotators, ratings, strict=True)],
             categories=categories,
+            scale=scale,
+            numbers=numbers,
         )
         if listed
         else [],
@@ -225,9 +292,12 @@ def _pairs(pairs: list[tuple[str, str]], agree: list[bool]) -> list[AnnotatorPai
     ]
 
 
-def inter_annotator(*, frame: pd.DataFrame, labels: list[str], positive: str = MISGENDERING) -> InterAnnotator:
-    """Agreement of the first two annotations on the overlap items, for the 3-way label, the binary label and the
-    extraneous flag, plus the label confusion table (rows: first annotator, columns: second) and the annotator pairs."""
+def inter_annotator(
+    *, frame: pd.DataFrame, labels: list[str], positive: str = MISGENDERING, scale: str = NOMINAL
+) -> InterAnnotator:
+    """Agreement on the overlap items for the label (at the pool's scale), the binary label and the extraneous flag
+    (the headline figures over every pair of annotations, then the k-rater figures), plus the label confusion table
+    of the first two annotations (rows: first annotator, columns: second) and the annotator pairs."""
     overlap = frame[frame["label_2"].notna()] if not frame.empty else frame
     first, second = overlap["label_1"].astype(str), overlap["label_2"].astype(str)
     seen = {str(label) for row in overlap["labels"] for label in row} if not overlap.empty else set()
@@ -238,23 +308,20 @@ def inter_annotator(*, frame: pd.DataFrame, labels: list[str], positive: str = M
     labels_all = [[str(label) for label in row] for row in overlap["labels"]]
     binary_all = [[human_binary(label, positive) for label in row] for row in labels_all]
     flags_all = [[int(flag) for flag in row] for row in overlap["extraneous_flags"]]
+    views = {}
+    for view, ratings, view_categories, view_scale in (
+        ("pronoun_label", labels_all, categories, scale),
+        ("pronoun_binary", binary_all, [0, 1], NOMINAL),
+        ("extraneous", flags_all, [0, 1], NOMINAL),
+    ):
+        block = {
+            **_agreement_block(annotators, ratings, categories=view_categories, scale=view_scale),
+            **_multirater_block(annotators, ratings, categories=view_categories, scale=view_scale),
+        }
+        _light(block, block["pairwise"])
+        views[view] = block
     result = {
-        "pronoun_label": {
-            **_agreement_block(first.to_numpy(), second.to_numpy(), categories=categories),
-            **_multirater_block(annotators, labels_all, categories=categories),
-        },
-        "pronoun_binary": {
-            **_agreement_block(_binary(first, positive), _binary(second, positive), categories=[0, 1]),
-            **_multirater_block(annotators, binary_all, categories=[0, 1]),
-        },
-        "extraneous": {
-            **_agreement_block(
-                overlap["extraneous_1"].astype(int).to_numpy(),
-                overlap["extraneous_2"].astype(int).to_numpy(),
-                categories=[0, 1],
-            ),
-            **_multirater_block(annotators, flags_all, categories=[0, 1]),
-        },
+        **views,
         "confusion": {"labels": categories, "matrix": _confusion(first.tolist(), second.tolist(), categories)},
         "annotator_pairs": _pairs(annotator_pairs, agree),
     }

@@ -13,17 +13,19 @@ label, else the majority of the annotations, a tie having none (unlike the repor
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Hashable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import combinations
 from typing import TypedDict, cast
 
 import numpy as np
 
+from analysis.metrics.multirater import SCALE_KEYS
+from analysis.metrics.scales import errors, human_value, label_numbers, weighted_kappas
 from analysis.metrics.verdict import (
-    alt_test,
-    alt_test_omega_by_epsilon,
+    alt_test_by_epsilon,
     chance_corrected,
     coverage_at,
     human_label,
@@ -31,8 +33,8 @@ from analysis.metrics.verdict import (
     selective_threshold,
 )
 from analysis.report.machine_types import JudgeVerdictRow, PredictionPoweredRow
-from annotation.labelset import positive_label
-from annotation.models import STUDY, Pool, PoolItem
+from annotation.labelset import positive_label, positive_labels
+from annotation.models import NOMINAL, STUDY, Pool, PoolItem
 from annotation.schema import MISGENDERING
 from common.frames import pd
 from generation.datasets.labels import dataset_label
@@ -55,11 +57,14 @@ CHANCE_KEYS = ("cohen_kappa", "scott_pi", "gwet_ac1")
 
 @dataclass(frozen=True)
 class VerdictParameters:
-    """The report's parameters of the verdict: the Alt-Test's epsilon, selective judging's alpha and delta."""
+    """The report's parameters of the verdict: the Alt-Test's epsilon, q and minimum items per annotator, selective
+    judging's alpha and delta."""
 
     epsilon: float = DEFAULT_EPSILON
     alpha: float = DEFAULT_ALPHA
     delta: float = DEFAULT_DELTA
+    q: float = ALT_TEST_Q
+    min_items: int = MIN_ITEMS
 
 
 class VerdictQuery(TypedDict):
@@ -68,17 +73,25 @@ class VerdictQuery(TypedDict):
     epsilon: float | None
     alpha: float | None
     delta: float | None
+    q: float | None
+    min_items: int | None
 
 
 def verdict_parameters(
-    *, epsilon: float | None = None, alpha: float | None = None, delta: float | None = None
+    *,
+    epsilon: float | None = None,
+    alpha: float | None = None,
+    delta: float | None = None,
+    q: float | None = None,
+    min_items: int | None = None,
 ) -> VerdictParameters:
-    """The parameters, checked: epsilon in [0, 1), alpha and delta in (0, 1); None takes the default. Raises
-    ValueError with every problem, each as "<name>: <why>", separated by "; "."""
+    """The parameters, checked: epsilon in [0, 1), alpha, delta and q in (0, 1), min_items a whole number of at least
+    1; None takes the default. Raises ValueError with every problem, each as "<name>: <why>", separated by "; "."""
     values = {
         "epsilon": DEFAULT_EPSILON if epsilon is None else epsilon,
         "alpha": DEFAULT_ALPHA if alpha is None else alpha,
         "delta": DEFAULT_DELTA if delta is None else delta,
+        "q": ALT_TEST_Q if q is None else q,
     }
     problems = []
     for name, value in values.items():
@@ -88,9 +101,12 @@ def verdict_parameters(
             problems.append(f"epsilon: must be in [0, 1), got {value}")
         elif name != "epsilon" and not 0 < value < 1:
             problems.append(f"{name}: must be in (0, 1), got {value}")
+    items = MIN_ITEMS if min_items is None else min_items
+    if isinstance(items, bool) or not isinstance(items, int) or items < 1:
+        problems.append(f"min_items: must be a whole number of at least 1, got {items!r}")
     if problems:
         raise ValueError("; ".join(problems))
-    return VerdictParameters(**{name: float(value) for name, value in values.items()})
+    return VerdictParameters(**{name: float(value) for name, value in values.items()}, min_items=int(items))
 
 
 # --- the human side ------------------------------------------------------------------------------------------------
@@ -98,26 +114,57 @@ def verdict_parameters(
 
 @dataclass(frozen=True)
 class HumanSide:
-    """Per annotated study item: its human label (None: a tie) and its annotations {annotator: label}."""
+    """Per annotated study item: its human label (None: a tie) and its annotations {annotator: label}; on an ordinal
+    or interval pool (docs/domain.md, "Scales") its human value too, and `numbers` (label -> rank or value)."""
 
     label: dict[int, str | None]
     annotations: dict[int, dict[str, str]]
+    value: dict[int, float | None] = field(default_factory=dict)
+    numbers: dict[str, float] | None = None
 
 
-def human_side(*, frame: pd.DataFrame) -> HumanSide:
+def human_side(*, frame: pd.DataFrame, labels: list[str] | None = None, scale: str = NOMINAL) -> HumanSide:
+    """The human side of the verdict. On a nominal pool the label is the adjudicated one, else the majority (a tie
+    has none); on an ordinal or interval pool the human value is the adjudicated label's number, else the median
+    (ordinal; the lower middle for an even count) or the mean (interval) of the annotations' numbers, and the human
+    label the adjudicated one, else the median label (the lower middle one), which the kappas compare with."""
+    numbers = label_numbers(labels or [], scale) if scale != NOMINAL else None
     if frame.empty:
-        return HumanSide({}, {})
+        return HumanSide({}, {}, {}, numbers)
+    if numbers is not None:
+        return _scaled_side(frame, numbers, scale)
     adjudicated = frame["adjudicated_label"] if "adjudicated_label" in frame else pd.Series([None] * len(frame))
-    labels: dict[int, str | None] = {}
+    by_item: dict[int, str | None] = {}
     annotations: dict[int, dict[str, str]] = {}
     for item_id, annotators, given, adjudication in zip(
         frame["id"], frame["annotators"], frame["labels"], adjudicated, strict=True
     ):
         given = list(given) if isinstance(given, list) else []
         settled = adjudication if isinstance(adjudication, str) and adjudication else None
-        labels[int(item_id)] = human_label(adjudicated=settled, labels=given)
+        by_item[int(item_id)] = human_label(adjudicated=settled, labels=given)
         annotations[int(item_id)] = dict(zip(list(annotators), given, strict=True)) if given else {}
-    return HumanSide(labels, annotations)
+    return HumanSide(by_item, annotations)
+
+
+def _scaled_side(frame: pd.DataFrame, numbers: dict[str, float], scale: str) -> HumanSide:
+    adjudicated = frame["adjudicated_label"] if "adjudicated_label" in frame else pd.Series([None] * len(frame))
+    labels: dict[int, str | None] = {}
+    values: dict[int, float | None] = {}
+    annotations: dict[int, dict[str, str]] = {}
+    for item_id, annotators, given, adjudication in zip(
+        frame["id"], frame["annotators"], frame["labels"], adjudicated, strict=True
+    ):
+        given = [str(label) for label in given] if isinstance(given, list) else []
+        known = sorted((label for label in given if label in numbers), key=lambda label: numbers[label])
+        if isinstance(adjudication, str) and adjudication in numbers:
+            labels[int(item_id)], values[int(item_id)] = adjudication, numbers[adjudication]
+        elif known:
+            labels[int(item_id)] = known[(len(known) - 1) // 2]
+            values[int(item_id)] = human_value([numbers[label] for label in known], scale)
+        else:
+            labels[int(item_id)], values[int(item_id)] = None, None
+        annotations[int(item_id)] = dict(zip(list(annotators), given, strict=True)) if given else {}
+    return HumanSide(labels, annotations, values, numbers)
 
 
 def _study_ids(pool: Pool) -> set[int]:
@@ -127,12 +174,21 @@ def _study_ids(pool: Pool) -> set[int]:
 # --- agreement -----------------------------------------------------------------------------------------------------
 
 
-def _agreement_row(against: str, a: list[str], b: list[str], labels: list[str]) -> dict:
+def _agreement_row(
+    against: str, a: list[str], b: list[str], labels: list[str], *, scale: str = NOMINAL,
+    numbers: dict[str, float] | None = None, b_values: list[float] | None = None,
+) -> dict:  # fmt: skip
+    """Chance-corrected agreement of the judge (a) with b; on an ordinal or interval pool weighted kappa and MAE and
+    RMSE too (b's numbers: `b_values`, else its labels'), None on a nominal one."""
     figures = chance_corrected(a, b, categories=labels)
-    return {"against": against, **figures}
+    scaled: dict = dict.fromkeys(SCALE_KEYS)
+    if numbers is not None:
+        scaled.update(weighted_kappas(a, b, labels=labels, scale=scale))
+        scaled.update(errors([numbers[x] for x in a], b_values if b_values is not None else [numbers[y] for y in b]))
+    return {"against": against, **figures, **scaled}
 
 
-def human_ceiling(*, side: HumanSide, labels: list[str], min_items: int = MIN_ITEMS) -> dict:
+def human_ceiling(*, side: HumanSide, labels: list[str], min_items: int = MIN_ITEMS, scale: str = NOMINAL) -> dict:
     """The mean over pairs of annotators that share at least `min_items` items of each figure (`n`: how many
     pairs; intervals: the mean of the pairs' bounds)."""
     by_annotator: dict[str, dict[int, str]] = defaultdict(dict)
@@ -143,12 +199,13 @@ def human_ceiling(*, side: HumanSide, labels: list[str], min_items: int = MIN_IT
     for first, second in combinations(sorted(by_annotator), 2):
         shared = sorted(set(by_annotator[first]) & set(by_annotator[second]))
         if len(shared) >= min_items:
-            figures = chance_corrected(
-                [by_annotator[first][i] for i in shared], [by_annotator[second][i] for i in shared], categories=labels
-            )
-            pairs.append(dict(figures))
+            figures = _agreement_row(
+                "", [by_annotator[first][i] for i in shared], [by_annotator[second][i] for i in shared], labels,
+                scale=scale, numbers=side.numbers,
+            )  # fmt: skip
+            pairs.append(figures)
     row: dict = {"against": "human_ceiling", "n": len(pairs)}
-    for key in CHANCE_KEYS:
+    for key in (*CHANCE_KEYS, *SCALE_KEYS):
         row[key] = _mean([pair[key] for pair in pairs])
     per_class: dict[str, float | None] = {}
     for label in labels:
@@ -194,14 +251,36 @@ def run_verdict(
     annotations = {item_id: given for item_id, given in side.annotations.items() if item_id in judge_labels}
     judge_by_item: dict[Hashable, str] = {item: label for item, label in judge_labels.items()}  # any item keys
     annotations_by_item: dict[Hashable, Mapping[str, str]] = {item: given for item, given in annotations.items()}
-    test = alt_test(judge=judge_by_item, annotations=annotations_by_item, epsilon=parameters.epsilon, q=ALT_TEST_Q)
-    by_epsilon = alt_test_omega_by_epsilon(judge=judge_by_item, annotations=annotations_by_item, q=ALT_TEST_Q)
+    numbers = side.numbers
+    # An ordinal or interval pool's Alt-Test aligns by negative RMSE over the labels' numbers (docs/domain.md,
+    # "Scales"); a judge's label outside them (a nominal extension) has none, so such items are left out there.
+    if numbers is not None:
+        judge_by_item = {item: label for item, label in judge_by_item.items() if label in numbers}
+        annotations_by_item = {
+            item: given
+            for item, given in annotations_by_item.items()
+            if all(label in numbers for label in given.values())
+        }
+    by_epsilon = alt_test_by_epsilon(
+        judge=judge_by_item, annotations=annotations_by_item, q=parameters.q, min_items=parameters.min_items,
+        values=numbers, epsilon=parameters.epsilon,
+    )  # fmt: skip
+    test = by_epsilon["test"]
+    scale = pool.scale
 
     labelled = sorted(i for i in judge_labels if side.label.get(i) is not None)
     # Annotated items whose labels tie (no adjudication) have no human label: left out of every figure, counted here.
     n_ties = sum(1 for i in judge_labels if i in side.label and side.label[i] is None and side.annotations.get(i))
     agreement = [
-        _agreement_row("human", [judge_labels[i] for i in labelled], [side.label[i] or "" for i in labelled], labels)
+        _agreement_row(
+            "human",
+            [judge_labels[i] for i in labelled],
+            [side.label[i] or "" for i in labelled],
+            labels,
+            scale=scale,
+            numbers=numbers,
+            b_values=[side.value[i] or 0.0 for i in labelled] if numbers is not None else None,
+        )  # fmt: skip
     ]
     by_annotator: dict[str, list[int]] = defaultdict(list)
     for item_id in sorted(annotations):
@@ -211,8 +290,13 @@ def run_verdict(
         items = by_annotator[annotator]
         agreement.append(
             _agreement_row(
-                annotator, [judge_labels[i] for i in items], [annotations[i][annotator] for i in items], labels
-            )
+                annotator,
+                [judge_labels[i] for i in items],
+                [annotations[i][annotator] for i in items],
+                labels,
+                scale=scale,
+                numbers=numbers,
+            )  # fmt: skip
         )
     agreement.append(ceiling)
 
@@ -237,7 +321,8 @@ def run_verdict(
         "version": run.judge.version,
         "run": run.pk,
         "epsilon": parameters.epsilon,
-        "q": ALT_TEST_Q,
+        "q": parameters.q,
+        "min_items": parameters.min_items,
         "n_ties": n_ties,
         "alt_test": {
             "omega": test["omega"],
@@ -246,7 +331,8 @@ def run_verdict(
             "tested": test["tested"],
             "skipped": test["skipped"],
             "annotators": test["annotators"],
-            "omega_by_epsilon": by_epsilon,
+            "omega_by_epsilon": by_epsilon["omega_by_epsilon"],
+            "annotators_by_epsilon": by_epsilon["annotators_by_epsilon"],
             "note": test["note"],
         },
         "agreement": agreement,
@@ -278,9 +364,9 @@ def judge_verdict(
     if not runs:
         return []
     parameters = parameters or VerdictParameters()
-    side = human_side(frame=frame)
+    side = human_side(frame=frame, labels=labels, scale=pool.scale)
     study = _study_ids(pool)
-    ceiling = human_ceiling(side=side, labels=labels)
+    ceiling = human_ceiling(side=side, labels=labels, scale=pool.scale)
     result = [
         run_verdict(run=run, pool=pool, side=side, labels=labels, parameters=parameters, study=study, ceiling=ceiling)
         for run in runs
@@ -294,27 +380,42 @@ def judge_verdict(
 def _stratum_rows(*, run: JudgeRun, model: str, dataset: str, pronoun: str, units: dict, labelled: dict) -> dict:
     """units: context -> the judge's P(positive label) of each of its samples; labelled: context -> [(Y sample,
     Yhat sample)] of its pool samples with a human label."""
-    y = [float(np.mean([h for h, _ in pairs])) for _, pairs in sorted(labelled.items())]
-    yhat = [float(np.mean([p for _, p in pairs])) for _, pairs in sorted(labelled.items())]
-    unlabelled = [float(np.mean(values)) for context, values in sorted(units.items()) if context not in labelled]
+    # Plain sums: a stratum has thousands of contexts of a few samples, where numpy's mean costs more than the sum.
+    y = [math.fsum(h for h, _ in pairs) / len(pairs) for _, pairs in sorted(labelled.items())]
+    yhat = [math.fsum(p for _, p in pairs) / len(pairs) for _, pairs in sorted(labelled.items())]
+    unlabelled = [
+        math.fsum(values) / len(values) for context, values in sorted(units.items()) if context not in labelled
+    ]
     figures = ppi_mean(y=y, yhat=yhat, yhat_unlabelled=unlabelled, alpha=PPI_ALPHA)
     return {"judge": run.judge.name, "run": run.pk, "model": model, "dataset": dataset, "pronoun": pronoun, **figures}
 
 
-def _yhat(run: JudgeRun, options: dict[str, str], label: str, scores: dict, positive: str) -> float:
-    """Yhat of one judged sample (docs/domain.md, "Bring your own study"): the positive label's probability, else
-    (an imported label without probabilities) 1[label = positive]."""
+def _positives(positive: str | frozenset[str]) -> frozenset[str]:
+    """The labels a rate counts: one positive label, or those at or above a threshold (docs/domain.md, "Scales")."""
+    return frozenset([positive]) if isinstance(positive, str) else positive
+
+
+def _p_positive(run: JudgeRun, options: dict[str, str], scores: dict, positive: str | frozenset[str]) -> float:
+    probabilities = option_probabilities(run.mode, options, scores)
+    return float(sum(probabilities[label] for label in _positives(positive) if label in probabilities))
+
+
+def _yhat(run: JudgeRun, options: dict[str, str], label: str, scores: dict, positive: str | frozenset[str]) -> float:
+    """Yhat of one judged sample (docs/domain.md, "Bring your own study"): the positive label's probability (the
+    positive labels' summed), else (an imported label without probabilities) 1[label is positive]."""
     if run.mode == JudgeMode.IMPORTED and not scores:
-        return float(label == positive)
-    return option_probabilities(run.mode, options, scores)[positive]
+        return float(label in _positives(positive))
+    return _p_positive(run, options, scores, positive)
 
 
-def run_prediction_powered_pool(*, run: JudgeRun, pool: Pool, side: HumanSide, positive: str) -> list[dict]:
+def run_prediction_powered_pool(
+    *, run: JudgeRun, pool: Pool, side: HumanSide, positive: str | frozenset[str]
+) -> list[dict]:
     """The rows of one run over a pool without a job (docs/domain.md, "Bring your own study"): the units are the
     pool's contexts (model, dataset, setting, pronoun and context text); labelled ones have people's labels, the
     others only the judge's. Per model x dataset x stated pronoun, then pronoun "all" per model x dataset."""
     options = run.judge.option_map
-    if positive not in options:
+    if not _positives(positive) & set(options):
         return []
     judged = {row.item_id: _yhat(run, options, row.label, row.scores, positive)
               for row in run_pool_labels(run=run, pool=pool) if row.label}  # fmt: skip
@@ -330,7 +431,7 @@ def run_prediction_powered_pool(*, run: JudgeRun, pool: Pool, side: HumanSide, p
         units[key].append(judged[item_id])
         label = side.label.get(item_id)
         if label is not None:
-            labelled[key].append((float(label == positive), judged[item_id]))
+            labelled[key].append((float(label in _positives(positive)), judged[item_id]))
     out = []
     for model, dataset in sorted({(key[0], key[1]) for key in units}):
         stratum = {key for key in units if key[:2] == (model, dataset)}
@@ -350,12 +451,14 @@ def run_prediction_powered_pool(*, run: JudgeRun, pool: Pool, side: HumanSide, p
     return out
 
 
-def run_prediction_powered(*, run: JudgeRun, pool: Pool, side: HumanSide, positive: str = MISGENDERING) -> list[dict]:
+def run_prediction_powered(
+    *, run: JudgeRun, pool: Pool, side: HumanSide, positive: str | frozenset[str] = MISGENDERING
+) -> list[dict]:
     """The rows of one run over a generation job: per pronoun of the job, then pronoun "all"."""
     job = run.source_job
     assert job is not None
     options = run.judge.option_map
-    if positive not in options:
+    if not _positives(positive) & set(options):
         return []
     model, dataset = job.model.name, dataset_label(job.dataset)
     # context (instance, setting) -> pronoun, and each judged generation's P(misgendering)
@@ -369,7 +472,7 @@ def run_prediction_powered(*, run: JudgeRun, pool: Pool, side: HumanSide, positi
                      "generation__instance__pronoun")
     )  # fmt: skip
     for generation_id, scores, instance_id, setting, pronoun in rows:
-        probability[generation_id] = option_probabilities(run.mode, options, scores)[positive]
+        probability[generation_id] = _p_positive(run, options, scores, positive)
         context_of[generation_id] = (instance_id, setting)
         pronoun_of[(instance_id, setting)] = pronoun
     units: dict[tuple[int, str], list[float]] = defaultdict(list)
@@ -381,7 +484,7 @@ def run_prediction_powered(*, run: JudgeRun, pool: Pool, side: HumanSide, positi
         label = side.label.get(item_id)
         if label is None or generation_id not in probability:
             continue
-        labelled[context_of[generation_id]].append((float(label == positive), probability[generation_id]))
+        labelled[context_of[generation_id]].append((float(label in _positives(positive)), probability[generation_id]))
     out = []
     for pronoun in [p for p in job.generation_run.pronouns if p in set(pronoun_of.values())]:
         keep = {context for context, base in pronoun_of.items() if base == pronoun}
@@ -406,15 +509,16 @@ def prediction_powered(
     """One row per run over one of the pool's generation jobs x model x dataset x pronoun, plus pronoun "all" per
     model x dataset (docs/domain.md, 'The judge's verdict': prediction-powered rates); on a pool without a job, the
     same per run over the pool, its units the pool's contexts ("Bring your own study"). The rate is the pool's
-    positive label's (`annotation.labelset.positive_label`); a pool with none has no rates. `runs`: `covering_runs`
+    positive label's (`annotation.labelset.positive_label`), or on an ordinal or interval pool with a threshold the
+    share of labels at or above it (`positive_labels`); a pool with neither has no rates. `runs`: `covering_runs`
     of the pool, read here unless the caller has them. An active pool has none: PPI++ takes its labelled units as a
     uniform draw, which an active draw is not (its estimate is `active_rates`)."""
     runs = covering_runs(pool=pool) if runs is None else runs
-    positive = positive_label(pool)
+    positive = positive_label(pool) or frozenset(positive_labels(pool)) or None
     if not runs or positive is None or pool.active_run_id is not None:
         return []
     without_job = not pool.jobs.exists()
-    side = human_side(frame=frame)
+    side = human_side(frame=frame, labels=list(pool.labels), scale=pool.scale)
     rows = []
     for run in runs:
         if run.source_job_id is not None:

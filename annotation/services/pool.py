@@ -32,8 +32,8 @@ from django.utils.text import slugify
 from accounts.models import Project
 from annotation.active import ActiveDrawError, active_draw, inclusion_probabilities, judged_contexts
 from annotation.labelset import LabelSetError, labels_check
-from annotation.models import Pool, PoolItem
-from annotation.schema import MISGENDERING
+from annotation.models import NOMINAL, Pool, PoolItem
+from annotation.schema import DEFAULT_LABELS, MISGENDERING
 from common.audit import CREATE, audit_record
 from generation.contexts import setting_rank
 from generation.datasets.labels import dataset_label
@@ -257,8 +257,7 @@ def _draw_active(
 
 def _write_pool(
     *, name: str, per_cell: int | None, seed: int, jobs: list[Job], chosen, created_by,
-    active: ActiveDraw | None = None, project: Project | None = None, labels: list[str] | None = None,
-    positive: str = "",
+    active: ActiveDraw | None = None, project: Project | None = None, label_set: dict | None = None,
 ) -> tuple[Pool, int]:  # fmt: skip
     generations = Generation.objects.select_related("instance").in_bulk([pk for _, pk in chosen])
     with transaction.atomic():
@@ -266,7 +265,7 @@ def _write_pool(
             name=name, per_cell=per_cell, seed=seed, created_by=created_by,
             active_run_id=active.run_id if active else None, active_budget=active.budget if active else None,
             **_in_project(project),
-            **({"labels": labels, "positive_label": positive} if labels is not None else {}),
+            **(label_set or {}),
         )  # fmt: skip
         pool.jobs.set(jobs)
         data: dict = {"per_cell": per_cell, "seed": seed, "jobs": [job.pk for job in jobs], "items": len(chosen)}
@@ -319,7 +318,7 @@ def pool_from_generations(
     chosen = [(jobs[generation.job_id], generation.pk) for generation in generations]
     pool, _ = _write_pool(
         name=name, per_cell=None, seed=seed, jobs=list(jobs.values()), chosen=chosen, created_by=created_by,
-        labels=labels, positive=positive, project=project,
+        label_set={"labels": labels, "positive_label": positive}, project=project,
     )  # fmt: skip
     return pool
 
@@ -338,6 +337,9 @@ def pool_sample(
     judge_run: int | None = None,
     budget: float | None = None,
     project: Project | None = None,
+    labels: list[str] | None = None,
+    scale: str = NOMINAL,
+    positive: str = "",
 ) -> PoolSampleResult:
     """Draw a pool per model x dataset x setting x pronoun from finished jobs (see the module docstring).
 
@@ -352,6 +354,7 @@ def pool_sample(
     no probabilities. `project`: the project the pool belongs to (accounts.projects.project_choose; None: the
     default project).
     """
+    label_set = _declared_labels(labels, scale, positive)
     if active:
         return _pool_sample_active(
             name=name, job_ids=job_ids, judge_run=judge_run, budget=budget, seed=seed, created_by=created_by,
@@ -392,9 +395,22 @@ def pool_sample(
     )
     result.pool, result.items = _write_pool(
         name=name, per_cell=stored_per_cell, seed=seed, jobs=jobs, chosen=chosen, created_by=created_by,
-        project=project,
+        project=project, label_set=label_set,
     )  # fmt: skip
     return result
+
+
+def _declared_labels(labels: list[str] | None, scale: str, positive: str) -> dict:
+    """The pool's label set, scale and positive label as declared (docs/domain.md, "Scales"), checked; none
+    declared: the schema's three, nominal."""
+    if labels is None and scale == NOMINAL and not positive:
+        return {}
+    chosen = list(labels) if labels is not None else list(DEFAULT_LABELS)
+    try:
+        labels_check(chosen, positive, scale=scale)
+    except LabelSetError as exc:
+        raise PoolSampleError(f"labels: {exc}") from None
+    return {"labels": chosen, "scale": scale, "positive_label": positive}
 
 
 def _pool_sample_active(
@@ -430,10 +446,16 @@ class PoolCreateError(ValueError):
 
 @transaction.atomic
 def pool_create(
-    *, name: str, labels: list[str], positive: str = "", project: Project | None = None, created_by=None
+    *,
+    name: str,
+    labels: list[str],
+    positive: str = "",
+    scale: str = NOMINAL,
+    project: Project | None = None,
+    created_by=None,
 ) -> Pool:
     """An empty pool for a researcher's own files (docs/domain.md, "Bring your own study"): its label set (and the
-    label rates count, for a set without misgendering), in `project`; its generations, people's labels and judges'
+    label rates count, for a set without misgendering) on its scale (docs/domain.md, "Scales"), in `project`; its generations, people's labels and judges'
     labels are uploaded after. The same checks as an import's label set (annotation/labelset.py)."""
     limit = Pool._meta.get_field("name").max_length or 64
     if not name or slugify(name) != name or len(name) > limit:
@@ -441,16 +463,19 @@ def pool_create(
             f"name: a pool's name is a slug of at most {limit} characters (letters, digits, - and _), got {name!r}"
         )
     try:
-        chosen, chosen_positive = labels_check(list(labels), positive.strip()), positive.strip()
+        chosen = labels_check(list(labels), positive.strip(), scale=scale)
+        chosen_positive = positive.strip()
     except LabelSetError as exc:
         raise PoolCreateError(f"labels: {exc}") from None
     if Pool.objects.filter(name=name).exists():
         raise PoolCreateError(f"name: a pool named {name!r} already exists; choose another name")
     pool = Pool.objects.create(
-        name=name, labels=chosen, positive_label=chosen_positive, created_by=created_by, **_in_project(project)
-    )
+        name=name, labels=chosen, positive_label=chosen_positive, scale=scale, created_by=created_by,
+        **_in_project(project),
+    )  # fmt: skip
     audit_record(
         event="pool.create", obj=pool, actor=created_by, action=CREATE,
-        data={"labels": chosen, "positive_label": chosen_positive, "project": pool.project.name, "items": 0},
+        data={"labels": chosen, "positive_label": chosen_positive, "scale": scale, "project": pool.project.name,
+              "items": 0},
     )  # fmt: skip
     return pool

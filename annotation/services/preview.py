@@ -10,8 +10,8 @@ from pathlib import Path
 
 from django.core.files.uploadedfile import UploadedFile
 
-from annotation.labelset import LabelSetError, labels_check
-from annotation.models import Pool
+from annotation.labelset import SCALES, LabelSetError, labels_check
+from annotation.models import NOMINAL, Pool
 from annotation.services.imports.free_text import Datasets
 from annotation.services.imports.reading import Upload, file_rows
 from generation.datasets.files import ImportFailed
@@ -39,17 +39,32 @@ def stored_codebook(value: dict | None) -> Codebook | None:
     return _codebook(str(value["name"]), str(value["text"])) if value else None
 
 
-def generation_options(*, labels: str = "", positive: str = "", codebook: UploadedFile | None = None) -> dict:
+def generation_options(
+    *,
+    labels: str = "",
+    positive: str = "",
+    codebook: UploadedFile | None = None,
+    scale: str = "",
+    positive_at_least: str = "",
+) -> dict:
     """The options of an import job (`import_job_create`) from a form's or a request's fields: `labels` comma
-    separated (empty: not declared), `positive`, and the codebook file. Raises UploadOptionsError."""
+    separated (empty: not declared), `positive`, `scale` and `positive_at_least` (empty: not declared), and the
+    codebook file. Raises UploadOptionsError."""
     options: dict = {}
     declared = [label.strip() for label in labels.split(",") if label.strip()]
+    scale, positive_at_least = scale.strip(), positive_at_least.strip()
     if declared:
         try:
-            labels_check(declared, positive.strip())
+            labels_check(declared, positive.strip(), scale=scale or NOMINAL, positive_at_least=positive_at_least)
         except LabelSetError as exc:
             raise UploadOptionsError(f"labels: {exc}") from None
         options["labels"] = declared
+    elif scale and scale not in SCALES:
+        raise UploadOptionsError(f"scale: use one of {', '.join(SCALES)}")
+    if scale:
+        options["scale"] = scale
+    if positive_at_least:
+        options["positive_at_least"] = positive_at_least
     if positive.strip():
         options["positive"] = positive.strip()  # without labels: checked against the pool's set by the import
     if codebook is not None:

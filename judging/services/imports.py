@@ -11,6 +11,8 @@ probability, else the given confidence, else none.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -19,13 +21,14 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils.text import slugify
 
+from annotation.labelset import LabelSetError, labels_check
 from annotation.models import Pool
 from annotation.schema import label_display
 from annotation.services.imports.reading import source_name
 from annotation.services.label_files import LabelImportError, Source, pool_items_named, table_read
 from common.audit import CREATE, audit_record
 from generation.models import LanguageModel
-from judging.models import Judge, JudgeMode, JudgeRun, MachineLabel
+from judging.models import RUN_IMPORTED, Judge, JudgeMode, JudgeRun, MachineLabel
 from judging.services.judges import NAME, judge_latest
 from judging.services.runs import imported_run_record
 
@@ -56,6 +59,8 @@ class JudgeLabelsPlan:
     pool: Pool
     file: str
     rows: list[tuple[JudgeLabelRow, int]] = field(default_factory=list)  # (row, item id)
+    new_labels: list[str] = field(default_factory=list)  # `extend_labels`: the file's labels the pool gains
+    unchanged: bool = False  # the same labels were imported for the same judge version before: nothing written
 
     def summary(self) -> dict:
         with_probabilities = sum(1 for row, _ in self.rows if row.probabilities)
@@ -63,7 +68,16 @@ class JudgeLabelsPlan:
         return {
             "pool": self.pool.name, "file": self.file, "labels": len(self.rows),
             "with_probabilities": with_probabilities, "with_confidence": with_confidence,
+            "new_labels": list(self.new_labels), "already_imported": self.unchanged,
         }  # fmt: skip
+
+    def digest(self) -> str:
+        """The labels as read, whatever the file's name or the order of its rows: the same file imported again
+        finds the run it made (docs/domain.md, "Bring your own study")."""
+        content = sorted(
+            [item_id, row.label, sorted(row.probabilities.items()), row.confidence] for row, item_id in self.rows
+        )
+        return hashlib.sha256(json.dumps(content, default=str).encode()).hexdigest()
 
 
 def _number(text: str) -> float | None:
@@ -117,18 +131,38 @@ def _confidence(text: str, problems: list[str]) -> float | None:
     return value
 
 
-def judge_labels_plan(*, source: Source, pool: Pool) -> JudgeLabelsPlan:
-    """Check the whole file against the pool: the plan, or LabelImportError with every problem (`FILE:LINE: ...`)."""
+def _extension(table, pool: Pool) -> list[str]:
+    """The file's labels outside the pool's set, in the order they first occur; refused (LabelImportError) where the
+    pool cannot take them: not a label (labels_check's rules), or not a number on an interval pool."""
+    known = set(pool.labels)
+    new: list[str] = []
+    for _, record in table.records:
+        label = record.get("label", "")
+        if label and label not in known and label not in new:
+            new.append(label)
+    if new:
+        try:
+            labels_check([*pool.labels, *new], scale=pool.scale)
+        except LabelSetError as exc:
+            raise LabelImportError([f"{table.name}: --extend-labels: {exc}"]) from None
+    return new
+
+
+def judge_labels_plan(*, source: Source, pool: Pool, extend_labels: bool = False) -> JudgeLabelsPlan:
+    """Check the whole file against the pool: the plan, or LabelImportError with every problem (`FILE:LINE: ...`).
+    A label outside the pool's set is refused unless `extend_labels`: the pool then takes it as a category of its
+    own (`new_labels`), written by the import."""
     errors: list[str] = []
     table = table_read(source, errors)
     if table is None:
         raise LabelImportError(errors)
-    labels = list(pool.labels)
+    new_labels = _extension(table, pool) if extend_labels else []
+    labels = [*pool.labels, *new_labels]
     if header_problems := _header_problems(table.header, labels):
         raise LabelImportError([f"{table.name}:1: {problem}" for problem in header_problems])
     with_probabilities = any(column.startswith("prob_") for column in table.header)
     items = pool_items_named(pool, {record.get("item", "") for _, record in table.records})
-    plan = JudgeLabelsPlan(pool=pool, file=table.name)
+    plan = JudgeLabelsPlan(pool=pool, file=table.name, new_labels=new_labels)
     seen: dict[str, int] = {}
     for line, record in table.records:
         item, label = record.get("item", ""), record.get("label", "")
@@ -154,10 +188,10 @@ def judge_labels_plan(*, source: Source, pool: Pool) -> JudgeLabelsPlan:
     return plan
 
 
-def judge_labels_preview(*, source: Source, pool: Pool) -> dict:
+def judge_labels_preview(*, source: Source, pool: Pool, extend_labels: bool = False) -> dict:
     """The first rows as they would be read and what the import would do, or the problems. Writes nothing."""
     try:
-        plan = judge_labels_plan(source=source, pool=pool)
+        plan = judge_labels_plan(source=source, pool=pool, extend_labels=extend_labels)
     except LabelImportError as exc:
         return {"ok": False, "errors": exc.errors, "rows": []}
     return {"ok": True, "errors": [], **plan.summary(), "rows": [row.preview() for row, _ in plan.rows[:PREVIEW_ROWS]]}
@@ -225,21 +259,44 @@ def judge_labels_import(
     description: str = "",
     prompt: str = "",
     created_by=None,
+    extend_labels: bool = False,
 ) -> tuple[JudgeRun, JudgeLabelsPlan]:
     """Import one file of an external judge's labels into an existing pool as one new judge run (origin
-    `imported`). Raises LabelImportError (nothing written) for a missing pool, a bad judge or any refused line."""
+    `imported`). Raises LabelImportError (nothing written) for a missing pool, a bad judge or any refused line.
+
+    The same labels imported again for the same judge version (the same file, whatever its name or row order)
+    change nothing: the run they made is returned (`plan.unchanged`); a different file is a new run. With
+    `extend_labels` the file's labels outside the pool's set become categories of the pool."""
     with transaction.atomic():
         pool = Pool.objects.select_for_update().filter(name=pool_name).first()
         if pool is None:
             raise LabelImportError([f"{source_name(source)}: no pool {pool_name!r}"])
-        plan = judge_labels_plan(source=source, pool=pool)
+        plan = judge_labels_plan(source=source, pool=pool, extend_labels=extend_labels)
+        if plan.new_labels:
+            pool.labels = [*pool.labels, *plan.new_labels]
+            Pool.objects.filter(pk=pool.pk).update(labels=pool.labels)
+            audit_record(
+                event="pool.labels", obj=pool, actor=created_by,
+                data={"labels": pool.labels, "added_by": "judge import", "file": plan.file},
+            )  # fmt: skip
         chosen, _ = external_judge(
             name=judge, labels=list(pool.labels), model_id=model_id, description=description, prompt=prompt,
             created_by=created_by,
         )  # fmt: skip
+        digest = plan.digest()
+        earlier = (
+            JudgeRun.objects.select_related("judge", "job")
+            .filter(pool=pool, judge=chosen, origin=RUN_IMPORTED, source_digest=digest)
+            .order_by("pk")
+            .first()
+        )
+        if earlier is not None:
+            plan.unchanged = True
+            return earlier, plan
         run = imported_run_record(
             judge=chosen, pool=pool, count=len(plan.rows), source_file=plan.file, created_by=created_by
         )
+        JudgeRun.objects.filter(pk=run.pk).update(source_digest=digest)
         MachineLabel.objects.bulk_create(
             [
                 MachineLabel(

@@ -295,7 +295,7 @@ class TestPresentation:
     def test_tables_have_human_headings_and_intervals_in_brackets(self, study, client, researcher):
         client.force_login(researcher)
         page = client.get(reverse("report-detail", args=["study"])).content.decode()
-        assert "<h2>Inter-annotator agreement (first two annotations)</h2>" in page
+        assert "<h2>Inter-annotator agreement (every pair of annotations)</h2>" in page
         assert "<h2>Inter-annotator agreement (all raters)</h2>" in page
         assert "<td>misgendering or not</td>" in page and "<td>pronoun_binary</td>" not in page
         assert "<h2>Probability vs generation</h2>" in page

@@ -2,9 +2,11 @@
 
 import csv
 import io
+import itertools
 import json
 from collections import Counter
 
+import numpy as np
 import pandas as pd
 import pytest
 from django.core.management import CommandError, call_command
@@ -149,9 +151,19 @@ class TestExportReproducesTheReport:
         pairs = first[["label"]].join(second[["label"]].add_suffix("_2"), how="inner")
         block = report["inter_annotator"]["pronoun_label"]
         assert block["n_items"] == len(pairs) == 6
-        assert block["raw_agreement"] == pytest.approx((pairs["label"] == pairs["label_2"]).mean())
-        assert block["cohen_kappa"] == pytest.approx(
-            cohen_kappa_score(pairs["label"], pairs["label_2"], labels=list(pool.labels))
+        # docs/domain.md, "Headline figures": raw agreement over every pair of an item's annotations (item 4 has
+        # three); with three annotations on an item the kappa is Light's, over no pair here (none shares 30 items).
+        every = study_rows.groupby("item_id")["label"].agg(list)
+        agree = [x == y for labels in every if len(labels) >= 2 for x, y in itertools.combinations(labels, 2)]
+        assert block["n_pairs"] == len(agree) == 5 + 3
+        assert block["raw_agreement"] == pytest.approx(np.mean(agree))
+        assert (block["kappa_method"], block["cohen_kappa"]) == ("light", None)
+        pair = [r for r in block["pairwise"] if (r["annotator_1"], r["annotator_2"]) == ("ana", "bo")][0]
+        ana_bo = study_rows[study_rows["annotator"].isin(["ana", "bo"])].sort_values(["item_id", "annotator"])
+        both = ana_bo.groupby("item_id")["label"].agg(list)
+        both = both[both.map(len) == 2]
+        assert pair["cohen_kappa"] == pytest.approx(
+            cohen_kappa_score(both.str[0], both.str[1], labels=list(pool.labels))
         )
 
         per_item = study_rows.sort_values(["item_id", "annotation_order"]).groupby("item_id")

@@ -179,11 +179,17 @@ class TestFreeTextImport:
         assert Pool.objects.get(name="two").labels == ["misgendering", "correct"]
         assert not Pool.objects.filter(name="other").exists()
 
-    def test_a_set_without_misgendering_needs_its_positive_label(self, tmp_path):
+    def test_a_set_without_misgendering_names_its_positive_label_only_for_rates(self, tmp_path):
         path = write_csv(tmp_path / "g.csv", [["i1", "m", "d", "C", "Xe left.", "xe", "", ""]])
 
-        with pytest.raises(CommandError, match="name the positive label"):
-            call_command("import_generations", str(path), "--pool", "p", "--labels", "ok,wrong", stdout=io.StringIO())
+        # No positive label needed to import (docs/domain.md, "Scales": --positive only for rates).
+        call_command("import_generations", str(path), "--pool", "q", "--labels", "ok,wrong", stdout=io.StringIO())
+        assert Pool.objects.get(name="q").positive_label == ""
+        with pytest.raises(CommandError, match="positive label 'bad' is not in the set"):
+            call_command(
+                "import_generations", str(path), "--pool", "r", "--labels", "ok,wrong", "--positive", "bad",
+                stdout=io.StringIO(),
+            )  # fmt: skip
         call_command(
             "import_generations",
             str(path),

@@ -56,13 +56,40 @@ class TestImport:
             assert row.scores == pytest.approx(study.probabilities[item])
             assert row.confidence == pytest.approx(max(study.probabilities[item].values()))
 
-    def test_a_second_import_is_a_second_run_of_the_same_judge(self, study, tmp_path):
+    def test_the_same_file_twice_changes_nothing_and_another_file_is_a_second_run(self, study, tmp_path):
+        # docs/domain.md, "Bring your own study": as for people's labels, importing the same file again changes
+        # nothing (the same judge version, the same run), whatever its name or the order of its rows.
         path = write_judge(study, tmp_path / "judge.csv")
         first, _ = _import(path, study.pool, "--model-id", "gpt-4o")
-        second, _ = _import(path, study.pool, "--model-id", "gpt-4o")
-        runs = JudgeRun.objects.filter(pk__in=[first["run"], second["run"]])
+        lines = path.read_text(encoding="utf-8").splitlines()
+        again = tmp_path / "renamed.csv"
+        again.write_text("\n".join([lines[0], *reversed(lines[1:])]) + "\n", encoding="utf-8")
+        second, said = _import(again, study.pool, "--model-id", "gpt-4o")
+        assert second == {"run": first["run"], "labels": len(study.judge), "unchanged": True}
+        assert "nothing changed" in said
+        assert JudgeRun.objects.filter(pool=study.pool).count() == 1
+        assert MachineLabel.objects.filter(run_id=first["run"]).count() == len(study.judge)
+        other, _ = _import(
+            write_judge(study, tmp_path / "c.csv", kind="confidence"), study.pool, "--model-id", "gpt-4o"
+        )
+        runs = JudgeRun.objects.filter(pk__in=[first["run"], other["run"]])
         assert runs.count() == 2 and len({run.judge_id for run in runs}) == 1
         assert Judge.objects.filter(name="gpt4-judge").count() == 1
+
+    def test_a_label_outside_the_set_is_refused_with_its_line_unless_the_import_extends_the_set(self, study, tmp_path):
+        path = write_judge(study, tmp_path / "judge.csv", kind="none")
+        lines = path.read_text(encoding="utf-8").splitlines()
+        item = lines[3].split(",")[0]
+        lines[3] = f"{item},Not sure (skip)"
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        with pytest.raises(CommandError, match=r"judge\.csv:4: item .*'Not sure \(skip\)' is not one of the pool's"):
+            _import(path, study.pool)
+        assert not JudgeRun.objects.exists()
+        last, said = _import(path, study.pool, "--extend-labels")
+        study.pool.refresh_from_db()
+        assert study.pool.labels == ["misgendering", "correct", "Not sure (skip)"]
+        assert "new label(s) Not sure (skip)" in said
+        assert MachineLabel.objects.get(run_id=last["run"], item__external_id=item).label == "Not sure (skip)"
 
     def test_confidence_alone_and_no_confidence_are_kept_as_given(self, study, tmp_path):
         with_confidence, _ = _import(write_judge(study, tmp_path / "c.csv", kind="confidence"), study.pool)

@@ -1,5 +1,5 @@
 """python manage.py report --pool NAME --format json|csv|html|latex [--out PATH] [--table NAME] [--seed N]
-[--human majority|dawid_skene|mace|first] [--epsilon E] [--alpha A] [--delta D]"""
+[--human majority|dawid_skene|mace|first] [--epsilon E] [--alpha A] [--delta D] [--q Q] [--min-items N]"""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from analysis.report.exports import render
 from analysis.report.exports.csv import CSV_TABLES, report_csv
 from analysis.selectors.examples import EXAMPLES_SEED, seed_parse
 from analysis.selectors.human import HUMAN_VERDICTS
-from analysis.selectors.verdict import DEFAULT_ALPHA, DEFAULT_DELTA, DEFAULT_EPSILON
+from analysis.selectors.verdict import ALT_TEST_Q, DEFAULT_ALPHA, DEFAULT_DELTA, DEFAULT_EPSILON, MIN_ITEMS
 from analysis.services import report_build
 from annotation.models import Pool
 from annotation.selectors.aggregate import AggregationError
@@ -71,6 +71,18 @@ class Command(BaseCommand):
             default=DEFAULT_DELTA,
             help=f"selective judging: the chance the guarantee fails, in (0, 1) (default {DEFAULT_DELTA})",
         )
+        parser.add_argument(
+            "--q",
+            type=float,
+            default=ALT_TEST_Q,
+            help=f"the Alternative Annotator Test's Benjamini-Yekutieli level, in (0, 1) (default {ALT_TEST_Q})",
+        )
+        parser.add_argument(
+            "--min-items",
+            type=int,
+            default=MIN_ITEMS,
+            help=f"the Alternative Annotator Test: the items an annotator needs to be tested (default {MIN_ITEMS})",
+        )
 
     def handle(
         self,
@@ -84,6 +96,8 @@ class Command(BaseCommand):
         epsilon: float = DEFAULT_EPSILON,
         alpha: float = DEFAULT_ALPHA,
         delta: float = DEFAULT_DELTA,
+        q: float = ALT_TEST_Q,
+        min_items: int = MIN_ITEMS,
         **options,
     ) -> None:
         try:
@@ -98,8 +112,9 @@ class Command(BaseCommand):
             )
         try:
             report = report_build(
-                pool=pool_row, examples_seed=seed, human_verdict=human, epsilon=epsilon, alpha=alpha, delta=delta
-            )
+                pool=pool_row, examples_seed=seed, human_verdict=human, epsilon=epsilon, alpha=alpha, delta=delta,
+                q=q, min_items=min_items,
+            )  # fmt: skip
         except AggregationError as error:
             raise CommandError(f"--human {human}: {error}.") from None
         except ValueError as error:  # an unknown verdict (call_command skips the parser's choices), or a parameter

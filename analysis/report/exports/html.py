@@ -57,7 +57,7 @@ def report_tables_for_display(*, report: dict) -> list[dict]:
                     ]
                     for row in rows
                 ],
-                "fills": table.empty,
+                "fills": table.fills(report),
             }
         )
     return tables

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from analysis.report.table import LatexTable
+from analysis.report.table import LatexTable, Table
 from analysis.report.tables import TABLES
 
 # The LaTeX tables by name, in the order of the full export, each with the table that declares it; `--table NAME`
 # gives one.
-LATEX_TABLES: dict[str, tuple[LatexTable, str]] = {
-    table.latex.name: (table.latex, table.empty) for table in TABLES if table.latex is not None
+LATEX_TABLES: dict[str, tuple[LatexTable, Table]] = {
+    table.latex.name: (table.latex, table) for table in TABLES if table.latex is not None
 }
 
 
@@ -26,7 +26,8 @@ def report_latex(*, report: dict, table: str | None = None) -> str:
         return report_methods_latex(report) or "% methods: nothing recorded yet; filled by a pool with annotations.\n"
     parts = []
     for name in [table] if table is not None else list(LATEX_TABLES):
-        latex, fills = LATEX_TABLES[name]
+        latex, declared = LATEX_TABLES[name]
+        fills = declared.fills(report)
         rendered = latex.render(report)
         if rendered.strip():
             parts.append(rendered)

@@ -28,9 +28,10 @@ from annotation.schema import CORRECT, MISGENDERING
 def latex_inter_annotator(report: dict) -> str:
     inter = report["inter_annotator"]
     return latex_table(
-        "Inter-annotator agreement on the overlap items: raw agreement with its bootstrap 95% CI, Cohen's kappa on the "
-        "square table over the label set and Krippendorff's alpha (first two annotations); Gwet's AC1 and Fleiss' "
-        "kappa over every annotation, each item with its own number of raters.",
+        "Inter-annotator agreement on the overlap items: raw agreement over every pair of an item's annotations with "
+        "its bootstrap 95% CI, Cohen's kappa on the square table over the label set (two annotations per item, by "
+        "annotator; else Light's, the mean over annotator pairs sharing 30 items) and Krippendorff's alpha over all "
+        "raters; Gwet's AC1 and Fleiss' kappa over every annotation, each item with its own number of raters.",
         [
             "Measure",
             "Items",

@@ -48,6 +48,7 @@ def stratified_ppi_rows(report: dict) -> list[dict]:
 BUDGET = (
     Table(
         key="active_rates",
+        rates=True,
         title="Active pool: misgendering rates (active estimate, per context)",
         row=ActiveRateRow,
         empty=ACTIVE_POOL,
@@ -83,6 +84,7 @@ BUDGET = (
     ),
     Table(
         key="stratified_ppi",
+        rates=True,
         title="Stratified prediction-powered rates (strata: pronoun families)",
         row=StratifiedPpiRow,
         empty=JUDGED_JOB,

@@ -210,6 +210,7 @@ JUDGES = (
     ),
     Table(
         key="prediction_powered",
+        rates=True,
         title="Prediction-powered misgendering rates (per context)",
         row=PredictionPoweredRow,
         empty="a finished LLM judge run over the pool's generation job (manage.py judge --job) and annotated items",

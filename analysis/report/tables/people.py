@@ -42,7 +42,7 @@ AGREEMENT = (
         empty=TWO_PEOPLE,
         header=("measure", "n_items", "raw_agreement", "cohen_kappa", "krippendorff_alpha"),
         build_one=lambda r: human.inter_annotator(
-            frame=r.frame, labels=r.labels, positive=positive_label(r.pool) or MISGENDERING
+            frame=r.frame, labels=r.labels, positive=positive_label(r.pool) or MISGENDERING, scale=r.pool.scale
         ),
         typed=parts.inter_annotator_views,
         flat=parts.inter_annotator_rows,
@@ -54,10 +54,10 @@ AGREEMENT = (
             "krippendorff_alpha_all": "Krippendorff's α (all raters)",
         },
         latex=LatexTable("inter_annotator", latex.latex_inter_annotator),
-        # Split on the page so that each part fits it: the first two annotations of every overlap item, then the
-        # figures over every rater.
+        # Split on the page so that each part fits it: the headline figures over every pair of annotations
+        # (docs/domain.md, "Headline figures"), then the figures over every rater.
         parts=(
-            TablePart("inter_annotator", "Inter-annotator agreement (first two annotations)"),
+            TablePart("inter_annotator", "Inter-annotator agreement (every pair of annotations)"),
             TablePart(
                 "inter_annotator_all",
                 "Inter-annotator agreement (all raters)",

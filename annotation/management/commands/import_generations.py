@@ -4,6 +4,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from accounts.projects import project_argument_add, project_option
+from annotation.labelset import SCALES
 from annotation.models import GOLD, STUDY, TRAINING
 from annotation.services import GenerationImportError, generations_import
 from generation.datasets.files import ImportFailed
@@ -42,7 +43,19 @@ class Command(BaseCommand):
             help="the pool's label set, comma separated (default: the pool's own, for a new pool correct, "
             "misgendering, no_pronoun)",
         )
-        parser.add_argument("--positive", default="", help="the label rates count, when the set has no misgendering")
+        parser.add_argument(
+            "--positive", default="", help="the label rates count, when the set has no misgendering (only for rates)"
+        )
+        parser.add_argument(
+            "--scale",
+            choices=SCALES,
+            help="the labels' scale: nominal (categories; the default for a new pool), ordinal (in the order "
+            "--labels gives them) or interval (numbers)",
+        )
+        parser.add_argument(
+            "--positive-at-least",
+            help="ordinal or interval pools: rates count every label at or above this one (instead of --positive)",
+        )
         parser.add_argument(
             "--codebook",
             type=Path,
@@ -76,6 +89,10 @@ class Command(BaseCommand):
                 positive=options["positive"].strip(),
                 codebook=codebook,
                 project=project_option(options),
+                scale=options["scale"],
+                positive_at_least=None
+                if options["positive_at_least"] is None
+                else options["positive_at_least"].strip(),
             )
         except GenerationImportError as exc:
             raise CommandError(str(exc)) from None

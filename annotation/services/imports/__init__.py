@@ -21,7 +21,7 @@ from django.db import transaction
 
 from accounts.models import Project
 from annotation.labelset import LabelSetError, labels_check
-from annotation.models import GOLD, STUDY, TRAINING, Annotation, Pool, PoolItem
+from annotation.models import GOLD, NOMINAL, STUDY, TRAINING, Annotation, Pool, PoolItem
 from annotation.schema import DEFAULT_LABELS
 from annotation.services.imports.free_text import Datasets
 from annotation.services.imports.reading import Source, Stored, Upload, file_rows
@@ -165,28 +165,56 @@ def _new_items(pool: Pool, batch: list[Row], verdicts: dict, *, existing: set[st
     return items
 
 
-def _label_set(pool: Pool | None, labels: Sequence[str] | None, positive: str) -> tuple[list[str], str]:
-    """The pool's label set and positive label after this import: the declared ones (checked), else the pool's own,
-    else the schema's three. A pool whose set differs from the declared one takes it only while nobody has labelled
-    any of its items."""
-    current = list(pool.labels) if pool is not None else list(DEFAULT_LABELS)
-    current_positive = pool.positive_label if pool is not None else ""
-    if labels is None and not positive:
-        return current, current_positive
-    wanted, wanted_positive = (list(labels) if labels is not None else current), positive
+@dataclass(frozen=True)
+class LabelSet:
+    """What a pool declares about its labels (docs/domain.md, "Bring your own study" and "Scales")."""
+
+    labels: list[str]
+    positive: str = ""
+    scale: str = NOMINAL
+    positive_at_least: str = ""
+
+    @classmethod
+    def of(cls, pool: Pool | None) -> LabelSet:
+        if pool is None:
+            return cls(list(DEFAULT_LABELS))
+        return cls(list(pool.labels), pool.positive_label, pool.scale, pool.positive_at_least)
+
+    def fields(self) -> dict:
+        """The pool's columns that hold it."""
+        return {
+            "labels": self.labels, "positive_label": self.positive, "scale": self.scale,
+            "positive_at_least": self.positive_at_least,
+        }  # fmt: skip
+
+
+def _label_set(
+    pool: Pool | None, labels: Sequence[str] | None, positive: str, scale: str | None, positive_at_least: str | None
+) -> LabelSet:
+    """The pool's label set, scale and positive label after this import: the declared ones (checked), else the
+    pool's own, else the schema's three (nominal). A pool whose set differs from the declared one takes it only
+    while nobody has labelled any of its items."""
+    current = LabelSet.of(pool)
+    if labels is None and not positive and scale is None and positive_at_least is None:
+        return current
+    wanted = LabelSet(
+        list(labels) if labels is not None else current.labels,
+        positive,
+        current.scale if scale is None else scale,
+        current.positive_at_least if positive_at_least is None else positive_at_least,
+    )
     try:
-        labels_check(wanted, wanted_positive)
+        labels_check(wanted.labels, wanted.positive, scale=wanted.scale, positive_at_least=wanted.positive_at_least)
     except LabelSetError as exc:
         raise GenerationImportError([f"--labels: {exc}"]) from None
-    changed = (wanted, wanted_positive) != (current, current_positive)
-    if pool is not None and changed and Annotation.objects.filter(item__pool=pool).exists():
+    if pool is not None and wanted != current and Annotation.objects.filter(item__pool=pool).exists():
         raise GenerationImportError(
             [
-                f"--labels: pool {pool.name!r} has labels {', '.join(current)} and people have labelled its items; "
-                "its label set can no longer change"
+                f"--labels: pool {pool.name!r} has labels {', '.join(current.labels)} ({current.scale}) and people "
+                "have labelled its items; its label set can no longer change"
             ]
         )
-    return wanted, wanted_positive
+    return wanted
 
 
 def generations_import(
@@ -200,6 +228,8 @@ def generations_import(
     created_by=None,
     progress: Progress | None = None,
     project: Project | None = None,
+    scale: str | None = None,
+    positive_at_least: str | None = None,
 ) -> GenerationsImportResult:
     """Import every row of every file as a pool item of `kind` (study, gold or training).
 
@@ -215,9 +245,10 @@ def generations_import(
     is told the phase and the rows done after each batch.
 
     The files may also hold free-text generations (docs/domain.md, "Bring your own study"; free_text.py), read with
-    `codebook` (a free-text dataset's families; MISGENDERED's when None). `labels` (and `positive`) declare the
-    pool's label set, written onto the pool with its first batch. A new pool goes to `project` (None: the default
-    project); an existing pool stays in its own, which `project`, when given, must be.
+    `codebook` (a free-text dataset's families; MISGENDERED's when None). `labels` (and `positive`, `scale`,
+    `positive_at_least`; None: the pool's own) declare the pool's label set, written onto the pool with its first
+    batch. A new pool goes to `project` (None: the default project); an existing pool stays in its own, which
+    `project`, when given, must be.
     """
     if kind not in KINDS:
         raise GenerationImportError([f"unknown item kind {kind!r}: use one of {', '.join(KINDS)}"])
@@ -225,7 +256,8 @@ def generations_import(
     existing_pool = Pool.objects.filter(name=pool_name).first()
     if existing_pool is not None and project is not None and existing_pool.project_id != project.pk:
         raise GenerationImportError([f"--project: pool {pool_name!r} belongs to another project"])
-    pool_labels, pool_positive = _label_set(existing_pool, labels, positive)
+    declared = _label_set(existing_pool, labels, positive, scale, positive_at_least)
+    pool_labels = declared.labels
     errors: list[str] = []
     datasets = Datasets(codebook)
 
@@ -240,18 +272,19 @@ def generations_import(
         name=pool_name,
         defaults={
             "created_by": created_by,
-            "labels": pool_labels,
-            "positive_label": pool_positive,
+            **declared.fields(),
             **({} if project is None else {"project": project}),
         },  # fmt: skip
     )
     if pool_created:
         audit_record(event="pool.create", obj=pool, actor=created_by, action=CREATE, data={"by": "import"})
-    elif (pool.labels, pool.positive_label) != (pool_labels, pool_positive):
-        Pool.objects.filter(pk=pool.pk).update(labels=pool_labels, positive_label=pool_positive)
+    elif LabelSet.of(pool) != declared:
+        Pool.objects.filter(pk=pool.pk).update(**declared.fields())
         audit_record(
-            event="pool.labels", obj=pool, actor=created_by, data={"labels": pool_labels, "positive": pool_positive}
-        )
+            event="pool.labels", obj=pool, actor=created_by,
+            data={"labels": pool_labels, "positive": declared.positive, "scale": declared.scale,
+                  "positive_at_least": declared.positive_at_least},
+        )  # fmt: skip
     for batch in _batches(every_row(), BATCH_ROWS):
         verdicts = _verdicts(batch)  # the slow part, outside the transaction
         mismatches += sum(

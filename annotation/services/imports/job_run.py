@@ -60,7 +60,8 @@ def import_job_run(*, job_id: int, restart: bool = False) -> ImportJob | None:
         result = generations_import(
             paths=sources, pool_name=job.pool.name, kind=job.kind, created_by=job.created_by, progress=progress,
             labels=job.options.get("labels"), positive=job.options.get("positive", ""),
-            codebook=stored_codebook(job.options.get("codebook")),
+            codebook=stored_codebook(job.options.get("codebook")), scale=job.options.get("scale"),
+            positive_at_least=job.options.get("positive_at_least"),
         )  # fmt: skip
         return {
             "rows_read": result.rows,
