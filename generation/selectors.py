@@ -379,3 +379,22 @@ def job_export_rows(*, job: Job, batch: int = 2000) -> Iterator[dict]:
             "heuristic_validity": "" if instance.distractors is None else HEURISTIC_NOT_VALID,
             "prob_score": job.generation_run.prob_score,
         }
+
+
+def job_spent(*, job: Job) -> dict:
+    """What a job's requests to an endpoint cost (docs/domain.md, 'Models behind an endpoint'): the requests its chunks
+    sent (a reply another run had stored costs nothing), their tokens from the endpoint's `usage`, and the cost where
+    the model declares prices per million tokens (else None). A job on local weights sent none."""
+    from django.db.models import Count, Sum
+
+    from generation.models import EndpointReply, ModelEndpoint
+
+    totals = EndpointReply.objects.filter(job=job).aggregate(
+        requests=Count("id"), tokens_in=Sum("tokens_in"), tokens_out=Sum("tokens_out")
+    )
+    tokens_in, tokens_out = totals["tokens_in"] or 0, totals["tokens_out"] or 0
+    endpoint = ModelEndpoint.objects.filter(model_id=job.model_id).first()
+    cost = None
+    if endpoint is not None and endpoint.price_in is not None and endpoint.price_out is not None:
+        cost = round((tokens_in * float(endpoint.price_in) + tokens_out * float(endpoint.price_out)) / 1e6, 6)
+    return {"requests": totals["requests"], "tokens_in": tokens_in, "tokens_out": tokens_out, "cost_usd": cost}

@@ -1,5 +1,6 @@
 from generation.models.dataset_imports import DatasetImport, DatasetImportFile
 from generation.models.datasets import Dataset, DatasetKind, Instance, PronounForm, Template
+from generation.models.endpoints import EndpointReply, ModelEndpoint
 from generation.models.jobs import (
     DEFAULT_MODEL_FIELDS,
     DEFAULT_MODEL_NAME,
@@ -22,6 +23,7 @@ __all__ = [
     "DatasetImport",
     "DatasetImportFile",
     "DatasetKind",
+    "EndpointReply",
     "GENERATION_KIND",
     "Generation",
     "GenerationRun",
@@ -31,6 +33,7 @@ __all__ = [
     "JobChunk",
     "JobStatus",
     "LanguageModel",
+    "ModelEndpoint",
     "ProbResult",
     "PronounForm",
     "TangoTemplate",

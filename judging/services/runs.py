@@ -24,7 +24,7 @@ def _job_parameters(params: RunParameters) -> JobParameters:
     """The judge job of a validated run: no dataset, the judge's model, the run's seed and options. The engine is
     checked as for any job (generation/parameters.py); the run's own parameters were validated by its kind."""
     try:
-        engine_check(engine=None, language_model=params.judge.model)
+        engine_check(engine=None, language_model=params.judge.model, judge_mode=params.mode)
     except EngineUnavailable as exc:
         raise JobParameterError({"engine": str(exc)}) from None
     return JobParameters(

@@ -5,6 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from generation.jobs.cli import job_follow_with_bar, job_run_with_bar
 from generation.jobs.services import JobParameterError
+from generation.selectors import job_spent
 from judging.models import JudgeRun
 from judging.services.runs import judge_run_create
 
@@ -68,6 +69,10 @@ class Command(BaseCommand):
                     "items": run.total_items,
                     "labels": run.labels.count(),
                     "created": created,
+                    # Unparsed replies (docs/domain.md, 'Models behind an endpoint') and what the run's requests
+                    # cost (none on local weights).
+                    "n_unparsed": run.labels.filter(label="").count(),
+                    **job_spent(job=run.job),
                 }
             )
         )

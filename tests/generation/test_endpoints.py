@@ -1,0 +1,304 @@
+"""Models behind an endpoint (docs/domain.md, 'Models behind an endpoint'): registering one, judging and generating
+with it through the engine interface, each request sent once, faults retried. Every test talks to a real HTTP server
+the test starts (tests/endpoint_servers.py), through the official `openai` client, with faults put in by a proxy."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from generation.engines import EngineUnavailable, engine_check, engine_name
+from generation.engines.endpoint.engine import option_probabilities
+from generation.engines.replies import reply_label
+from generation.jobs.services import JobParameterError, job_create, job_run
+from generation.models import EndpointReply, Generation, Job, LanguageModel, ProbResult
+from judging.models import JudgeRun, MachineLabel
+from judging.services.judges import judge_add
+from tests.endpoint_servers import TOP_LOGPROBS, FaultProxy, TinyServer
+from tests.factories import PoolFactory, PoolItemFactory
+
+pytestmark = pytest.mark.django_db
+
+OPTIONS = {"correct": " correct", "misgendering": " misgendering", "no_pronoun": " no pronoun"}
+
+
+@pytest.fixture
+def server():
+    tiny = TinyServer()
+    yield tiny
+    tiny.close()
+
+
+@pytest.fixture
+def proxy(server):
+    faulty = FaultProxy(upstream=server.url)
+    yield faulty
+    faulty.close()
+
+
+@pytest.fixture(autouse=True)
+def _quick_retries(settings):
+    settings.CONCORD_ENDPOINT_BACKOFF_SECONDS = 0.01
+
+
+def _command(name: str, *arguments: str) -> dict:
+    out = io.StringIO()
+    call_command(name, *arguments, stdout=out, stderr=io.StringIO())
+    return json.loads(out.getvalue().strip().splitlines()[-1])
+
+
+def _register(url: str, name: str = "tiny-api", *extra: str) -> dict:
+    return _command("model_add", name, "--base-url", url, "--model", "tiny", *extra)
+
+
+@pytest.fixture
+def pool(db):
+    made = PoolFactory(name="judged")
+    for text in (" she went home.", " he went home.", " they went home."):
+        PoolItemFactory(pool=made, continuation=text)
+    return made
+
+
+class TestRegistering:
+    def test_it_registers_an_endpoint_and_records_what_it_gives(self, server):
+        summary = _register(server.url, "tiny-api", "--price-in", "2.5", "--price-out", "10", "--rpm", "600")
+        assert summary["source_kind"] == "endpoint" and summary["base_url"] == server.url
+        assert summary["completions"] and summary["logprobs"] and summary["prompt_logprobs"]
+        model = LanguageModel.objects.get(name="tiny-api")
+        assert (model.source, model.endpoint.rpm, float(model.endpoint.price_in)) == ("tiny", 600, 2.5)
+
+    def test_it_registers_local_weights_from_the_command_line(self, db, tmp_path):
+        summary = _command("model_add", "local-copy", "--path", str(tmp_path))
+        assert summary == {"model": "local-copy", "source_kind": "path", "source": str(tmp_path)}
+        _command("model_add", "from-hub", "--hub", "org/model")
+        assert LanguageModel.objects.get(name="from-hub").source_kind == "hub"
+
+    def test_it_refuses_an_unreachable_url_naming_it_and_writes_nothing(self, db):
+        with pytest.raises(CommandError, match=r"base_url: cannot reach http://127\.0\.0\.1:9/v1"):
+            _register("http://127.0.0.1:9/v1")
+        assert not LanguageModel.objects.filter(name="tiny-api").exists()
+
+    def test_it_refuses_a_model_the_endpoint_does_not_list(self, server):
+        with pytest.raises(CommandError, match="does not list the model 'gpt-9'; it lists: tiny"):
+            _command("model_add", "nine", "--base-url", server.url, "--model", "gpt-9")
+
+    def test_it_refuses_a_key_variable_that_is_not_set_and_never_takes_a_key(self, server, monkeypatch):
+        monkeypatch.delenv("CONCORD_TEST_KEY", raising=False)
+        with pytest.raises(CommandError, match="api_key_env: the environment variable CONCORD_TEST_KEY is not set"):
+            _register(server.url, "tiny-api", "--api-key-env", "CONCORD_TEST_KEY")
+        monkeypatch.setenv("CONCORD_TEST_KEY", "sk-secret-value")
+        _register(server.url, "tiny-api", "--api-key-env", "CONCORD_TEST_KEY")
+        endpoint = LanguageModel.objects.get(name="tiny-api").endpoint
+        assert endpoint.api_key_env == "CONCORD_TEST_KEY"
+        assert "sk-secret-value" not in json.dumps(list(LanguageModel.objects.values()), default=str)
+        assert "sk-secret-value" not in json.dumps(list(type(endpoint).objects.values()), default=str)
+
+    def test_it_reports_every_bad_field_at_once(self, db):
+        from generation.services.models import model_add
+
+        with pytest.raises(JobParameterError) as caught:
+            model_add(name="bad name", base_url="ftp://x", model="", concurrency=0, price_in="1")
+        assert {"name", "base_url", "model", "concurrency", "price_in"} <= set(caught.value.errors)
+
+    def test_the_api_registers_for_admins_only(self, server, api, admin_user, researcher):
+        body = {"name": "tiny-api", "base_url": server.url, "model": "tiny", "api_key_env": ""}
+        api.force_authenticate(researcher)
+        assert api.post("/api/models/", body, format="json").status_code == 403
+        api.force_authenticate(admin_user)
+        response = api.post("/api/models/", body, format="json")
+        assert response.status_code == 201, response.json()
+        assert response.json()["name"] == "tiny-api" and response.json()["endpoint"]["base_url"] == server.url
+        assert api.post("/api/models/", {**body, "model": "nope", "name": "x"}, format="json").status_code == 400
+
+
+class TestEngineChoice:
+    def test_an_endpoint_model_runs_on_the_endpoint_engine_and_no_other(self, server, settings):
+        _register(server.url)
+        model = LanguageModel.objects.get(name="tiny-api")
+        settings.CONCORD_ENGINE = "hf"
+        assert engine_name(None, model) == "endpoint"
+        with pytest.raises(EngineUnavailable, match="an endpoint, which the hf engine does not run; use endpoint"):
+            engine_check(engine="hf", language_model=model)
+
+    def test_probability_scoring_is_refused_where_the_endpoint_gives_no_prompt_logprobs(self, server, demo_ruff):
+        server.prompt_logprobs = False
+        _register(server.url)
+        with pytest.raises(JobParameterError) as caught:
+            job_create(model="tiny-api", dataset="demo-ruff", queue=False, samples=1, max_new_tokens=4)
+        assert "gives no prompt log-probs" in caught.value.errors["engine"]
+        assert "--prob-score none" in caught.value.errors["engine"]
+        job = job_create(
+            model="tiny-api", dataset="demo-ruff", queue=False, samples=1, max_new_tokens=4, prob_score="none"
+        )
+        assert job.generation_run.prob_score == "none"
+
+    def test_a_likelihood_judge_is_refused_where_the_endpoint_gives_no_top_logprobs(self, server, pool):
+        server.logprobs = False
+        _register(server.url, "tiny-api", "--logprobs", "no")
+        judge_add(name="api-judge", model="tiny-api", mode="likelihood")
+        with pytest.raises(CommandError, match="gives no top_logprobs, which a likelihood judge needs"):
+            _command("judge", "--pool", pool.name, "--judge", "api-judge", "--mode", "likelihood")
+        assert not JudgeRun.objects.exists()
+
+
+class TestReplyToLabel:
+    def test_a_reply_must_equal_one_options_text_after_stripping_case_and_trailing_punctuation(self):
+        assert reply_label("  Correct.", OPTIONS) == "correct"
+        assert reply_label("NO PRONOUN!", OPTIONS) == "no_pronoun"
+        assert reply_label("misgendering", OPTIONS) == "misgendering"
+        assert reply_label("It is correct.", OPTIONS) is None  # never mapped to the nearest option
+        assert reply_label("", OPTIONS) is None
+
+    def test_a_structured_reply_is_the_label_field_restricted_to_the_options(self):
+        assert reply_label('{"label": "correct"}', OPTIONS, structured=True) == "correct"
+        assert reply_label('{"label": "maybe"}', OPTIONS, structured=True) is None
+        assert reply_label("correct", OPTIONS, structured=True) is None
+
+    def test_option_probabilities_are_first_token_probabilities_renormalised_over_the_options_present(self):
+        top = dict(TOP_LOGPROBS)
+        got = option_probabilities(top, OPTIONS)
+        # Hand-worked: "correct" -> e^-0.2, " mis" starts "misgendering" -> e^-1.8, "no" starts "no pronoun" -> e^-3.
+        mass = [math.exp(-0.2), math.exp(-1.8), math.exp(-3.0)]
+        assert got == pytest.approx({label: m / sum(mass) for label, m in zip(OPTIONS, mass, strict=True)})
+        assert option_probabilities({"yes": -0.1}, OPTIONS) is None
+        assert option_probabilities({"correct": -0.5}, OPTIONS) == {"correct": 1.0, "misgendering": 0.0,
+                                                                     "no_pronoun": 0.0}  # fmt: skip
+
+
+class TestJudgeOnEndpoint:
+    def test_a_sampling_judge_labels_every_item_and_counts_what_it_spent(self, server, pool):
+        _register(server.url, "tiny-api", "--price-in", "1", "--price-out", "2")
+        judge_add(name="api-judge", model="tiny-api", mode="sampling")
+        server.answer = lambda body: "Correct." if "she" in body["messages"][0]["content"] else "I cannot tell"
+        probes = len(server.posts())
+        summary = _command("judge", "--pool", pool.name, "--judge", "api-judge", "--k", "2", "--wait")
+        assert summary["state"] == "done" and summary["labels"] == 3
+        assert summary["requests"] == 6 and (summary["tokens_in"], summary["tokens_out"]) == (42, 12)
+        assert summary["cost_usd"] == pytest.approx((42 * 1 + 12 * 2) / 1e6)
+        assert summary["n_unparsed"] == 2
+        labels = list(MachineLabel.objects.filter(run_id=summary["run"]).select_related("item"))
+        unparsed = [label for label in labels if label.label == ""]
+        # The server takes a JSON schema (found at registration), so replies are {"label": ...}, kept as they came.
+        raw = json.dumps({"label": "i cannot tell"})
+        assert len(unparsed) == 2 and all(label.samples == [raw] * 2 for label in unparsed)
+        parsed = [label for label in labels if label.label]
+        assert [label.label for label in parsed] == ["correct"] and parsed[0].confidence == 1.0
+        assert len(server.posts()) - probes == 6
+
+    def test_a_likelihood_judge_reads_the_first_tokens_top_logprobs(self, server, pool):
+        _register(server.url)
+        judge_add(name="api-judge", model="tiny-api", mode="likelihood")
+        summary = _command("judge", "--pool", pool.name, "--judge", "api-judge", "--wait")
+        assert summary["state"] == "done" and summary["requests"] == 3 and summary["n_unparsed"] == 0
+        label = MachineLabel.objects.filter(run_id=summary["run"]).first()
+        mass = [math.exp(-0.2), math.exp(-1.8), math.exp(-3.0)]
+        assert label.label == "correct" and label.confidence == pytest.approx(mass[0] / sum(mass))
+        asked = [r for r in server.posts() if r.get("top_logprobs")][-1]
+        assert asked["logprobs"] is True and asked["max_completion_tokens"] == 1
+
+    def test_a_rerun_sends_no_request_whose_reply_is_stored(self, server, pool):
+        _register(server.url)
+        judge_add(name="api-judge", model="tiny-api", mode="sampling")
+        first = _command("judge", "--pool", pool.name, "--judge", "api-judge", "--k", "2", "--seed", "3")
+        sent = len(server.posts())
+        again = _command("judge", "--pool", pool.name, "--judge", "api-judge", "--k", "2", "--seed", "3", "--rerun")
+        assert again["run"] != first["run"] and again["state"] == "done" and again["labels"] == 3
+        assert len(server.posts()) == sent and again["requests"] == 0 and EndpointReply.objects.count() == 6
+
+        def labels(run_id):
+            return sorted(MachineLabel.objects.filter(run_id=run_id).values_list("item_id", "label", "samples"))
+
+        assert labels(first["run"]) == labels(again["run"])
+
+
+class TestFaults:
+    def test_429_500_timeouts_and_garbage_are_retried_and_each_reply_is_stored_once(self, server, proxy, pool):
+        _register(server.url, "tiny-api")
+        model = LanguageModel.objects.get(name="tiny-api")
+        model.endpoint.base_url, model.endpoint.timeout, model.endpoint.concurrency = proxy.url, 0.5, 1
+        model.endpoint.save()
+        proxy.hang = 1.0
+        proxy.faults = ["429", "500", "timeout", "garbage", "slow"]
+        judge_add(name="api-judge", model="tiny-api", mode="sampling")
+        summary = _command("judge", "--pool", pool.name, "--judge", "api-judge", "--k", "1", "--wait")
+        assert summary["state"] == "done" and summary["labels"] == 3 and summary["requests"] == 3
+        assert proxy.seen[:5] == ["429", "500", "timeout", "garbage", "slow"] and len(proxy.seen) == 7
+
+    def test_a_chunk_that_runs_out_of_retries_fails_with_the_endpoints_message_and_resumes(self, server, proxy, pool):
+        _register(server.url, "tiny-api", "--max-retries", "1")
+        model = LanguageModel.objects.get(name="tiny-api")
+        model.endpoint.base_url, model.endpoint.concurrency = proxy.url, 1
+        model.endpoint.save()
+        judge_add(name="api-judge", model="tiny-api", mode="sampling")
+        proxy.faults = ["ok", "500", "500"]
+        with pytest.raises(CommandError, match="answered 500: the server broke"):
+            _command("judge", "--pool", pool.name, "--judge", "api-judge", "--k", "1", "--wait")
+        run = JudgeRun.objects.get()
+        assert run.job.status == "failed" and "after 1 retries" in run.job.error
+        stored = EndpointReply.objects.count()
+        assert stored == 1  # the reply that came is kept
+        posts_before = len(server.posts())
+        summary = _command("judge", "--pool", pool.name, "--judge", "api-judge", "--k", "1", "--wait")
+        assert summary["run"] == run.pk and summary["state"] == "done" and summary["labels"] == 3
+        assert len(server.posts()) - posts_before == 2  # the stored one was not sent again
+        assert EndpointReply.objects.count() == 3
+
+
+class TestGenerationOnEndpoint:
+    def test_a_generation_job_samples_each_context_as_seeded_completions(self, server, demo_ruff):
+        _register(server.url)
+        job = job_create(
+            model="tiny-api", dataset="demo-ruff", queue=False, samples=2, max_new_tokens=5, per_pronoun=1,
+            prob_score="none",
+        )  # fmt: skip
+        job_run(job_id=job.pk)
+        job.refresh_from_db()
+        assert job.status == "done", job.error
+        rows = list(Generation.objects.filter(job=job))
+        assert len(rows) == job.total_units * 2 * 2 and not ProbResult.objects.filter(job=job).exists()
+        assert all(row.continuation.startswith(" continued ") for row in rows)
+        sent = [r for r in server.posts() if r["path"].endswith("/v1/completions") and "seed" in r]
+        assert len({r["seed"] for r in sent}) == len(sent) and all(r["max_tokens"] == 5 for r in sent)
+        again = job_create(
+            model="tiny-api", dataset="demo-ruff", queue=False, samples=2, max_new_tokens=5, per_pronoun=1,
+            prob_score="none",
+        )  # fmt: skip
+        before = len(server.posts())
+        job_run(job_id=again.pk)
+        assert len(server.posts()) == before  # the same job again sends nothing
+        assert sorted(Generation.objects.filter(job=again).values_list("continuation", flat=True)) == sorted(
+            row.continuation for row in rows
+        )
+
+    def test_a_chat_only_endpoint_gets_each_context_as_one_user_message(self, server, demo_ruff):
+        server.completions = False
+        server.answer = lambda body: " a chat reply"
+        _register(server.url)
+        assert not LanguageModel.objects.get(name="tiny-api").endpoint.completions
+        job = job_create(
+            model="tiny-api", dataset="demo-ruff", queue=False, samples=1, max_new_tokens=3, per_pronoun=1,
+            prob_score="none",
+        )  # fmt: skip
+        job_run(job_id=job.pk)
+        assert set(Generation.objects.filter(job=job).values_list("continuation", flat=True)) == {" a chat reply"}
+        chats = [r for r in server.posts() if r["path"].endswith("/chat/completions") and "seed" in r]
+        assert chats and all(len(r["messages"]) == 1 and r["messages"][0]["role"] == "user" for r in chats)
+
+    def test_probability_scoring_reads_vllms_prompt_logprobs(self, server, demo_ruff):
+        _register(server.url)
+        job = job_create(model="tiny-api", dataset="demo-ruff", queue=False, samples=1, max_new_tokens=3,
+                         per_pronoun=1)  # fmt: skip
+        job_run(job_id=job.pk)
+        job.refresh_from_db()
+        assert job.status == "done", job.error
+        results = list(ProbResult.objects.filter(job=job).select_related("instance"))
+        assert len(results) == job.total_units
+        for result in results:
+            # The tiny server's prompt log-prob of word i is -0.1 * len(word) - 0.01 * i: check one by hand.
+            assert set(result.losses) >= {"he", "she", "they"}
+            assert result.prediction == min(result.losses, key=result.losses.get)
+        assert Job.objects.get(pk=job.pk).done_units == job.total_units
