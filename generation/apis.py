@@ -330,7 +330,7 @@ class ModelOutputSerializer(serializers.Serializer):
 
     @extend_schema_field(ModelEndpointSerializer(allow_null=True))
     def get_endpoint(self, model) -> dict | None:
-        endpoint = getattr(model, "endpoint", None) if model.source_kind == "endpoint" else None
+        endpoint = model.endpoint_settings if model.is_endpoint else None
         return ModelEndpointSerializer(endpoint).data if endpoint is not None else None
 
 

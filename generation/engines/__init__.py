@@ -173,7 +173,7 @@ class Engine:
 
 def _serves_problem(engine: Engine, language_model: LanguageModel) -> str:
     others = [other.name for other in ENGINES.values() if language_model.source_kind in other.serves]
-    what = "an endpoint" if language_model.source_kind == "endpoint" else f"a {language_model.source_kind} model"
+    what = "an endpoint" if language_model.is_endpoint else f"a {language_model.source_kind} model"
     if not others:
         return f"model {language_model.name} is {what}: no engine runs it"
     return (
@@ -197,7 +197,7 @@ ENGINES: dict[str, Engine] = {
         Engine(
             name="endpoint",
             engine_path="generation.engines.endpoint.engine:EndpointEngine",
-            serves=("endpoint",),
+            serves=("api",),
             problem_path="generation.engines.endpoint.engine:endpoint_job_problem",
             uses_device=False,
         ),

@@ -26,7 +26,7 @@ class ModelEndpoint(models.Model):
         YES = "yes"
         NO = "no"
 
-    model = models.OneToOneField(LanguageModel, on_delete=models.CASCADE, related_name="endpoint")
+    model = models.OneToOneField(LanguageModel, on_delete=models.CASCADE, related_name="endpoint_settings")
     base_url = models.URLField(max_length=500, help_text="e.g. https://api.openai.com/v1 or http://gpu-1:8000/v1")
     api = models.CharField(max_length=16, choices=Api.choices, default=Api.OPENAI)
     api_key_env = models.CharField(

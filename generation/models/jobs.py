@@ -37,7 +37,7 @@ class LanguageModel(models.Model):
         EXTERNAL = "external", "an API model recorded by its id, never run"
         # A model served elsewhere (docs/domain.md, 'Models behind an endpoint'): `source` is its model id there and
         # its `endpoint` row says where and how to call it; the endpoint engine runs it.
-        ENDPOINT = "endpoint", "a model behind an API endpoint"
+        ENDPOINT = "api", "a model behind an API endpoint"
 
     class Dtype(models.TextChoices):
         AUTO = "auto"
@@ -66,6 +66,11 @@ class LanguageModel(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def is_endpoint(self) -> bool:
+        """Served elsewhere: its `endpoint_settings` say where (generation/models/endpoints.py)."""
+        return self.source_kind == self.SourceKind.ENDPOINT
 
 
 @dataclass(frozen=True)

@@ -66,10 +66,10 @@ def pool(db):
 class TestRegistering:
     def test_it_registers_an_endpoint_and_records_what_it_gives(self, server):
         summary = _register(server.url, "tiny-api", "--price-in", "2.5", "--price-out", "10", "--rpm", "600")
-        assert summary["source_kind"] == "endpoint" and summary["base_url"] == server.url
+        assert summary["source_kind"] == "api" and summary["base_url"] == server.url
         assert summary["completions"] and summary["logprobs"] and summary["prompt_logprobs"]
         model = LanguageModel.objects.get(name="tiny-api")
-        assert (model.source, model.endpoint.rpm, float(model.endpoint.price_in)) == ("tiny", 600, 2.5)
+        assert (model.source, model.endpoint_settings.rpm, float(model.endpoint_settings.price_in)) == ("tiny", 600, 2.5)
 
     def test_it_registers_local_weights_from_the_command_line(self, db, tmp_path):
         summary = _command("model_add", "local-copy", "--path", str(tmp_path))
@@ -92,7 +92,7 @@ class TestRegistering:
             _register(server.url, "tiny-api", "--api-key-env", "CONCORD_TEST_KEY")
         monkeypatch.setenv("CONCORD_TEST_KEY", "sk-secret-value")
         _register(server.url, "tiny-api", "--api-key-env", "CONCORD_TEST_KEY")
-        endpoint = LanguageModel.objects.get(name="tiny-api").endpoint
+        endpoint = LanguageModel.objects.get(name="tiny-api").endpoint_settings
         assert endpoint.api_key_env == "CONCORD_TEST_KEY"
         assert "sk-secret-value" not in json.dumps(list(LanguageModel.objects.values()), default=str)
         assert "sk-secret-value" not in json.dumps(list(type(endpoint).objects.values()), default=str)
@@ -219,8 +219,8 @@ class TestFaults:
     def test_429_500_timeouts_and_garbage_are_retried_and_each_reply_is_stored_once(self, server, proxy, pool):
         _register(server.url, "tiny-api")
         model = LanguageModel.objects.get(name="tiny-api")
-        model.endpoint.base_url, model.endpoint.timeout, model.endpoint.concurrency = proxy.url, 0.5, 1
-        model.endpoint.save()
+        model.endpoint_settings.base_url, model.endpoint_settings.timeout, model.endpoint_settings.concurrency = proxy.url, 0.5, 1
+        model.endpoint_settings.save()
         proxy.hang = 1.0
         proxy.faults = ["429", "500", "timeout", "garbage", "slow"]
         judge_add(name="api-judge", model="tiny-api", mode="sampling")
@@ -231,8 +231,8 @@ class TestFaults:
     def test_a_chunk_that_runs_out_of_retries_fails_with_the_endpoints_message_and_resumes(self, server, proxy, pool):
         _register(server.url, "tiny-api", "--max-retries", "1")
         model = LanguageModel.objects.get(name="tiny-api")
-        model.endpoint.base_url, model.endpoint.concurrency = proxy.url, 1
-        model.endpoint.save()
+        model.endpoint_settings.base_url, model.endpoint_settings.concurrency = proxy.url, 1
+        model.endpoint_settings.save()
         judge_add(name="api-judge", model="tiny-api", mode="sampling")
         proxy.faults = ["ok", "500", "500"]
         with pytest.raises(CommandError, match="answered 500: the server broke"):
@@ -278,7 +278,7 @@ class TestGenerationOnEndpoint:
         server.completions = False
         server.answer = lambda body: " a chat reply"
         _register(server.url)
-        assert not LanguageModel.objects.get(name="tiny-api").endpoint.completions
+        assert not LanguageModel.objects.get(name="tiny-api").endpoint_settings.completions
         job = job_create(
             model="tiny-api", dataset="demo-ruff", queue=False, samples=1, max_new_tokens=3, per_pronoun=1,
             prob_score="none",

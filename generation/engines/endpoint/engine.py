@@ -48,7 +48,7 @@ ANSWER_TOKENS = 20  # room for a chat model's one-option reply
 
 def target_of(language_model: LanguageModel, job_id: int | None = None) -> Target:
     """The endpoint settings of a registered endpoint model (`job_id`: the job its requests are spent for)."""
-    endpoint = language_model.endpoint
+    endpoint = language_model.endpoint_settings
     return Target(
         job_id=job_id,
         model_id=language_model.pk,

@@ -48,7 +48,7 @@ class Command(BaseCommand):
         except JobParameterError as exc:
             raise CommandError(f"bad model: {exc}") from None
         summary = {"model": row.name, "source_kind": row.source_kind, "source": row.source}
-        endpoint = getattr(row, "endpoint", None) if row.source_kind == "endpoint" else None
+        endpoint = row.endpoint_settings if row.is_endpoint else None
         if endpoint is not None:
             summary |= {
                 "base_url": endpoint.base_url, "api": endpoint.api, "completions": endpoint.completions,
