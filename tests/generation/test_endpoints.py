@@ -69,7 +69,11 @@ class TestRegistering:
         assert summary["source_kind"] == "api" and summary["base_url"] == server.url
         assert summary["completions"] and summary["logprobs"] and summary["prompt_logprobs"]
         model = LanguageModel.objects.get(name="tiny-api")
-        assert (model.source, model.endpoint_settings.rpm, float(model.endpoint_settings.price_in)) == ("tiny", 600, 2.5)
+        assert (model.source, model.endpoint_settings.rpm, float(model.endpoint_settings.price_in)) == (
+            "tiny",
+            600,
+            2.5,
+        )
 
     def test_it_registers_local_weights_from_the_command_line(self, db, tmp_path):
         summary = _command("model_add", "local-copy", "--path", str(tmp_path))
@@ -219,7 +223,11 @@ class TestFaults:
     def test_429_500_timeouts_and_garbage_are_retried_and_each_reply_is_stored_once(self, server, proxy, pool):
         _register(server.url, "tiny-api")
         model = LanguageModel.objects.get(name="tiny-api")
-        model.endpoint_settings.base_url, model.endpoint_settings.timeout, model.endpoint_settings.concurrency = proxy.url, 0.5, 1
+        model.endpoint_settings.base_url, model.endpoint_settings.timeout, model.endpoint_settings.concurrency = (
+            proxy.url,
+            0.5,
+            1,
+        )
         model.endpoint_settings.save()
         proxy.hang = 1.0
         proxy.faults = ["429", "500", "timeout", "garbage", "slow"]
@@ -302,3 +310,79 @@ class TestGenerationOnEndpoint:
             assert set(result.losses) >= {"he", "she", "they"}
             assert result.prediction == min(result.losses, key=result.losses.get)
         assert Job.objects.get(pk=job.pk).done_units == job.total_units
+
+
+class TestDryRun:
+    def test_judge_dry_run_counts_requests_tokens_and_cost_and_sends_nothing(self, server, pool):
+        _register(server.url, "tiny-api", "--price-in", "3", "--price-out", "15")
+        judge = judge_add(name="api-judge", model="tiny-api", mode="sampling")[0]
+        sent = len(server.posts())
+        estimate = _command("judge", "--pool", pool.name, "--judge", "api-judge", "--k", "2", "--dry-run")
+        from judging.selectors import item_prompt
+
+        chars = sum(len(item_prompt(judge=judge, item=item)) for item in pool.items.all()) * 2
+        tokens_in = math.ceil(chars / 4)
+        assert estimate["dry_run"] and estimate["requests"] == 6 and estimate["tokens_in"] == tokens_in
+        assert estimate["tokens_out"] == 6 * 20
+        assert estimate["cost_usd"] == pytest.approx((tokens_in * 3 + 120 * 15) / 1e6, abs=1e-6)
+        assert len(server.posts()) == sent and not JudgeRun.objects.exists()
+
+    def test_generate_dry_run_counts_a_request_per_context_setting_and_sample(self, server, demo_ruff):
+        _register(server.url)
+        estimate = _command(
+            "generate", "--model", "tiny-api", "--dataset", "demo-ruff", "--samples", "3", "--max-new-tokens", "7",
+            "--per-pronoun", "1", "--prob-score", "none", "--dry-run",
+        )  # fmt: skip
+        instances = Job.objects.count()
+        assert instances == 0 and estimate["requests"] > 0 and estimate["requests"] % 3 == 0
+        assert estimate["tokens_out"] == estimate["requests"] * 7 and estimate["cost_usd"] is None
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_killed_mid_run_resumes_without_sending_a_stored_request_again(server, tmp_path):
+    """A judge run in another process, killed (SIGKILL) once some replies are stored; resumed here, it sends only the
+    requests whose replies were not stored."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from django.db import connection
+
+    from tests.conftest import REPO
+
+    if connection.vendor != "postgresql":
+        pytest.skip("the other process needs a database it can share (Postgres)")
+    pool = PoolFactory(name="killed")
+    for index in range(6):
+        PoolItemFactory(pool=pool, continuation=f" she walked {index} miles.")
+    _register(server.url, "tiny-api", "--concurrency", "1")
+    judge_add(name="api-judge", model="tiny-api", mode="sampling")
+    server.latency = 0.5
+    db = connection.settings_dict
+    url = (
+        f"postgres://{db['USER']}:{db['PASSWORD'] or ''}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+    )
+    environment = {k: v for k, v in os.environ.items() if k != "CELERY_BROKER_URL"} | {"DATABASE_URL": url}
+    log = (tmp_path / "judge.log").open("w")
+    process = subprocess.Popen(
+        [sys.executable, "manage.py", "judge", "--pool", "killed", "--judge", "api-judge", "--k", "1"],
+        cwd=REPO, env=environment, stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while EndpointReply.objects.count() < 2 and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.05)
+    process.kill()
+    process.wait()
+    stored = EndpointReply.objects.count()
+    assert 2 <= stored < 6, (tmp_path / "judge.log").read_text()[-2000:]
+    server.latency = 0.0
+    before = len(server.posts())
+    run = JudgeRun.objects.get()
+    out = io.StringIO()
+    call_command("resume_jobs", "--job", str(run.job_id), stdout=out, stderr=io.StringIO())
+    run.job.refresh_from_db()
+    assert run.job.status == "done" and MachineLabel.objects.filter(run=run).count() == 6
+    assert len(server.posts()) - before == 6 - stored
+    assert EndpointReply.objects.count() == 6

@@ -28,9 +28,16 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--rerun", action="store_true", help="run again even when an equal run finished")
         parser.add_argument("--wait", action="store_true", help="follow the run until it ends")
+        parser.add_argument(
+            "--dry-run",
+            action="store_true",
+            help="check the run and print what it would send (requests, tokens, cost); create nothing",
+        )
 
     def handle(self, *args, **options):
         embedded = settings.CELERY_TASK_ALWAYS_EAGER
+        if options["dry_run"]:
+            return self._dry_run(options)
         try:
             run, created = judge_run_create(
                 pool=options["pool"],
@@ -78,3 +85,22 @@ class Command(BaseCommand):
         )
         if run.state == "failed":
             raise CommandError(f"run {run.pk} failed:\n{run.job.error.strip()}")
+
+    def _dry_run(self, options) -> None:
+        from judging.selectors import judge_run_estimate
+        from judging.services.runs import judge_run_check
+
+        try:
+            params = judge_run_check(
+                pool=options["pool"], job=options["job"], judge=options["judge"], mode=options["mode"],
+                k=options["k"], temperature=options["temperature"], seed=options["seed"],
+            )  # fmt: skip
+        except JobParameterError as exc:
+            raise CommandError(f"bad judge run: {exc}") from None
+        estimate = judge_run_estimate(params=params)
+        self.stderr.write(
+            f"would send {estimate['requests']} requests, about {estimate['tokens_in']} tokens in and at most "
+            f"{estimate['tokens_out']} out"
+            + (f", about ${estimate['cost_usd']:.4f}" if estimate["cost_usd"] is not None else "")
+        )
+        self.stdout.write(json.dumps({"dry_run": True, **estimate}))
