@@ -15,7 +15,7 @@ from common.safe_csv import SafeDictWriter
 from generation.datasets.files import ImportFailed
 from generation.datasets.templates import templates_upload_import
 from generation.forms import JobForm, TemplatesImportForm
-from generation.jobs.kinds import job_kind_get
+from generation.jobs.kinds import job_kind_get, job_kind_handler
 from generation.jobs.services import (
     ACTIVE,
     JobDispatchError,
@@ -38,6 +38,7 @@ from generation.selectors import (
     job_prob_summary,
     job_resumable,
     job_sizing,
+    job_spent,
     job_status_text,
     job_tango_results,
     job_timing,
@@ -302,5 +303,8 @@ def job_results_page(request, job_id: int):
             "rows": rows,
             "setting": setting or "",
             "summary": summary,
+            # What the job's requests to its model's endpoint cost (none for local weights).
+            "spent": job_spent(job=job) if job.model.is_endpoint else None,
+            "facts": job_kind_handler(job.kind).facts(job=job),
         },
     )

@@ -235,6 +235,10 @@ class JudgeKind(JobKind[JobParameters]):
         done = MachineLabel.objects.filter(run__job=job).count()
         return done, done
 
+    def facts(self, *, job: Job) -> dict[str, Any]:
+        """Items whose replies named no option (docs/domain.md, 'Models behind an endpoint'): no label, kept."""
+        return {"n_unparsed": MachineLabel.objects.filter(run__job=job, label="").count()}
+
     def describe(self, *, job: Job) -> str:
         run = job.judge_run
         return f"judge {run.judge.name} v{run.judge.version} ({run.mode}) on {run.scope}"

@@ -386,3 +386,14 @@ def test_a_worker_killed_mid_run_resumes_without_sending_a_stored_request_again(
     assert run.job.status == "done" and MachineLabel.objects.filter(run=run).count() == 6
     assert len(server.posts()) - before == 6 - stored
     assert EndpointReply.objects.count() == 6
+
+
+def test_the_job_page_shows_what_a_judge_run_spent_and_its_unparsed_replies(server, pool, client, researcher):
+    _register(server.url, "tiny-api", "--price-in", "1", "--price-out", "2")
+    judge_add(name="api-judge", model="tiny-api", mode="sampling")
+    server.answer = lambda body: "Correct." if "she" in body["messages"][0]["content"] else "I cannot tell"
+    summary = _command("judge", "--pool", pool.name, "--judge", "api-judge", "--k", "1")
+    client.force_login(researcher)
+    page = client.get(f"/generation/jobs/{JudgeRun.objects.get(pk=summary['run']).job_id}/").content.decode()
+    assert "n_unparsed 2" in page
+    assert "3 requests, 21 tokens in,\n     6 tokens out, $0.000033" in page
