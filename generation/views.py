@@ -30,6 +30,7 @@ from generation.models import GENERATION_KIND, DatasetImport, Generation, JobSta
 from generation.selectors import (
     EXPORT_COLUMNS,
     dataset_rows,
+    job_estimate,
     job_export_rows,
     job_generations,
     job_get,
@@ -99,10 +100,12 @@ def _job_row(job, *, can_manage: bool) -> dict:
 @role_required(ADMIN)
 def job_new_page(request):
     form = JobForm(request.POST or None)
-    unsent = size = None
+    unsent = size = estimate = None
     if request.method == "POST" and form.is_valid() and "preview" in request.POST:
         assert form.parameters is not None
         size = job_size(params=form.parameters)  # "Show size and time": nothing is queued
+        if form.parameters.model.is_endpoint:  # and what it would send, before anything is
+            estimate = job_estimate(params=form.parameters)
     elif request.method == "POST" and form.is_valid():
         try:
             job = job_create(created_by=request.user, params=form.parameters)
@@ -115,7 +118,9 @@ def job_new_page(request):
         else:
             messages.success(request, f"Job {job.pk} queued: {job.total_units} instances.")
             return redirect("generation-jobs")
-    context: dict[str, object] = {"form": form, "unsent": unsent, "size": size, "sizing": job_sizing()}
+    context: dict[str, object] = {
+        "form": form, "unsent": unsent, "size": size, "sizing": job_sizing(), "estimate": estimate,
+    }  # fmt: skip
     if size is not None:
         context |= {
             "size_time": duration_text(size.seconds),

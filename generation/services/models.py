@@ -201,3 +201,13 @@ def _endpoint_answers(*, name: str, model: str, endpoint: dict[str, Any], logpro
         return endpoint_probe(target=target, logprobs=logprobs)
     except EndpointFailed as exc:
         raise JobParameterError({"base_url": str(exc)}) from None
+
+
+def endpoint_settings_check(*, name: str, model: str, **settings: Any) -> dict[str, Any]:
+    """An endpoint's settings checked as `model_add` checks them (every bad field at once, then the endpoint asked),
+    as `ModelEndpoint` fields: for a form that writes the row itself (the admin's)."""
+    errors: dict[str, str] = {}
+    fields = _endpoint_fields(model=model, errors=errors, **settings)
+    if errors:
+        raise JobParameterError(errors)
+    return fields | _endpoint_answers(name=name, model=model, endpoint=fields, logprobs=fields["logprobs"])

@@ -397,3 +397,48 @@ def test_the_job_page_shows_what_a_judge_run_spent_and_its_unparsed_replies(serv
     page = client.get(f"/generation/jobs/{JudgeRun.objects.get(pk=summary['run']).job_id}/").content.decode()
     assert "n_unparsed 2" in page
     assert "3 requests, 21 tokens in,\n     6 tokens out, $0.000033" in page
+
+
+def test_the_job_form_shows_what_a_job_on_an_endpoint_would_send(server, demo_ruff, client, admin_user):
+    from generation.forms import JobForm
+
+    _register(server.url, "tiny-api", "--price-in", "1", "--price-out", "1")
+    form = JobForm()
+    data = {name: field.initial for name, field in form.fields.items() if field.initial is not None}
+    data |= {"model": "tiny-api", "dataset": "demo-ruff", "prob_score": "none", "samples": 2, "preview": "1"}
+    client.force_login(admin_user)
+    page = client.post("/generation/jobs/new/", data).content.decode()
+    from generation.parameters import job_parameters_validate
+    from generation.selectors import job_estimate
+
+    params = job_parameters_validate(
+        model="tiny-api", dataset="demo-ruff", prob_score="none", samples=2, per_pronoun=data["per_pronoun"],
+        settings=data["settings"],
+    )  # fmt: skip
+    requests = job_estimate(params=params)["requests"]
+    assert (
+        requests == 2 * len(data["settings"]) * len(job_parameters_validate and params.pronouns) * data["per_pronoun"]
+    )
+    assert f"<strong>{requests} requests</strong>" in page and not Job.objects.exists()
+
+
+class TestAdmin:
+    def _form(self, url: str, **extra) -> dict:
+        return {
+            "name": "admin-api", "source_kind": "api", "source": "tiny", "gguf_file": "", "dtype": "auto",
+            "device": "auto", "batch_size": 16, "base_url": url, "api": "openai", "api_key_env": "",
+            "concurrency": 2, "timeout": 30, "max_retries": 3, "logprobs": "auto", **extra,
+        }  # fmt: skip
+
+    def test_the_admin_registers_an_endpoint_model_checked_as_model_add_checks_it(self, server, client, admin_user):
+        client.force_login(admin_user)
+        response = client.post("/admin/generation/languagemodel/add/", self._form(server.url))
+        assert response.status_code == 302
+        endpoint = LanguageModel.objects.get(name="admin-api").endpoint_settings
+        assert (endpoint.base_url, endpoint.concurrency, endpoint.has_logprobs) == (server.url, 2, True)
+
+    def test_the_admin_refuses_a_model_the_endpoint_does_not_list(self, server, client, admin_user):
+        client.force_login(admin_user)
+        response = client.post("/admin/generation/languagemodel/add/", self._form(server.url, source="gpt-9"))
+        assert response.status_code == 200 and "does not list the model" in response.content.decode()
+        assert not LanguageModel.objects.filter(name="admin-api").exists()
