@@ -82,12 +82,16 @@ class TinyServer:
 
     def posts(self) -> list[dict]:
         with self.lock:
-            return [r for r in self.requests if r["path"].endswith("completions")]
+            return [r for r in self.requests if r["path"].endswith(("completions", "messages"))]
 
     def reply(self, path: str, body: dict) -> tuple[int, dict]:
         if body.get("model") not in self.models:
             return 404, {"error": {"message": f"model {body.get('model')!r} not found"}}
         usage = {"prompt_tokens": 7, "completion_tokens": 2, "total_tokens": 9}
+        if path.endswith("/v1/messages"):  # Anthropic's Messages API
+            content = [{"type": "text", "text": self.answer(body)}]
+            return 200, {"id": "m", "type": "message", "role": "assistant", "content": content, "model": body["model"],
+                         "stop_reason": "end_turn", "usage": {"input_tokens": 5, "output_tokens": 1}}  # fmt: skip
         if path.endswith("/chat/completions"):
             text = self.answer(body)
             if body.get("response_format"):

@@ -442,3 +442,18 @@ class TestAdmin:
         response = client.post("/admin/generation/languagemodel/add/", self._form(server.url, source="gpt-9"))
         assert response.status_code == 200 and "does not list the model" in response.content.decode()
         assert not LanguageModel.objects.filter(name="admin-api").exists()
+
+
+def test_a_claude_judge_goes_through_anthropics_client_and_refuses_likelihood(server, pool, monkeypatch):
+    monkeypatch.setenv("CONCORD_TEST_ANTHROPIC_KEY", "sk-ant-test")
+    base = server.url.removesuffix("/v1")
+    _command("model_add", "claude", "--base-url", base, "--api", "anthropic", "--model", "tiny",
+             "--api-key-env", "CONCORD_TEST_ANTHROPIC_KEY")  # fmt: skip
+    judge_add(name="claude-judge", model="claude", mode="sampling")
+    summary = _command("judge", "--pool", pool.name, "--judge", "claude-judge", "--k", "1")
+    assert summary["state"] == "done" and summary["labels"] == 3 and summary["n_unparsed"] == 0
+    assert (summary["requests"], summary["tokens_in"], summary["tokens_out"]) == (3, 15, 3)
+    sent = [r for r in server.posts() if r["path"].endswith("/v1/messages")]
+    assert len(sent) == 3 and all(r["messages"][0]["role"] == "user" and "seed" not in r for r in sent)
+    with pytest.raises(CommandError, match="gives no top_logprobs"):
+        _command("judge", "--pool", pool.name, "--judge", "claude-judge", "--mode", "likelihood")

@@ -204,7 +204,7 @@ def _post(target: Target, call: Call) -> dict[str, Any]:
             raw = client.completions.with_raw_response.create(**body)
         else:
             raw = client.chat.completions.with_raw_response.create(**body)
-        text = raw.text
+        text = raw.text() if callable(raw.text) else raw.text  # a method in anthropic's client, a property in openai's
     except sdk.APIStatusError as exc:
         message = f"{target.base_url} answered {exc.status_code}: {endpoint_message(exc)}"
         if exc.status_code == 429 or exc.status_code >= 500:

@@ -128,8 +128,13 @@ def _user(text: str) -> list[dict[str, str]]:
 def _chat_body(target: Target, prompt: str, **params: Any) -> tuple[str, dict[str, Any]]:
     if target.api == "anthropic":
         params.pop("seed", None)  # Anthropic's API takes none
-        params.pop("extra_body", None)
-        return "messages", {"model": target.model, "messages": _user(prompt), **params}
+        extra = params.pop("extra_body", None) or {}
+        # Its client names no sampling parameters any more; the API reads them from the body, where a model takes them.
+        sampling = {name: params.pop(name) for name in ("temperature", "top_p") if name in params}
+        body = {"model": target.model, "messages": _user(prompt), **params}
+        if sampling or extra:
+            body["extra_body"] = {**extra, **sampling}
+        return "messages", body
     max_tokens = params.pop("max_tokens")
     return "chat", {"model": target.model, "messages": _user(prompt), "max_completion_tokens": max_tokens, **params}
 
