@@ -12,7 +12,9 @@ class LanguageModelForm(forms.ModelForm):
     """A model's row, and for an endpoint model its endpoint's settings, checked as `manage.py model_add` checks
     them (generation/services/models.py): the key variable set, the endpoint reachable and listing the model."""
 
-    base_url = forms.URLField(required=False, help_text="an endpoint's base URL (source kind: API endpoint)")
+    base_url = forms.URLField(
+        required=False, assume_scheme="https", help_text="an endpoint's base URL (source kind: API endpoint)"
+    )
     api = forms.ChoiceField(choices=ModelEndpoint.Api.choices, initial="openai", required=False)
     api_key_env = forms.CharField(required=False, help_text="the environment variable holding the API key")
     concurrency = forms.IntegerField(required=False, min_value=1, initial=4)

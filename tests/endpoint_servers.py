@@ -31,6 +31,8 @@ class TinyServer:
     latency: float = 0.0
     requests: list[dict] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    in_flight: int = 0
+    most_in_flight: int = 0  # the most requests it was answering at once
 
     def __post_init__(self):
         server = self
@@ -62,9 +64,15 @@ class TinyServer:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with server.lock:
                     server.requests.append({"path": self.path, **body})
-                if server.latency:
-                    time.sleep(server.latency)
-                status, payload = server.reply(self.path, body)
+                    server.in_flight += 1
+                    server.most_in_flight = max(server.most_in_flight, server.in_flight)
+                try:
+                    if server.latency:
+                        time.sleep(server.latency)
+                    status, payload = server.reply(self.path, body)
+                finally:
+                    with server.lock:
+                        server.in_flight -= 1
                 self._send(status, payload)
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

@@ -457,3 +457,26 @@ def test_a_claude_judge_goes_through_anthropics_client_and_refuses_likelihood(se
     assert len(sent) == 3 and all(r["messages"][0]["role"] == "user" and "seed" not in r for r in sent)
     with pytest.raises(CommandError, match="gives no top_logprobs"):
         _command("judge", "--pool", pool.name, "--judge", "claude-judge", "--mode", "likelihood")
+
+
+def test_requests_run_concurrently_up_to_the_models_concurrency_and_no_further(server, pool):
+    for index in range(9):
+        PoolItemFactory(pool=pool, continuation=f" they ran {index} laps.")
+    _register(server.url, "tiny-api", "--concurrency", "4")
+    judge_add(name="api-judge", model="tiny-api", mode="sampling")
+    server.latency, server.most_in_flight = 0.2, 0
+    summary = _command("judge", "--pool", pool.name, "--judge", "api-judge", "--k", "1")
+    assert summary["requests"] == 12 and server.most_in_flight == 4
+
+
+def test_the_rate_limit_spaces_request_starts_by_60_over_rpm(monkeypatch):
+    """With a clock that stands still, each start waits one interval more than the one before it."""
+    from generation.engines.endpoint import client
+
+    slept: list[float] = []
+    monkeypatch.setattr(client.time, "monotonic", lambda: 100.0)
+    monkeypatch.setattr(client.time, "sleep", slept.append)
+    limiter = client._Limiter(rpm=120)
+    for _ in range(4):
+        limiter.wait()
+    assert slept == pytest.approx([0.5, 1.0, 1.5])
