@@ -41,7 +41,7 @@ class LanguageModelForm(forms.ModelForm):
         from generation.parameters import JobParameterError
         from generation.services.models import endpoint_settings_check
 
-        data = super().clean()
+        data = super().clean() or {}
         if data.get("source_kind") != LanguageModel.SourceKind.ENDPOINT:
             return data
         settings = {name: data.get(name) for name in ENDPOINT_FIELDS}

@@ -3,6 +3,8 @@ queue, cancel and resume. The parameters are those of generation/parameters.py, 
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.permissions import IsAuthenticated
@@ -377,7 +379,9 @@ class ModelListCreateApi(APIView):
         serializer = self.InputSerializer(data=request.data)
         if not serializer.is_valid():
             return Response(serializer.errors, status=status.HTTP_400_BAD_REQUEST)
-        values = {key: (value if value != "" else None) for key, value in serializer.validated_data.items()}
+        values: dict[str, Any] = {
+            key: (value if value != "" else None) for key, value in serializer.validated_data.items()
+        }
         values["api_key_env"] = values.get("api_key_env") or ""
         try:
             model = model_add(created_by=request.user, **values)

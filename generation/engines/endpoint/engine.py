@@ -270,12 +270,12 @@ class EndpointEngine:
         replies = calls_send(target=target, calls=calls)
         answers: list[Answer] = []
         for index in range(len(prompts)):
-            own = list(
+            pairs = list(
                 zip(calls[index * per : (index + 1) * per], replies[index * per : (index + 1) * per], strict=True)
             )
-            texts = [reply_text(reply, call.route) for call, reply in own]
+            texts = [reply_text(reply, call.route) for call, reply in pairs]
             if mode == LIKELIHOOD:
-                call, reply = own[0]
+                call, reply = pairs[0]
                 probabilities = option_probabilities(_first_token_logprobs(reply, call.route), options)
                 scores = (
                     {label: math.log(p) if p > 0 else ABSENT for label, p in probabilities.items()}

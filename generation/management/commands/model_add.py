@@ -47,7 +47,7 @@ class Command(BaseCommand):
             )  # fmt: skip
         except JobParameterError as exc:
             raise CommandError(f"bad model: {exc}") from None
-        summary = {"model": row.name, "source_kind": row.source_kind, "source": row.source}
+        summary: dict[str, object] = {"model": row.name, "source_kind": row.source_kind, "source": row.source}
         endpoint = row.endpoint_settings if row.is_endpoint else None
         if endpoint is not None:
             summary |= {
