@@ -1,5 +1,10 @@
 """How a judge rates items (docs/domain.md, 'Machine raters'): likelihood or sampling, on many prompts at once.
 
+A run's judge answers through the engine its model runs on (generation/engines/, `Engine.answer`: local weights on
+the hf engine, as below; a model behind an endpoint as docs/domain.md, 'Models behind an endpoint' says), and
+`answer_verdict` turns each answer into a verdict. `likelihood_judge` and `sampling_judge` are the hf engine's path
+called directly on a loaded model.
+
 Likelihood: each option's score is the mean token log-probability of the option's text after the prompt. The prompt
 is tokenized as usual (with whatever special tokens the tokenizer adds), each option on its own without special
 tokens, and the option's ids are appended to the prompt's ids; tokenizing the joined text instead could merge tokens

@@ -296,7 +296,13 @@ class TestGenerationOnEndpoint:
         chats = [r for r in server.posts() if r["path"].endswith("/chat/completions") and "seed" in r]
         assert chats and all(len(r["messages"]) == 1 and r["messages"][0]["role"] == "user" for r in chats)
 
-    def test_probability_scoring_reads_vllms_prompt_logprobs(self, server, demo_ruff):
+    def test_probability_scoring_reads_vllms_prompt_logprobs(self, server, demo_ruff, monkeypatch):
+        from generation.engines.hf import engine as hf_engine
+
+        def no_local_weights(**kwargs):
+            raise AssertionError("an endpoint chunk loaded local weights")
+
+        monkeypatch.setattr(hf_engine, "model_load", no_local_weights)
         _register(server.url)
         job = job_create(model="tiny-api", dataset="demo-ruff", queue=False, samples=1, max_new_tokens=3,
                          per_pronoun=1)  # fmt: skip
@@ -305,10 +311,18 @@ class TestGenerationOnEndpoint:
         assert job.status == "done", job.error
         results = list(ProbResult.objects.filter(job=job).select_related("instance"))
         assert len(results) == job.total_units
+        scored = {r["prompt"] for r in server.posts() if "prompt_logprobs" in r and "temperature" in r}  # not the probe
         for result in results:
-            # The tiny server's prompt log-prob of word i is -0.1 * len(word) - 0.01 * i: check one by hand.
             assert set(result.losses) >= {"he", "she", "they"}
             assert result.prediction == min(result.losses, key=result.losses.get)
+        # The tiny server gives word i of a prompt the log-prob -0.1 * len(word) - 0.01 * i: a candidate's loss is the
+        # mean of their negatives over the words after the first. Worked out here for every candidate sent.
+        # (Instances that share a sentence share its candidates: each text is sent once.)
+        expected = {
+            round(sum(0.1 * len(w) + 0.01 * i for i, w in enumerate(text.split(" ")[1:], 1)) / text.count(" "), 9)
+            for text in scored
+        }
+        assert {round(loss, 9) for result in results for loss in result.losses.values()} == expected
         assert Job.objects.get(pk=job.pk).done_units == job.total_units
 
 
