@@ -176,7 +176,8 @@ class TestReplyToLabel:
 class TestJudgeOnEndpoint:
     def test_a_sampling_judge_labels_every_item_and_counts_what_it_spent(self, server, pool):
         _register(server.url, "tiny-api", "--price-in", "1", "--price-out", "2")
-        judge_add(name="api-judge", model="tiny-api", mode="sampling")
+        added = _command("judge_add", "--name", "api-judge", "--model", "tiny-api", "--mode", "sampling")
+        assert added["model"] == "tiny-api" and added["created"]
         server.answer = lambda body: "Correct." if "she" in body["messages"][0]["content"] else "I cannot tell"
         probes = len(server.posts())
         summary = _command("judge", "--pool", pool.name, "--judge", "api-judge", "--k", "2", "--wait")
@@ -494,3 +495,23 @@ def test_the_rate_limit_spaces_request_starts_by_60_over_rpm(monkeypatch):
     for _ in range(4):
         limiter.wait()
     assert slept == pytest.approx([0.5, 1.0, 1.5])
+
+
+def test_a_tango_job_on_an_endpoint_samples_open_contexts_and_skips_prob_tango(server, db):
+    from generation.datasets.tango import dataset_import_tango
+    from generation.models import TangoTemplate
+    from tests.conftest import DEMO
+
+    dataset_import_tango(templates_path=DEMO / "tango_misgendering.jsonl", name="demo-tango")
+    _register(server.url)
+    with pytest.raises(JobParameterError, match="Prob-TANGO scores with local weights"):
+        job_create(model="tiny-api", dataset="demo-tango", queue=False, samples=1, max_new_tokens=4, per_pronoun=1)
+    job = job_create(
+        model="tiny-api", dataset="demo-tango", queue=False, samples=1, max_new_tokens=4, per_pronoun=1,
+        prob_score="none",
+    )  # fmt: skip
+    job_run(job_id=job.pk)
+    job.refresh_from_db()
+    assert job.status == "done" and job.done_units == job.total_units
+    assert set(Generation.objects.filter(job=job).values_list("setting", flat=True)) == {"open"}
+    assert not TangoTemplate.objects.filter(job=job).exists()
