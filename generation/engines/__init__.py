@@ -26,7 +26,8 @@ failing the job later.
 
 To add an engine: write a class with the four methods of `ModelEngine` (raise `EngineUnavailable` from one it cannot
 do), a function that says why it cannot run a job (keyword arguments `language_model`, `num_beams`, `here` and the
-job's needs: `prob_score`, `judge_mode`; None when it can), and add one `Engine` entry to `ENGINES` below, naming the
+job's needs: `prob_score` and `scores_per_generation` of a generation job, `judge_mode` of a judge run; None when it
+can), and add one `Engine` entry to `ENGINES` below, naming the
 model kinds it serves. Nothing else names it.
 """
 
@@ -90,9 +91,6 @@ class Engine:
         if found is None:
             found = _instances[self.name] = _imported(self.engine_path)()
         return found
-
-    def sampler(self) -> ModelEngine:
-        return self.implementation()
 
     def problem(self, *, language_model: LanguageModel, num_beams: int, here: bool = False, **needs: Any) -> str | None:
         """Why it cannot run a job with this model, beams and needs anywhere (`here`: on this host), or None."""
