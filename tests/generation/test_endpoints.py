@@ -515,3 +515,16 @@ def test_a_tango_job_on_an_endpoint_samples_open_contexts_and_skips_prob_tango(s
     assert job.status == "done" and job.done_units == job.total_units
     assert set(Generation.objects.filter(job=job).values_list("setting", flat=True)) == {"open"}
     assert not TangoTemplate.objects.filter(job=job).exists()
+
+
+def test_the_jobs_api_refuses_a_likelihood_run_of_a_judge_whose_endpoint_gives_no_top_logprobs(
+    server, pool, api, admin_user
+):
+    server.logprobs = False
+    _register(server.url, "tiny-api", "--logprobs", "no")
+    judge_add(name="api-judge", model="tiny-api", mode="likelihood")
+    api.force_authenticate(admin_user)
+    body = {"kind": "judge", "options": {"pool": pool.name, "judge": "api-judge", "mode": "likelihood"}}
+    response = api.post("/api/generation-jobs/", body, format="json")
+    assert response.status_code == 400 and "gives no top_logprobs" in json.dumps(response.json())
+    assert not JudgeRun.objects.exists()
