@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from generation.engines.base import DEFAULT_PROB_SCORE, ScoreItem, ScoreResult, candidate_texts
+from generation.engines.base import score_result as _result
 from generation.engines.hf.loading import LoadedModel
 from generation.engines.hf.sampling import Decoding
-from generation.engines.hf.scoring import DEFAULT_PROB_SCORE, ScoreItem, ScoreResult, _result, candidate_texts
 from judging.scoring import Verdict, likelihood_verdict, option_ids
 
 

@@ -252,6 +252,9 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env.int("CELERY_VISIBIL
 CONCORD_CHUNK_LEASE_SECONDS = env.int("CONCORD_CHUNK_LEASE_SECONDS", 30, minimum=3)
 CONCORD_TRANSIENT_RETRIES = env.int("CONCORD_TRANSIENT_RETRIES", 5, minimum=0)
 CONCORD_TRANSIENT_BACKOFF_SECONDS = 1.0
+# Models behind an endpoint (generation/engines/endpoint/client.py): a 429, 5xx or timeout is retried after this
+# pause, doubled each time up to 60 s, unless the endpoint says when (Retry-After); the model says how often.
+CONCORD_ENDPOINT_BACKOFF_SECONDS = 1.0
 # A chunk sent to the broker but claimed by no worker within this many seconds is sent again (a broker that lost its
 # queue); generation/jobs/runner.py's sweeper does it.
 CONCORD_CHUNK_UNCLAIMED_SECONDS = env.int("CONCORD_CHUNK_UNCLAIMED_SECONDS", 120, minimum=5)

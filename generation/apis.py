@@ -3,7 +3,9 @@ queue, cancel and resume. The parameters are those of generation/parameters.py, 
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from typing import Any
+
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
@@ -300,3 +302,89 @@ class JobResumeApi(APIView):
         except JobDispatchError as exc:
             return _broker_down(exc)
         return Response(JobOutputSerializer(job_get(job_id=job.pk)).data)
+
+
+class ModelEndpointSerializer(serializers.Serializer):
+    """An endpoint's settings as the API shows them: the key's variable name, never a key."""
+
+    base_url = serializers.CharField()
+    api = serializers.CharField()
+    api_key_env = serializers.CharField()
+    concurrency = serializers.IntegerField()
+    rpm = serializers.IntegerField(allow_null=True)
+    timeout = serializers.FloatField()
+    max_retries = serializers.IntegerField()
+    price_in = serializers.DecimalField(max_digits=12, decimal_places=6, allow_null=True)
+    price_out = serializers.DecimalField(max_digits=12, decimal_places=6, allow_null=True)
+    logprobs = serializers.CharField()
+    completions = serializers.BooleanField()
+    has_logprobs = serializers.BooleanField()
+    prompt_logprobs = serializers.BooleanField()
+    structured = serializers.BooleanField()
+
+
+class ModelOutputSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    source_kind = serializers.CharField()
+    source = serializers.CharField()
+    gguf_file = serializers.CharField()
+    endpoint = serializers.SerializerMethodField()
+
+    @extend_schema_field(ModelEndpointSerializer(allow_null=True))
+    def get_endpoint(self, model) -> dict | None:
+        endpoint = model.endpoint_settings if model.is_endpoint else None
+        return ModelEndpointSerializer(endpoint).data if endpoint is not None else None
+
+
+class ModelListCreateApi(APIView):
+    """GET: the registered models (researcher). POST: register one (admin): local weights (`hub`, `path`, or
+    `package` with `gguf`) or an endpoint (`base_url` with `model`), checked before it is written."""
+
+    class InputSerializer(serializers.Serializer):
+        name = serializers.CharField()
+        hub = serializers.CharField(required=False, allow_blank=True, default=None)
+        path = serializers.CharField(required=False, allow_blank=True, default=None)
+        package = serializers.CharField(required=False, allow_blank=True, default=None)
+        gguf = serializers.CharField(required=False, allow_blank=True, default=None)
+        base_url = serializers.CharField(required=False, allow_blank=True, default=None)
+        model = serializers.CharField(required=False, allow_blank=True, default=None)
+        api = serializers.CharField(required=False, default="openai")
+        api_key_env = serializers.CharField(required=False, allow_blank=True, default="")
+        concurrency = serializers.IntegerField(required=False, allow_null=True, default=None)
+        rpm = serializers.IntegerField(required=False, allow_null=True, default=None)
+        timeout = serializers.FloatField(required=False, allow_null=True, default=None)
+        max_retries = serializers.IntegerField(required=False, allow_null=True, default=None)
+        price_in = serializers.CharField(required=False, allow_null=True, default=None)
+        price_out = serializers.CharField(required=False, allow_null=True, default=None)
+        logprobs = serializers.CharField(required=False, default="auto")
+
+    def get_permissions(self):
+        role = IsAdmin if self.request.method == "POST" else IsResearcher
+        return [IsAuthenticated(), role()]
+
+    @extend_schema(operation_id="models_list", responses={200: ModelOutputSerializer(many=True)})
+    def get(self, request):
+        from generation.selectors import model_list
+
+        return Response(ModelOutputSerializer(model_list(), many=True).data)
+
+    @extend_schema(
+        description="Register a model (admins).",
+        request=named(InputSerializer, "ModelRegistration"),
+        responses={201: ModelOutputSerializer, 400: FieldErrors},
+    )
+    def post(self, request):
+        from generation.services.models import model_add
+
+        serializer = self.InputSerializer(data=request.data)
+        if not serializer.is_valid():
+            return Response(serializer.errors, status=status.HTTP_400_BAD_REQUEST)
+        values: dict[str, Any] = {
+            key: (value if value != "" else None) for key, value in serializer.validated_data.items()
+        }
+        values["api_key_env"] = values.get("api_key_env") or ""
+        try:
+            model = model_add(created_by=request.user, **values)
+        except JobParameterError as exc:
+            return Response({field: [message] for field, message in exc.errors.items()}, status=400)
+        return Response(ModelOutputSerializer(model).data, status=status.HTTP_201_CREATED)

@@ -37,7 +37,7 @@ from generation.datasets.gifi import PARTS as GIFI_PARTS
 from generation.datasets.registry import dataset_kind
 from generation.datasets.ruff_distractors import SAMPLE_SEED_CHOICES, SAMPLE_SEEDS
 from generation.engines import ENGINES
-from generation.engines.hf.scoring import DEFAULT_PROB_SCORE, PROB_SCORES
+from generation.engines.base import DEFAULT_PROB_SCORE, NO_PROB_SCORE, PROB_SCORES
 from generation.jobs.kinds import job_kind_get, job_kinds
 from generation.models import DEFAULT_MODEL_NAME, GENERATION_KIND, JOB_DEFAULTS, Dataset, LanguageModel
 from generation.pronouns import BASES
@@ -75,7 +75,8 @@ class JobParameters:
     # RUFF with distractors (docs/domain.md, 'RUFF with distractors'): only the instances of this count / this sample.
     distractors: int | None = None
     sample_seed: int | None = None
-    prob_score: str = DEFAULT_PROB_SCORE  # mean (the paper's mean token loss) or sum (RUFF's summed log-probability)
+    # mean (the paper's mean token loss), sum (RUFF's summed log-probability) or none (no probability scoring)
+    prob_score: str = DEFAULT_PROB_SCORE
     part: str | None = None  # GIFI (docs/domain.md, 'GIFI'): only the prompts of this part; None: every part
     options: dict[str, Any] = field(default_factory=dict)
 
@@ -310,9 +311,10 @@ class JobParametersSerializer(serializers.Serializer):
         f"({', '.join(map(str, SAMPLE_SEEDS))}); none = all",
     )
     prob_score = serializers.ChoiceField(
-        choices=list(PROB_SCORES),
+        choices=[*PROB_SCORES, NO_PROB_SCORE],
         default=DEFAULT_PROB_SCORE,
-        help_text="probability scoring: mean (the paper's mean token loss) or sum (RUFF's summed log-probability)",
+        help_text="probability scoring: mean (the paper's mean token loss), sum (RUFF's summed log-probability) or "
+        "none (skip it: the job samples only)",
     )
     part = serializers.ChoiceField(
         choices=list(GIFI_PARTS),
@@ -390,8 +392,15 @@ def _engine_check(values: dict[str, Any], errors: dict[str, Any]) -> None:
     from generation.engines import EngineUnavailable, engine_check
 
     values["engine"] = values.get("engine") or None
+    dataset = values.get("dataset")
     try:
-        engine_check(engine=values["engine"], language_model=values["model"], num_beams=values.get("num_beams", 1))
+        engine_check(
+            engine=values["engine"],
+            language_model=values["model"],
+            num_beams=values.get("num_beams", 1),
+            prob_score=values.get("prob_score", DEFAULT_PROB_SCORE) if dataset is not None else NO_PROB_SCORE,
+            scores_per_generation=dataset is not None and dataset_kind(dataset.kind).scores_per_generation,
+        )
     except EngineUnavailable as exc:
         errors["engine"] = [str(exc)]
 

@@ -400,3 +400,69 @@ def job_export_rows(*, job: Job, batch: int = 2000) -> Iterator[dict]:
 def pair_datasets() -> dict[str, Dataset]:
     """The datasets of stereotype pairs (docs/domain.md, 'Stereotype pair benchmarks'), by name."""
     return {d.name: d for d in Dataset.objects.order_by("name") if dataset_kind(d.kind).pairs}
+
+
+def job_spent(*, job: Job) -> dict:
+    """What a job's requests to an endpoint cost (docs/domain.md, 'Models behind an endpoint'): the requests its chunks
+    sent (a reply another run had stored costs nothing), their tokens from the endpoint's `usage`, and the cost where
+    the model declares prices per million tokens (else None). A job on local weights sent none."""
+    from django.db.models import Count, Sum
+
+    from generation.models import EndpointReply, ModelEndpoint
+
+    totals = EndpointReply.objects.filter(job=job).aggregate(
+        requests=Count("id"), tokens_in=Sum("tokens_in"), tokens_out=Sum("tokens_out")
+    )
+    tokens_in, tokens_out = totals["tokens_in"] or 0, totals["tokens_out"] or 0
+    endpoint = ModelEndpoint.objects.filter(model_id=job.model_id).first()
+    cost = None
+    if endpoint is not None and endpoint.price_in is not None and endpoint.price_out is not None:
+        cost = round((tokens_in * float(endpoint.price_in) + tokens_out * float(endpoint.price_out)) / 1e6, 6)
+    return {"requests": totals["requests"], "tokens_in": tokens_in, "tokens_out": tokens_out, "cost_usd": cost}
+
+
+def spend_estimate(*, model: LanguageModel, requests: int, chars_in: int, tokens_out: int) -> dict:
+    """A run's requests, tokens and cost before it is sent (docs/domain.md, 'Models behind an endpoint'): prompt
+    tokens counted as characters / 4 (an endpoint's tokenizer is not known here), the reply tokens at their most,
+    the cost where the model declares prices (else None)."""
+    from generation.models import ModelEndpoint
+
+    tokens_in = -(-chars_in // 4)
+    endpoint = ModelEndpoint.objects.filter(model=model).first() if model.is_endpoint else None
+    cost = None
+    if endpoint is not None and endpoint.price_in is not None and endpoint.price_out is not None:
+        cost = round((tokens_in * float(endpoint.price_in) + tokens_out * float(endpoint.price_out)) / 1e6, 6)
+    return {
+        "requests": requests if model.is_endpoint else 0,
+        "tokens_in": tokens_in,
+        "tokens_out": tokens_out,
+        "cost_usd": cost,
+        "tokens_counted_by": "characters / 4",
+    }
+
+
+def job_estimate(*, params) -> dict:
+    """What a generation job (validated `JobParameters`) would send: a request per context, setting and sample, and
+    one per candidate of each instance it scores on an endpoint with prompt log-probs."""
+    from generation.contexts import build_context
+    from generation.engines.base import NO_PROB_SCORE
+    from generation.jobs.kinds import job_kind_handler
+
+    units = job_kind_handler(params.kind).units(params=params)
+    instances = Instance.objects.select_related("template").in_bulk(units)
+    chars = requests = 0
+    for instance_id in units:
+        instance = instances[instance_id]
+        for setting in params.settings:
+            context = build_context(instance.text, instance.template.mask, instance.correct_form, setting)
+            chars += len(context) * params.samples
+            requests += params.samples
+    tokens_out = requests * params.max_new_tokens
+    if params.prob_score != NO_PROB_SCORE and params.dataset is not None:
+        if not dataset_kind(params.dataset.kind).scores_per_generation:
+            candidates = len(dataset_codebook(dataset=params.dataset).bases)
+            scored = sum(len(instances[i].text) for i in units) * candidates
+            chars += scored
+            requests += len(units) * candidates
+            tokens_out += len(units) * candidates
+    return spend_estimate(model=params.model, requests=requests, chars_in=chars, tokens_out=tokens_out)

@@ -19,4 +19,5 @@ urlpatterns = [
     path("api/generation-jobs/<int:job_id>/", apis.JobDetailApi.as_view(), name="api-generation-job"),
     path("api/generation-jobs/<int:job_id>/cancel/", apis.JobCancelApi.as_view(), name="api-generation-job-cancel"),
     path("api/generation-jobs/<int:job_id>/resume/", apis.JobResumeApi.as_view(), name="api-generation-job-resume"),
+    path("api/models/", apis.ModelListCreateApi.as_view(), name="api-models"),
 ]

@@ -15,7 +15,7 @@ from common.safe_csv import SafeDictWriter
 from generation.datasets.files import ImportFailed
 from generation.datasets.templates import templates_upload_import
 from generation.forms import JobForm, TemplatesImportForm
-from generation.jobs.kinds import job_kind_get
+from generation.jobs.kinds import job_kind_get, job_kind_handler
 from generation.jobs.services import (
     ACTIVE,
     JobDispatchError,
@@ -30,6 +30,7 @@ from generation.models import GENERATION_KIND, DatasetImport, Generation, JobSta
 from generation.selectors import (
     EXPORT_COLUMNS,
     dataset_rows,
+    job_estimate,
     job_export_rows,
     job_generations,
     job_get,
@@ -38,6 +39,7 @@ from generation.selectors import (
     job_prob_summary,
     job_resumable,
     job_sizing,
+    job_spent,
     job_status_text,
     job_tango_results,
     job_timing,
@@ -98,10 +100,12 @@ def _job_row(job, *, can_manage: bool) -> dict:
 @role_required(ADMIN)
 def job_new_page(request):
     form = JobForm(request.POST or None)
-    unsent = size = None
+    unsent = size = estimate = None
     if request.method == "POST" and form.is_valid() and "preview" in request.POST:
         assert form.parameters is not None
         size = job_size(params=form.parameters)  # "Show size and time": nothing is queued
+        if form.parameters.model.is_endpoint:  # and what it would send, before anything is
+            estimate = job_estimate(params=form.parameters)
     elif request.method == "POST" and form.is_valid():
         try:
             job = job_create(created_by=request.user, params=form.parameters)
@@ -114,7 +118,9 @@ def job_new_page(request):
         else:
             messages.success(request, f"Job {job.pk} queued: {job.total_units} instances.")
             return redirect("generation-jobs")
-    context: dict[str, object] = {"form": form, "unsent": unsent, "size": size, "sizing": job_sizing()}
+    context: dict[str, object] = {
+        "form": form, "unsent": unsent, "size": size, "sizing": job_sizing(), "estimate": estimate,
+    }  # fmt: skip
     if size is not None:
         context |= {
             "size_time": duration_text(size.seconds),
@@ -302,5 +308,8 @@ def job_results_page(request, job_id: int):
             "rows": rows,
             "setting": setting or "",
             "summary": summary,
+            # What the job's requests to its model's endpoint cost (none for local weights).
+            "spent": job_spent(job=job) if job.model.is_endpoint else None,
+            "facts": job_kind_handler(job.kind).facts(job=job),
         },
     )

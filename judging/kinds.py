@@ -18,6 +18,7 @@ from typing import Any
 from rest_framework import serializers
 
 from annotation.models import Pool, PoolItem
+from generation.engines import EngineUnavailable, engine_check
 from generation.jobs.kinds import JobKind
 from generation.jobs.progress import job_rows_write
 from generation.models import GENERATION_KIND, Generation, Job, JobChunk, JobStatus
@@ -170,6 +171,10 @@ class JudgeKind(JobKind[JobParameters]):
             )
         except JobParameterError as exc:
             raise serializers.ValidationError(exc.errors) from None
+        try:  # the judge's own model, in this mode, on its engine (the job's `model` was checked before)
+            engine_check(engine=None, language_model=params.judge.model, judge_mode=params.mode)
+        except EngineUnavailable as exc:
+            raise serializers.ValidationError({"engine": str(exc)}) from None
         values["model"] = params.judge.model
         return params.options()
 
@@ -234,6 +239,10 @@ class JudgeKind(JobKind[JobParameters]):
     def counts(self, *, job: Job) -> tuple[int, int]:
         done = MachineLabel.objects.filter(run__job=job).count()
         return done, done
+
+    def facts(self, *, job: Job) -> dict[str, Any]:
+        """Items whose replies named no option (docs/domain.md, 'Models behind an endpoint'): no label, kept."""
+        return {"n_unparsed": MachineLabel.objects.filter(run__job=job, label="").count()}
 
     def describe(self, *, job: Job) -> str:
         run = job.judge_run

@@ -1,5 +1,10 @@
 """How a judge rates items (docs/domain.md, 'Machine raters'): likelihood or sampling, on many prompts at once.
 
+A run's judge answers through the engine its model runs on (generation/engines/, `Engine.answer`: local weights on
+the hf engine, as below; a model behind an endpoint as docs/domain.md, 'Models behind an endpoint' says), and
+`answer_verdict` turns each answer into a verdict. `likelihood_judge` and `sampling_judge` are the hf engine's path
+called directly on a loaded model.
+
 Likelihood: each option's score is the mean token log-probability of the option's text after the prompt. The prompt
 is tokenized as usual (with whatever special tokens the tokenizer adds), each option on its own without special
 tokens, and the option's ids are appended to the prompt's ids; tokenizing the joined text instead could merge tokens
@@ -18,12 +23,18 @@ Answers naming no option count in k but for no option.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from generation.engines.base import Answer
+from generation.engines.hf.answering import answer_room, option_ids, option_scores, sampled_answers
 from generation.engines.hf.loading import LoadedModel
-from generation.engines.hf.scoring import score_suffixes
+from generation.engines.replies import answer_label
+
+__all__ = [
+    "Verdict", "answer_label", "answer_verdict", "likelihood_judge", "likelihood_verdict", "option_ids",
+    "option_probabilities", "sampled_answers", "sampling_judge", "sampling_verdict",
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -32,10 +43,6 @@ class Verdict:
     confidence: float
     scores: dict[str, float]  # label -> mean log-probability (likelihood) or vote share (sampling)
     samples: list[str] = field(default_factory=list)
-
-
-def option_ids(*, loaded: LoadedModel, options: dict[str, str]) -> list[list[int]]:
-    return [loaded.tokenizer(text, add_special_tokens=False).input_ids for text in options.values()]
 
 
 def likelihood_verdict(*, options: dict[str, str], scores: Sequence[float]) -> Verdict:
@@ -54,12 +61,8 @@ def likelihood_judge(
     *, loaded: LoadedModel, prompts: Sequence[str], options: dict[str, str], batch_size: int | None = None
 ) -> list[Verdict]:
     """Score every option after every prompt, batched with the prefix-shared scorer."""
-    if not prompts:
-        return []
-    suffixes = option_ids(loaded=loaded, options=options)
-    prefixes = loaded.tokenizer(list(prompts)).input_ids
-    losses = score_suffixes(loaded=loaded, prefixes=prefixes, suffixes=[suffixes] * len(prompts), batch_size=batch_size)
-    return [likelihood_verdict(options=options, scores=[-loss for loss in row]) for row in losses]
+    rows = option_scores(loaded=loaded, prompts=prompts, options=options, batch_size=batch_size)
+    return [likelihood_verdict(options=options, scores=row) for row in rows]
 
 
 def option_probabilities(mode: str, options: dict[str, str], scores: dict) -> dict[str, float]:
@@ -74,22 +77,15 @@ def option_probabilities(mode: str, options: dict[str, str], scores: dict) -> di
     return {label: weight / total for label, weight in zip(options, weights, strict=True)}
 
 
-def answer_label(answer: str, options: dict[str, str]) -> str | None:
-    """The option an answer names: the one whose text (as whole words, any case) appears first in it; at the same
-    place the longer text wins ("no pronoun" before a hypothetical "no")."""
-    found: list[tuple[int, int, str]] = []
-    for label, text in options.items():
-        words = text.strip().lower()
-        match = re.search(r"(?<!\w)" + re.escape(words) + r"(?!\w)", answer.lower())
-        if match:
-            found.append((match.start(), -len(words), label))
-    return min(found)[2] if found else None
-
-
-def sampling_verdict(*, options: dict[str, str], answers: Sequence[str]) -> Verdict:
+def sampling_verdict(
+    *, options: dict[str, str], answers: Sequence[str], labels: Sequence[str | None] | None = None
+) -> Verdict:
+    """The most named option (`labels`: the option each answer names, None for none; by default as a local judge's
+    answers are read, `answer_label`)."""
+    if labels is None:
+        labels = [answer_label(answer, options) for answer in answers]
     votes = dict.fromkeys(options, 0)
-    for answer in answers:
-        label = answer_label(answer, options)
+    for label in labels:
         if label is not None:
             votes[label] += 1
     best = max(votes, key=lambda label: votes[label])  # dicts keep option order: ties go to the first
@@ -97,32 +93,6 @@ def sampling_verdict(*, options: dict[str, str], answers: Sequence[str]) -> Verd
     if votes[best] == 0:
         return Verdict(label="", confidence=0.0, scores=share, samples=list(answers))
     return Verdict(label=best, confidence=share[best], scores=share, samples=list(answers))
-
-
-def sampled_answers(
-    *,
-    loaded: LoadedModel,
-    prompts: Sequence[str],
-    k: int,
-    temperature: float,
-    seed: int,
-    max_new_tokens: int,
-    batch_size: int | None = None,
-) -> list[list[str]]:
-    """k answers per prompt, in prompt order (pure sampling: no top-k, no top-p; an answer may end early). The same
-    prompts, batch size and seed give the same answers."""
-    from generation.engines.hf.sampling import Decoding, sample_continuations
-
-    return sample_continuations(
-        loaded=loaded,
-        contexts=prompts,
-        decoding=Decoding(samples=k, max_new_tokens=max_new_tokens, top_k=0, top_p=1.0),
-        seed=seed,
-        batch_size=batch_size,
-        temperature=temperature,
-        may_end=True,
-        share_prefixes=True,
-    )
 
 
 def sampling_judge(
@@ -135,14 +105,23 @@ def sampling_judge(
     seed: int,
     batch_size: int | None = None,
 ) -> list[Verdict]:
-    longest = max(len(ids) for ids in option_ids(loaded=loaded, options=options))
     answers = sampled_answers(
         loaded=loaded,
         prompts=prompts,
         k=k,
         temperature=temperature,
         seed=seed,
-        max_new_tokens=longest + 4,  # room for a leading word or punctuation before the option
+        max_new_tokens=answer_room(loaded=loaded, options=options),
         batch_size=batch_size,
     )
     return [sampling_verdict(options=options, answers=row) for row in answers]
+
+
+def answer_verdict(*, answer: Answer, options: dict[str, str]) -> Verdict:
+    """The verdict of an engine's answer (generation/engines/base.py): the likelihood verdict of its scores, the vote
+    of its labelled replies, or no label (an unparsed answer, its replies kept)."""
+    if answer.scores is not None:
+        return likelihood_verdict(options=options, scores=[answer.scores[label] for label in options])
+    if not answer.replies:
+        return Verdict(label="", confidence=0.0, scores={}, samples=[])
+    return sampling_verdict(options=options, answers=answer.replies, labels=answer.labels)

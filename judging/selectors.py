@@ -241,3 +241,28 @@ def generation_label_rows(
             }
         )  # fmt: skip
     return rows
+
+
+def judge_run_estimate(*, params) -> dict:
+    """What a judge run (validated `judging.kinds.RunParameters`) would send before it is sent: one request per item
+    (likelihood) or k (sampling), each its item's prompt (docs/domain.md, 'Models behind an endpoint')."""
+    from generation.engines.endpoint.engine import ANSWER_TOKENS
+    from generation.selectors import spend_estimate
+
+    judge = params.judge
+    if params.pool is not None:
+        items = PoolItem.objects.filter(pool=params.pool).select_related("generation__instance")
+        prompts = [item_prompt(judge=judge, item=item) for item in items]
+    else:
+        generations = Generation.objects.filter(job=params.source_job).select_related(
+            "instance", "job__generation_run__dataset"
+        )
+        prompts = [generation_prompt(judge=judge, generation=row) for row in generations]
+    per = params.k if params.mode == JudgeMode.SAMPLING else 1
+    requests = len(prompts) * per
+    return spend_estimate(
+        model=judge.model,
+        requests=requests,
+        chars_in=sum(len(prompt) for prompt in prompts) * per,
+        tokens_out=requests * (ANSWER_TOKENS if params.mode == JudgeMode.SAMPLING else 1),
+    )

@@ -90,6 +90,7 @@ ACCESS: dict[str, dict[str, str]] = {
     "api/generation-jobs/<int:job_id>/": {"GET": RESEARCHER, "OPTIONS": RESEARCHER},
     "api/generation-jobs/<int:job_id>/cancel/": {"POST": ADMIN, "OPTIONS": ADMIN},
     "api/generation-jobs/<int:job_id>/resume/": {"POST": ADMIN, "OPTIONS": ADMIN},
+    "api/models/": {"GET": RESEARCHER, "POST": ADMIN, "OPTIONS": RESEARCHER},
     # analysis
     "reports/": {"GET": RESEARCHER},
     "pair-reports/": {"GET": RESEARCHER},

@@ -25,8 +25,7 @@ from django.conf import settings
 from generation.seeds import seed_derive
 
 if TYPE_CHECKING:
-    from generation.engines.hf.loading import LoadedModel
-    from generation.engines.hf.sampling import Decoding
+    from generation.engines.base import Answer, Sampling, ScoreItem, ScoreResult
     from generation.models import LanguageModel
 
 _llms: dict[tuple, Any] = {}
@@ -55,7 +54,7 @@ def vllm_model_problem(*, language_model: LanguageModel) -> str | None:
     return None
 
 
-def vllm_job_problem(*, language_model: LanguageModel, num_beams: int) -> str | None:
+def vllm_job_problem(*, language_model: LanguageModel, num_beams: int, **needs: Any) -> str | None:
     """Why the vllm engine cannot run a job with this model and beams on any host, or None (its `Engine` entry's
     check at job creation, generation/engines/__init__.py)."""
     if num_beams != 1:
@@ -114,7 +113,7 @@ def vllm_llm(*, language_model: LanguageModel):
         return llm
 
 
-def sampling_params(*, llm, decoding: Decoding, seed: int):
+def sampling_params(*, llm, decoding: Sampling, seed: int):
     """One request's sampling parameters: the model's generation defaults, then the job's decoding and the seed."""
     from vllm import SamplingParams
 
@@ -139,15 +138,29 @@ def sampling_params(*, llm, decoding: Decoding, seed: int):
 
 
 class VllmEngine:
+    """vLLM samples; probability scoring and a judge's answers run on the hf engine, whose model is loaded only when
+    a chunk needs them (a job with `prob_score` none never loads it, unless a GGUF model needs its dequantized copy
+    made)."""
+
     name = "vllm"
+
+    def load(self, *, language_model: LanguageModel, job_id: int | None = None) -> None:
+        if language_model.gguf_file:
+            from generation.engines.hf.loading import ModelLoadError
+
+            try:
+                vllm_model_path(language_model=language_model)
+            except ModelLoadError:
+                _hf().load(language_model=language_model)  # writes the dequantized copy vLLM reads
+        return None
 
     def sample(
         self,
         *,
         language_model: LanguageModel,
-        loaded: LoadedModel,
+        loaded: Any,
         contexts: Sequence[str],
-        decoding: Decoding,
+        decoding: Sampling,
         seed: int,
     ) -> list[list[str]]:
         if decoding.num_beams != 1:
@@ -160,3 +173,17 @@ class VllmEngine:
         outputs = llm.generate(list(contexts), sampling_params=params, use_tqdm=False)
         # vLLM answers in request order; each output's completions in index order.
         return [[completion.text for completion in sorted(out.outputs, key=lambda c: c.index)] for out in outputs]
+
+    def score(self, *, language_model: LanguageModel, loaded: Any, items: Sequence[ScoreItem]) -> list[ScoreResult]:
+        hf = _hf()
+        return hf.score(language_model=language_model, loaded=hf.load(language_model=language_model), items=items)
+
+    def answer(self, *, language_model: LanguageModel, loaded: Any, **question: Any) -> list[Answer]:
+        hf = _hf()
+        return hf.answer(language_model=language_model, loaded=hf.load(language_model=language_model), **question)
+
+
+def _hf():
+    from generation.engines.hf.engine import HfEngine
+
+    return HfEngine()

@@ -22,10 +22,8 @@ from django.db.models import Count, Q
 
 from generation.contexts import ALL_SETTINGS, SETTINGS, build_context
 from generation.datasets.registry import dataset_kind
-from generation.engines import engine_lookup, engine_name, engine_sample
-from generation.engines.hf.loading import LoadedModel, model_load
-from generation.engines.hf.sampling import Decoding, Interrupted
-from generation.engines.hf.scoring import ScoreItem, score_instances
+from generation.engines import Engine, engine_for, engine_sample
+from generation.engines.base import NO_PROB_SCORE, Interrupted, Sampling, ScoreItem
 from generation.heuristic import heuristic_verdicts
 from generation.jobs.kinds import JobKind
 from generation.jobs.progress import job_rows_write
@@ -50,11 +48,13 @@ def chunk_seed(*, job_seed: int, chunk_index: int, setting: str) -> int:
     return seed_derive(seed=job_seed, offset=chunk_index * len(SETTINGS) + ALL_SETTINGS.index(setting))
 
 
-def _score(job: Job, loaded: LoadedModel, instances: list[Instance], codebook: Codebook) -> None:
+def _score(job: Job, engine: Engine, loaded: Any, instances: list[Instance], codebook: Codebook) -> None:
     run = job.generation_run
     spec = dataset_kind(run.dataset.kind)
-    if spec.scores_per_generation or not spec.scores_probability:
-        return  # no mask: Prob-TANGO scores each generation once it is written (tango_templates_fill), or nothing
+    if run.prob_score == NO_PROB_SCORE or spec.scores_per_generation or not spec.scores_probability:
+        # none asked for; or no mask: Prob-TANGO scores each generation once it is written (tango_templates_fill);
+        # or nothing to score (GIFI's prompts)
+        return
     scored = set(ProbResult.objects.filter(job=job, instance__in=instances).values_list("instance_id", flat=True))
     todo = [instance for instance in instances if instance.pk not in scored]
     if not todo:
@@ -70,7 +70,7 @@ def _score(job: Job, loaded: LoadedModel, instances: list[Instance], codebook: C
         )
         for instance in todo
     ]
-    results = score_instances(loaded=loaded, items=items)
+    results = engine.score(language_model=job.model, loaded=loaded, items=items)
     rows = [
         ProbResult(
             job=job, instance=instance, losses=result.losses, prediction=result.prediction, correct=result.correct
@@ -83,7 +83,8 @@ def _score(job: Job, loaded: LoadedModel, instances: list[Instance], codebook: C
 def _sample(
     job: Job,
     chunk: JobChunk,
-    loaded: LoadedModel,
+    chosen: Engine,
+    loaded: Any,
     instances: list[Instance],
     codebook: Codebook,
     stop: Callable[[], bool],
@@ -107,7 +108,7 @@ def _sample(
         ]
         for setting in todo
     }
-    decoding = Decoding(
+    decoding = Sampling(
         samples=run.samples,
         max_new_tokens=run.max_new_tokens,
         top_k=run.top_k,
@@ -119,7 +120,6 @@ def _sample(
     engine = run.engine or None  # the job's, else this worker's (generation/engines/)
     sampled: dict[str, list[list[str]]] = {}
     try:
-        chosen = engine_lookup(engine_name(engine))
         if len(todo) > 1 and chosen.samples_groups:
             together = chosen.sample_groups(
                 language_model=job.model,
@@ -219,19 +219,22 @@ class GenerationKind(JobKind[JobParameters]):
         return len(params.settings) * params.samples
 
     def run_chunk(self, *, job: Job, chunk: JobChunk, stop: Callable[[], bool], step_done: Callable[[], None]) -> bool:
-        loaded = model_load(language_model=job.model)
+        # The engine loads what it needs, no more (an endpoint: nothing; vLLM: no HF model unless it scores).
+        chosen = engine_for(engine=job.generation_run.engine or None, language_model=job.model)
+        loaded = chosen.load(language_model=job.model, job_id=job.pk)
         codebook = dataset_codebook(dataset=job.generation_run.dataset)
         by_id = Instance.objects.select_related("template").in_bulk(chunk.unit_ids)
         instances = [by_id[instance_id] for instance_id in chunk.unit_ids]
         if stop():
             return False
-        _score(job, loaded, instances, codebook)
+        _score(job, chosen, loaded, instances, codebook)
         step_done()
-        if stop() or not _sample(job, chunk, loaded, instances, codebook, stop, step_done):
+        if stop() or not _sample(job, chunk, chosen, loaded, instances, codebook, stop, step_done):
             return False
         if stop():
             return False
-        tango_templates_fill(job=job, loaded=loaded, instance_ids=chunk.unit_ids)  # TANGO only
+        if job.generation_run.prob_score != NO_PROB_SCORE:
+            tango_templates_fill(job=job, instance_ids=chunk.unit_ids)  # TANGO only
         return True
 
     def counts(self, *, job: Job) -> tuple[int, int]:
@@ -240,7 +243,7 @@ class GenerationKind(JobKind[JobParameters]):
         generations = Generation.objects.filter(job=job)
         complete = generations.values("instance").annotate(n=Count("id")).filter(n=per_instance).values("instance")
         spec = dataset_kind(run.dataset.kind)
-        if not spec.scores_probability:  # sampling only (GIFI)
+        if run.prob_score == NO_PROB_SCORE or not spec.scores_probability:  # sampling only (none asked for; GIFI)
             done_instances = complete.count()
         elif spec.scores_per_generation:  # Prob-TANGO is per generation
             done_instances = tango_instances_done(job=job, complete=complete)

@@ -25,7 +25,7 @@ its work is, through a handler, a subclass of `JobKind`:
   `options_validate(options=..., values=...)` to check the kind's `options` (raise
   `rest_framework.serializers.ValidationError`), `chunk_finished(job=..., unit_ids=...)` after a chunk is stored,
   `nothing_to_do(params=...)` to say why a job has no units, and `unit_label` / `item_label` ("units" / "items";
-  generation: "instances" / "generations").
+  generation: "instances" / "generations"), `facts(job=...)` for the job's page (name -> value).
 
 Register from the owning app's `AppConfig.ready()`: `job_kind_register("judge", JudgeKind())`. Create a job with
 `generation.jobs.services.job_create(kind="judge", model=..., options={...})`.
@@ -83,6 +83,10 @@ class JobKind(Generic[Params]):
 
     def chunk_finished(self, *, job: Job, unit_ids: list[int]) -> None:
         return None
+
+    def facts(self, *, job: Job) -> dict[str, Any]:
+        """What the job's page says of its results beyond progress (a judge run: its unparsed replies)."""
+        return {}
 
     def nothing_to_do(self, *, params: Params) -> dict[str, str] | None:
         """Why a job has no units, under the field to blame; None: the job services say it in general terms."""

@@ -99,9 +99,10 @@ def job_size(*, params: JobParameters) -> JobSize:
     )
 
 
-def job_chunk_size(*, instances: int, batch_size: int) -> int:
-    """The batch size, or less for a small job: about TARGET_CHUNKS chunks, at least one unit each."""
-    return max(1, min(batch_size, math.ceil(instances / TARGET_CHUNKS)))
+def job_chunk_size(*, instances: int, batch_size: int, at_least: int = 1) -> int:
+    """The batch size, or less for a small job: about TARGET_CHUNKS chunks, at least one unit each (`at_least`: at
+    least that many, within the batch size: a model behind an endpoint sends a chunk's requests concurrently)."""
+    return max(1, min(batch_size, max(at_least, math.ceil(instances / TARGET_CHUNKS))))
 
 
 def _audited(parameters: dict) -> dict:
@@ -128,7 +129,12 @@ def job_create(*, created_by=None, queue: bool = True, params: JobParameters | N
         raise JobParameterError(
             handler.nothing_to_do(params=params) or {"options": f"this {params.kind} job has nothing to do"}
         )
-    chunk_size = job_chunk_size(instances=len(unit_ids), batch_size=params.batch_size_or_model())
+    endpoint = params.model.endpoint_settings if params.model.is_endpoint else None
+    chunk_size = job_chunk_size(
+        instances=len(unit_ids),
+        batch_size=params.batch_size_or_model(),
+        at_least=endpoint.concurrency if endpoint is not None else 1,
+    )
     with transaction.atomic():
         job = Job.objects.create(
             kind=params.kind,

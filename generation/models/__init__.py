@@ -1,5 +1,6 @@
 from generation.models.dataset_imports import DatasetImport, DatasetImportFile
 from generation.models.datasets import Dataset, DatasetKind, Instance, PronounForm, Template
+from generation.models.endpoints import EndpointReply, ModelEndpoint
 from generation.models.jobs import (
     DEFAULT_MODEL_FIELDS,
     DEFAULT_MODEL_NAME,
@@ -23,6 +24,7 @@ __all__ = [
     "DatasetImport",
     "DatasetImportFile",
     "DatasetKind",
+    "EndpointReply",
     "GENERATION_KIND",
     "Generation",
     "GenerationRun",
@@ -32,6 +34,7 @@ __all__ = [
     "JobChunk",
     "JobStatus",
     "LanguageModel",
+    "ModelEndpoint",
     "PAIR_METHODS",
     "Pair",
     "PairScore",

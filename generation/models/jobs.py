@@ -35,6 +35,9 @@ class LanguageModel(models.Model):
         NONE = "none", "no weights: texts written by hand"
         # An API model (an external judge's, such as gpt-4o): `source` is its model id. Recorded, never run.
         EXTERNAL = "external", "an API model recorded by its id, never run"
+        # A model served elsewhere (docs/domain.md, 'Models behind an endpoint'): `source` is its model id there and
+        # its `endpoint` row says where and how to call it; the endpoint engine runs it.
+        ENDPOINT = "api", "a model behind an API endpoint"
 
     class Dtype(models.TextChoices):
         AUTO = "auto"
@@ -63,6 +66,11 @@ class LanguageModel(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def is_endpoint(self) -> bool:
+        """Served elsewhere: its `endpoint_settings` say where (generation/models/endpoints.py)."""
+        return self.source_kind == self.SourceKind.ENDPOINT
 
 
 @dataclass(frozen=True)
@@ -177,9 +185,9 @@ class GenerationRun(models.Model):
     per_pronoun = models.PositiveIntegerField(null=True, blank=True, help_text="first N instances per pronoun")
     prob_score = models.CharField(
         max_length=8,
-        choices=[("mean", "mean token loss"), ("sum", "summed log-probability")],
+        choices=[("mean", "mean token loss"), ("sum", "summed log-probability"), ("none", "no probability scoring")],
         default="mean",
-        help_text="how probability scoring scores a candidate: mean (the paper's) or sum (RUFF's)",
+        help_text="how probability scoring scores a candidate: mean (the paper's) or sum (RUFF's); none: not scored",
     )
     engine = models.CharField(max_length=16, blank=True, help_text="hf or vllm; empty: the worker's (CONCORD_ENGINE)")
     distractors = models.PositiveSmallIntegerField(

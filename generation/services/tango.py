@@ -86,8 +86,9 @@ def tango_score(
     return results
 
 
-def tango_templates_fill(*, job: Job, loaded: LoadedModel, instance_ids: Sequence[int]) -> int:
-    """Prob-TANGO for a chunk's generations that have none yet (nothing for other datasets). Returns rows written."""
+def tango_templates_fill(*, job: Job, instance_ids: Sequence[int], loaded: LoadedModel | None = None) -> int:
+    """Prob-TANGO for a chunk's generations that have none yet (nothing for other datasets). Returns rows written.
+    It scores with the job's model on the hf engine (loaded here when not given), whichever engine sampled."""
     if job.dataset is None or not dataset_kind(job.dataset.kind).scores_per_generation:
         return 0
     todo = list(
@@ -98,7 +99,7 @@ def tango_templates_fill(*, job: Job, loaded: LoadedModel, instance_ids: Sequenc
     if not todo:
         return 0
     results = tango_score(
-        loaded=loaded,
+        loaded=loaded or model_load(language_model=job.model),
         contexts=[generation.context for generation in todo],
         continuations=[generation.continuation for generation in todo],
         pronouns=[generation.instance.pronoun for generation in todo],

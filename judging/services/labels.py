@@ -9,15 +9,16 @@ and only the missing rows are inserted (sampling, which must draw the same numbe
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from django.db import transaction
 
 from annotation.models import PoolItem
-from generation.engines.hf.loading import LoadedModel, model_load
+from generation.engines import engine_for
 from generation.models import Generation
 from generation.seeds import seed_derive
 from judging.models import JudgeMode, JudgeRun, MachineLabel
-from judging.scoring import likelihood_judge, sampling_judge
+from judging.scoring import answer_verdict
 from judging.selectors import generation_prompt, item_prompt
 
 
@@ -36,7 +37,7 @@ def judge_chunk_label(
     run: JudgeRun,
     item_ids: list[int],
     chunk_index: int,
-    loaded: LoadedModel | None = None,
+    loaded: Any = None,
     write: Callable[[Callable[[], object]], bool] = _write_now,
 ) -> int:
     """Label the chunk's units (pool item ids, or generation ids for a run over a job) that have no label yet;
@@ -59,19 +60,23 @@ def judge_chunk_label(
         items = PoolItem.objects.select_related("generation__instance").in_bulk(item_ids)
         units = [items[i] for i in item_ids if i in items and not (likelihood and i in done)]
         prompts = [item_prompt(judge=judge, item=row) for row in units]
-    loaded = loaded or model_load(language_model=judge.model)
-    if run.mode == JudgeMode.SAMPLING:
-        verdicts = sampling_judge(
-            loaded=loaded,
-            prompts=prompts,
-            options=judge.option_map,
-            k=run.k,
-            temperature=run.temperature,
-            seed=chunk_seed(run_seed=run.seed, chunk_index=chunk_index),
-            batch_size=len(prompts),
-        )
-    else:
-        verdicts = likelihood_judge(loaded=loaded, prompts=prompts, options=judge.option_map)
+    # The judge's model runs on its engine, through the registry like a generation job's (generation/engines/): the
+    # worker's engine for local weights, the endpoint engine for a model behind an endpoint.
+    engine = engine_for(engine=None, language_model=judge.model)
+    if loaded is None:
+        loaded = engine.load(language_model=judge.model, job_id=run.job_id)
+    answers = engine.answer(
+        language_model=judge.model,
+        loaded=loaded,
+        prompts=prompts,
+        options=judge.option_map,
+        mode=run.mode,
+        k=run.k,
+        temperature=run.temperature,
+        seed=chunk_seed(run_seed=run.seed, chunk_index=chunk_index),
+    )
+    options = judge.option_map
+    verdicts = [answer_verdict(answer=answer, options=options) for answer in answers]
     rows = [
         MachineLabel(
             run=run,

@@ -20,13 +20,23 @@ from judging.kinds import RunParameters, judge_run_parameters_validate
 from judging.models import JUDGE_KIND, RUN_IMPORTED, Judge, JudgeMode, JudgeRun
 
 
-def _job_parameters(params: RunParameters) -> JobParameters:
-    """The judge job of a validated run: no dataset, the judge's model, the run's seed and options. The engine is
-    checked as for any job (generation/parameters.py); the run's own parameters were validated by its kind."""
+def judge_run_check(**parameters) -> RunParameters:
+    """The run's parameters, validated (`judge_run_parameters_validate`), and its judge's engine checked as for any
+    job: the engine the judge's model runs on can run it here, in this mode (generation/engines/)."""
+    params = judge_run_parameters_validate(**parameters)
+    _engine_check(params)
+    return params
+
+
+def _engine_check(params: RunParameters) -> None:
     try:
-        engine_check(engine=None, language_model=params.judge.model)
+        engine_check(engine=None, language_model=params.judge.model, judge_mode=params.mode)
     except EngineUnavailable as exc:
         raise JobParameterError({"engine": str(exc)}) from None
+
+
+def _job_parameters(params: RunParameters) -> JobParameters:
+    """The judge job of a validated and checked run: no dataset, the judge's model, the run's seed and options."""
     return JobParameters(
         model=params.judge.model, dataset=None, kind=JUDGE_KIND, settings=[], seed=params.seed, options=params.options()
     )
@@ -67,6 +77,7 @@ def judge_run_create(
                 same.refresh_from_db()
                 same.job.refresh_from_db()
             return same, False
+    _engine_check(params)
     job = job_create(params=_job_parameters(params), created_by=created_by, queue=queue)
     return JudgeRun.objects.select_related("job", "judge").get(job=job), True
 

@@ -11,7 +11,6 @@ from django.core.management import CommandError, call_command
 
 from generation.engines import EngineUnavailable, engine_check, engine_installed, engine_name
 from generation.engines.vllm import request_seed
-from generation.jobs import generation_kind
 from generation.jobs.services import JobParameterError, job_create, job_run
 from generation.models import Generation, LanguageModel
 from tests.generation.test_recovery import TINY, FakeModel
@@ -123,8 +122,8 @@ def test_the_chunk_runner_samples_with_the_jobs_engine(smollm2, demo_ruff, monke
         return fake.sample(loaded=loaded, contexts=contexts, decoding=decoding, seed=seed)
 
     settings.CONCORD_ENGINE_CHECK = "off"
-    monkeypatch.setattr(generation_kind, "model_load", lambda **kwargs: object())
-    monkeypatch.setattr(generation_kind, "score_instances", fake.score)
+    monkeypatch.setattr(hf, "model_load", lambda **kwargs: object())
+    monkeypatch.setattr(hf, "score_instances", fake.score)
     monkeypatch.setattr(hf, "sample_continuations", fake.sample)
     monkeypatch.setattr(hf, "sample_groups", fake.sample_groups)
     monkeypatch.setattr(vllm.VllmEngine, "sample", vllm_sample)

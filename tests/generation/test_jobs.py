@@ -128,7 +128,7 @@ class TestCancelAndFailure:
         def broken(**kwargs):
             raise RuntimeError("the GPU caught fire")
 
-        monkeypatch.setattr("generation.jobs.generation_kind.model_load", broken)
+        monkeypatch.setattr("generation.engines.hf.engine.model_load", broken)
         with pytest.raises(RuntimeError):
             chunk_run(chunk_id=tiny_job.chunks.first().pk)
         tiny_job.refresh_from_db()

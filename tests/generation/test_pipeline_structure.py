@@ -54,8 +54,8 @@ def test_the_generate_command_shows_a_progress_bar_with_elapsed_time_and_time_le
     from tests.generation.test_recovery import FakeModel
 
     fake = FakeModel()
-    monkeypatch.setattr("generation.jobs.generation_kind.model_load", lambda **kwargs: object())
-    monkeypatch.setattr("generation.jobs.generation_kind.score_instances", fake.score)
+    monkeypatch.setattr("generation.engines.hf.engine.model_load", lambda **kwargs: object())
+    monkeypatch.setattr("generation.engines.hf.engine.score_instances", fake.score)
     monkeypatch.setattr("generation.engines.hf.engine.sample_continuations", fake.sample)
     monkeypatch.setattr("generation.engines.hf.engine.sample_groups", fake.sample_groups)
     call_command(

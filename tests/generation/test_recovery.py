@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from generation.engines.hf import engine as hf_engine
 from generation.engines.hf.scoring import ScoreResult
-from generation.jobs import generation_kind, runner
+from generation.jobs import runner
 from generation.jobs.chunks import chunk_run
 from generation.jobs.leases import Heartbeat, chunk_claim, lease_owner_gone, lease_owner_new
 from generation.jobs.services import JobStateError, chunks_requeue_stale, job_create, job_resume, job_run
@@ -58,8 +58,8 @@ class FakeModel:
 @pytest.fixture
 def fake_model(monkeypatch, settings):
     fake = FakeModel()
-    monkeypatch.setattr(generation_kind, "model_load", lambda **kwargs: object())
-    monkeypatch.setattr(generation_kind, "score_instances", fake.score)
+    monkeypatch.setattr(hf_engine, "model_load", lambda **kwargs: object())
+    monkeypatch.setattr(hf_engine, "score_instances", fake.score)
     monkeypatch.setattr(hf_engine, "sample_continuations", fake.sample)
     monkeypatch.setattr(hf_engine, "sample_groups", fake.sample_groups)
     monkeypatch.setattr(runner, "BUSY_POLL_SECONDS", 0.05)

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from generation.engines.base import Interrupted
 from generation.engines.hf.loading import LoadedModel
 from generation.engines.hf.shared_attention import (
     GroupedCache,
@@ -24,10 +25,6 @@ from generation.engines.hf.shared_attention import (
 
 # How often a running `generate` call asks whether it should stop (a database read, for a job's cancel).
 STOP_POLL_SECONDS = 1.0
-
-
-class Interrupted(Exception):
-    """The sampling call stopped before its last token because `stop()` said so: its text is discarded."""
 
 
 class StopWhen:

@@ -26,51 +26,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from generation.contexts import fill_mask
+from generation.engines.base import (
+    DEFAULT_PROB_SCORE,
+    PROB_SCORES,
+    ScoreItem,
+    ScoreResult,
+    candidate_texts,
+    score_result,
+)
 from generation.engines.hf import shared_attention
 from generation.engines.hf.loading import LoadedModel
-from generation.pronouns import Codebook
 
 logger = logging.getLogger(__name__)
 
-# How a candidate's sequence is scored (docs/domain.md, 'The probability-based evaluation'): `mean` is the paper's mean token
-# loss (eq. 5, the default); `sum` is RUFF's summed log-probability, kept as the summed token loss (-sum log p) so that
-# the prediction is the lowest value either way. They differ when candidates have different numbers of tokens (xem,
-# faer): the mean divides by the length, the sum does not.
-PROB_SCORES = ("mean", "sum")
-DEFAULT_PROB_SCORE = "mean"
-
-
-@dataclass(frozen=True)
-class ScoreItem:
-    text: str  # the instance text with its mask marker
-    mask: str
-    form: str  # the mask's case
-    correct_form: str  # lower-case surface form that belongs at the mask
-    codebook: Codebook
-    prob_score: str = DEFAULT_PROB_SCORE  # mean or sum (PROB_SCORES)
-
-
-@dataclass(frozen=True)
-class ScoreResult:
-    losses: dict[str, float]  # base -> mean token loss (or summed token loss, prob_score "sum")
-    prediction: str  # base of the lowest-loss candidate
-    correct: bool
-
-
-def candidate_texts(item: ScoreItem) -> list[tuple[str, str]]:
-    """(base, full text) for the candidates (one per family, in codebook order), capitalised when the mask starts a
-    sentence."""
-    return [(base, fill_mask(item.text, item.mask, surface)) for base, surface in item.codebook.candidates(item.form)]
-
-
-def _result(item: ScoreItem, losses: dict[str, float]) -> ScoreResult:
-    prediction = min(losses, key=lambda base: losses[base])  # ties go to the first family in codebook order
-    return ScoreResult(
-        losses=losses,
-        prediction=prediction,
-        correct=item.codebook.surface(prediction, item.form) == item.correct_form.lower(),
-    )
+# The scoring rules (PROB_SCORES), the instance and its result are the engine interface's (generation/engines/base.py).
 
 
 @dataclass
@@ -621,5 +590,5 @@ def score_instances(
         )
         for i, item_losses in zip(indices, losses, strict=True):
             bases = [base for base, _ in texts[i]]
-            results[i] = _result(items[i], dict(zip(bases, item_losses, strict=True)))
+            results[i] = score_result(items[i], dict(zip(bases, item_losses, strict=True)))
     return cast(list[ScoreResult], results)

@@ -6,7 +6,7 @@ from rest_framework import serializers
 
 from generation.jobs.cli import job_follow_with_bar, job_run_with_bar
 from generation.jobs.services import JobDispatchError, JobParameterError, job_create
-from generation.parameters import ChoiceListField, JobParametersSerializer, NamedRowField
+from generation.parameters import ChoiceListField, JobParametersSerializer, NamedRowField, job_parameters_validate
 
 # Fields of the definition the command leaves out (a generation job has no kind-specific options), and the extra
 # spellings of a flag. Django's own --settings names a settings module: ours names evaluation settings.
@@ -56,6 +56,11 @@ class Command(BaseCommand):
                 help=field.help_text,
             )
         parser.add_argument("--wait", action="store_true", help="follow the job until it ends, with a progress bar")
+        parser.add_argument(
+            "--dry-run",
+            action="store_true",
+            help="check the parameters and print what the job would send (requests, tokens, cost); create nothing",
+        )
 
     def handle(self, *args, **options):
         embedded = settings.CELERY_TASK_ALWAYS_EAGER
@@ -64,6 +69,8 @@ class Command(BaseCommand):
             for name in JobParametersSerializer().fields
             if name not in NOT_FLAGS
         }
+        if options["dry_run"]:
+            return self._dry_run(parameters)
         try:
             job = job_create(queue=not embedded, **parameters)
         except JobParameterError as exc:
@@ -92,3 +99,18 @@ class Command(BaseCommand):
         )
         if job.status == "failed":
             raise CommandError(f"job {job.pk} failed:\n{job.error.strip()}")
+
+    def _dry_run(self, parameters: dict) -> None:
+        from generation.selectors import job_estimate
+
+        try:
+            params = job_parameters_validate(**parameters)
+        except JobParameterError as exc:
+            raise CommandError(f"bad job parameters: {exc}") from None
+        estimate = job_estimate(params=params)
+        self.stderr.write(
+            f"would send {estimate['requests']} requests, about {estimate['tokens_in']} tokens in and at most "
+            f"{estimate['tokens_out']} out"
+            + (f", about ${estimate['cost_usd']:.4f}" if estimate["cost_usd"] is not None else "")
+        )
+        self.stdout.write(json.dumps({"dry_run": True, **estimate}))

@@ -5,6 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from generation.jobs.cli import job_follow_with_bar, job_run_with_bar
 from generation.jobs.services import JobParameterError
+from generation.selectors import job_spent
 from judging.models import JudgeRun
 from judging.services.runs import judge_run_create
 
@@ -34,9 +35,16 @@ class Command(BaseCommand):
             help="run a check of the judge over the pool instead (position consistency, family-swap invariance, "
             "contextual calibration); its labels are not the pool's machine labels",
         )
+        parser.add_argument(
+            "--dry-run",
+            action="store_true",
+            help="check the run and print what it would send (requests, tokens, cost); create nothing",
+        )
 
     def handle(self, *args, **options):
         embedded = settings.CELERY_TASK_ALWAYS_EAGER
+        if options["dry_run"]:
+            return self._dry_run(options)
         if options["check"]:
             return self._check(options, embedded=embedded)
         try:
@@ -77,6 +85,10 @@ class Command(BaseCommand):
                     "items": run.total_items,
                     "labels": run.labels.count(),
                     "created": created,
+                    # Unparsed replies (docs/domain.md, 'Models behind an endpoint') and what the run's requests
+                    # cost (none on local weights).
+                    "n_unparsed": run.labels.filter(label="").count(),
+                    **job_spent(job=run.job),
                 }
             )
         )
@@ -117,3 +129,22 @@ class Command(BaseCommand):
         )  # fmt: skip
         if run.state == "failed":
             raise CommandError(f"check run {run.pk} failed:\n{run.job.error.strip()}")
+
+    def _dry_run(self, options) -> None:
+        from judging.selectors import judge_run_estimate
+        from judging.services.runs import judge_run_check
+
+        try:
+            params = judge_run_check(
+                pool=options["pool"], job=options["job"], judge=options["judge"], mode=options["mode"],
+                k=options["k"], temperature=options["temperature"], seed=options["seed"],
+            )  # fmt: skip
+        except JobParameterError as exc:
+            raise CommandError(f"bad judge run: {exc}") from None
+        estimate = judge_run_estimate(params=params)
+        self.stderr.write(
+            f"would send {estimate['requests']} requests, about {estimate['tokens_in']} tokens in and at most "
+            f"{estimate['tokens_out']} out"
+            + (f", about ${estimate['cost_usd']:.4f}" if estimate["cost_usd"] is not None else "")
+        )
+        self.stdout.write(json.dumps({"dry_run": True, **estimate}))
