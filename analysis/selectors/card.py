@@ -34,7 +34,7 @@ def card_pool(*, run: JudgeRun, pool: str | None = None, visible: QuerySet[Pool]
     if run.pool is not None:
         if pool and pool != run.pool.name:
             raise CardError(f"run {run.pk} is over pool {run.pool.name}, not {pool}")
-        return visible.filter(pk=run.pool_id).first()
+        return visible.filter(pk=run.pool.pk).first()
     pools = visible.filter(jobs=run.source_job_id).order_by("id")
     if pool:
         chosen = pools.filter(name=pool).first()
