@@ -109,7 +109,7 @@ class PoolFilesForm(forms.Form):
         required=False, label="Positive label", help_text="the label rates count, when the set has no misgendering"
     )
     scale = forms.ChoiceField(
-        choices=SCALE_CHOICES, initial="nominal",
+        choices=SCALE_CHOICES, initial="nominal", required=False,
         help_text="nominal (categories), ordinal (the labels in the order written: a rating scale) or interval "
         "(numeric labels)",
     )  # fmt: skip
@@ -124,6 +124,9 @@ class PoolFilesForm(forms.Form):
 
     def clean_labels(self) -> list[str]:
         return [label.strip() for label in self.cleaned_data["labels"].split(",") if label.strip()]
+
+    def clean_scale(self) -> str:
+        return self.cleaned_data["scale"] or "nominal"
 
 
 class UsernamesField(forms.MultipleChoiceField):

@@ -195,11 +195,11 @@ class TestThePage:
 
     def test_a_bad_label_set_is_shown_on_the_form_and_writes_nothing(self, researcher):
         response = logged_in(researcher).post(
-            "/pools/new/files/", {"name": "byos", "labels": "yes,no", "project": DEFAULT_PROJECT}
+            "/pools/new/files/", {"name": "byos", "labels": "yes,no", "positive": "maybe", "project": DEFAULT_PROJECT}
         )
 
         assert response.status_code == 400
-        assert "the set has no &#x27;misgendering&#x27;: name the positive label" in response.content.decode()
+        assert "positive label &#x27;maybe&#x27; is not in the set" in response.content.decode()
         assert 'value="byos"' in response.content.decode()  # what was typed stays
         assert not Pool.objects.exists()
 
