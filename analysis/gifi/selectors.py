@@ -357,11 +357,11 @@ def gifi_ppi_dimension_rows(
         if not in_pool:
             continue
         values = HUMAN_VALUES.get(dimension)
-        labelled = {
-            generation: human[item]
-            for generation, item in in_pool.items()
-            if human.get(item) is not None and (values is None or human[item] in values)
-        }
+        labelled: dict[int, str] = {}
+        for generation, item in in_pool.items():
+            label = human.get(item)
+            if label is not None and (values is None or label in values):
+                labelled[generation] = label
         unlabelled = [row for row in used if row.generation not in in_pool]
         if dimension in ("SA", "OF"):
             figures = _saof_corrected(used, labelled, in_pool)
@@ -456,6 +456,6 @@ def _mad_corrected(
             terms.append(float(np.abs(every - every.mean()).mean()))
             continue
         deviation = ppi_mean(y=np.abs(y - centre), yhat=np.abs(yhat - centre), yhat_unlabelled=np.abs(others - centre))
-        terms.append(max(float(deviation["ppi_rate"]), 0.0))  # a mean absolute deviation is not negative
+        terms.append(max(float(deviation["ppi_rate"] or 0.0), 0.0))  # a mean absolute deviation is not negative
         corrected += 1
     return detector, formula(float(np.mean(terms)) if terms else None), corrected
