@@ -29,6 +29,7 @@ from analysis.metrics.gifi import (
 )
 from analysis.models import GifiScore
 from analysis.report.types import GifiFamilyRow, GifiPpiRow, GifiScoreRow
+from annotation.models import Pool
 from generation.datasets.gifi import COUNTERFACTUAL, FAMILIES, GDR, KIND, PARTS, PE, SAOF, detect_family
 from generation.models import Generation, LanguageModel
 
@@ -334,6 +335,25 @@ NO_FAMILY = "none"
 # People's labels of the counterfactual pools as the scorers' values (docs/domain.md, 'GIFI').
 HUMAN_VALUES = {"SN": {"positive": 1.0, "neutral": 0.0, "negative": -1.0}, "NTS": {"toxic": 1.0, "not": 0.0}}
 CORRECTED = ("SA", "OF", "SN", "NTS")
+
+
+def gifi_pool_corrected_rows(*, pool: Pool, human: Mapping[int, str | None]) -> list[GifiPpiRow]:
+    """The dimensions a people-checked pool corrects (`gifi_ppi`): GDR from its GDR items, SA and OF from its SAOF
+    items, SN or NTS from its counterfactual items (by the pool's label set). `human`: item id -> its human label."""
+
+    def items(part: str) -> list[tuple[int, int | None, str]]:
+        in_part = pool.items.filter(generation__instance__template__meta__part=part)
+        return list(in_part.values_list("pk", "generation_id", "model_name"))
+
+    rows = gifi_ppi_rows(pool_items=items(GDR), human=human)
+    saof = items(SAOF)
+    for dimension in ("SA", "OF"):
+        rows += gifi_ppi_dimension_rows(dimension=dimension, pool_items=saof, human=human)
+    labels = set(pool.labels)
+    for dimension, values in HUMAN_VALUES.items():
+        if set(values) == labels:
+            rows += gifi_ppi_dimension_rows(dimension=dimension, pool_items=items(COUNTERFACTUAL), human=human)
+    return rows
 
 
 def gifi_ppi_dimension_rows(

@@ -170,3 +170,32 @@ def test_it_corrects_sn_and_nts_by_ppi_pys_template_mean_and_deviation(counterfa
         assert (row["dimension"], row["pronoun"], row["n"], row["N"], row["templates"]) == (dimension, "all", 8, 4, 2)
         assert row["ppi"] == pytest.approx(expected, abs=1e-9)
         assert row["detector"] == pytest.approx(detector, abs=1e-9)
+
+
+def test_gifi_report_gives_the_corrected_dimensions_of_the_pools_named(counterfactual_pools):
+    import json
+
+    from django.core.management import CommandError
+
+    out, err = io.StringIO(), io.StringIO()
+    call_command("gifi_report", "--model", "m", "--no-score", "--pool", "cf-sentiment", "--pool", "cf-toxicity",
+                 stdout=out)  # fmt: skip
+    corrected = json.loads(out.getvalue())["corrected"]
+
+    expected = [
+        {"pool": pool.name, **row} for pool in counterfactual_pools for row in report_build(pool=pool)["gifi_ppi"]
+    ]
+    assert [row["dimension"] for row in corrected] == ["SN", "NTS"]
+    assert corrected == [{**row, "ppi": pytest.approx(row["ppi"])} for row in expected]
+    call_command("gifi_report", "--model", "m", "--no-score", "--format", "csv", "--pool", "cf-toxicity",
+                 stdout=io.StringIO(), stderr=err)  # fmt: skip
+    assert f"pool cf-toxicity: NTS corrected by people {expected[1]['ppi']:.4f}" in err.getvalue()
+    with pytest.raises(CommandError, match="--pool: no pool 'nope'"):
+        call_command("gifi_report", "--model", "m", "--no-score", "--pool", "nope", stdout=io.StringIO())
+    assert "corrected" not in json.loads(_report_without_pool())
+
+
+def _report_without_pool() -> str:
+    out = io.StringIO()
+    call_command("gifi_report", "--model", "m", "--no-score", stdout=out)
+    return out.getvalue()

@@ -5,18 +5,15 @@ from __future__ import annotations
 
 from analysis.gifi.selectors import (
     DIMENSIONS,
-    HUMAN_VALUES,
     gifi_family_rows,
+    gifi_pool_corrected_rows,
     gifi_pool_models,
-    gifi_ppi_dimension_rows,
-    gifi_ppi_rows,
     gifi_score_rows,
 )
 from analysis.report.inputs import ReportInputs
 from analysis.report.table import Table
 from analysis.report.types import GifiFamilyRow, GifiPpiRow, GifiScoreRow
 from analysis.selectors.verdict import human_side
-from generation.datasets.gifi import COUNTERFACTUAL, GDR, SAOF
 
 
 def _reports(r: ReportInputs) -> list[dict]:
@@ -24,22 +21,7 @@ def _reports(r: ReportInputs) -> list[dict]:
 
 
 def _ppi(r: ReportInputs) -> list[GifiPpiRow]:
-    """GDR from a GDR pool, SA and OF from a SAOF pool, SN or NTS from a counterfactual pool (by its label set)."""
-    human = human_side(frame=r.frame).label
-
-    def items(part: str):
-        in_part = r.pool.items.filter(generation__instance__template__meta__part=part)
-        return list(in_part.values_list("pk", "generation_id", "model_name"))
-
-    rows = gifi_ppi_rows(pool_items=items(GDR), human=human)
-    saof = items(SAOF)
-    for dimension in ("SA", "OF"):
-        rows += gifi_ppi_dimension_rows(dimension=dimension, pool_items=saof, human=human)
-    labels = set(r.pool.labels)
-    for dimension, values in HUMAN_VALUES.items():
-        if set(values) == labels:
-            rows += gifi_ppi_dimension_rows(dimension=dimension, pool_items=items(COUNTERFACTUAL), human=human)
-    return rows
+    return gifi_pool_corrected_rows(pool=r.pool, human=human_side(frame=r.frame).label)
 
 
 GIFI = (
