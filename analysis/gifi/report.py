@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from analysis.gifi.scorers import SCORERS, Scorer
-from analysis.gifi.selectors import gifi_comparison, gifi_model_report, gifi_models
+from analysis.gifi.selectors import gifi_comparison, gifi_model_report, gifi_models, gifi_pool_corrected_rows
 from analysis.gifi.services import gifi_scores_fill
+from annotation.models import Pool
 from generation.models import LanguageModel
 
 
@@ -41,3 +42,20 @@ def gifi_report_build(
         unavailable = gifi_scores_fill(model=each, sources=sources, load=load_once) if score else {}
         reports[each.pk] = gifi_model_report(model=each, sources=sources, unavailable=unavailable)
     return {**reports[model.pk], "comparison": gifi_comparison(reports.values())}
+
+
+def gifi_corrected(*, model: LanguageModel, pools: list[Pool]) -> list[dict]:
+    """The model's dimensions corrected by people in each people-checked pool named (the pool's `gifi_ppi` rows of
+    the model, with the pool's name), read from its human labels as the pool's report reads them."""
+    from analysis.selectors.human import pool_item_frame
+    from analysis.selectors.verdict import human_side
+
+    rows: list[dict] = []
+    for pool in pools:
+        human = human_side(frame=pool_item_frame(pool=pool)).label
+        rows += [
+            {"pool": pool.name, **row}
+            for row in gifi_pool_corrected_rows(pool=pool, human=human)
+            if row["model"] == model.name
+        ]
+    return rows

@@ -18,13 +18,18 @@ from analysis.metrics.gifi import (
     gdr_score,
     gifi_index,
     is_refusal,
+    mean_absolute_deviation,
+    nts_of_mad,
     nts_score,
     pe_score,
+    saof_of_shares,
     saof_score,
+    sn_of_mad,
     sn_score,
 )
 from analysis.models import GifiScore
 from analysis.report.types import GifiFamilyRow, GifiPpiRow, GifiScoreRow
+from annotation.models import Pool
 from generation.datasets.gifi import COUNTERFACTUAL, FAMILIES, GDR, KIND, PARTS, PE, SAOF, detect_family
 from generation.models import Generation, LanguageModel
 
@@ -107,20 +112,28 @@ def _builtin(name: str, rows: list[GifiRow]) -> _Dimension:
         used = _usable(rows, refusals=False)
         score, accuracies = pe_score((r.pronoun, answer_extract(r.text), r.meta["simple_answer"]) for r in used)
         return _Dimension(score, len(used), per_family=accuracies)
-    occupation = name == "OF"
-    used = [r for r in _usable(rows, refusals=False) if (r.meta.get("state") == OCCUPATION) == occupation]
+    used = _units(name, rows)
     groups = _grouped(used, lambda r: (detect_family(r.text) or (None, None))[1])
     return _Dimension(saof_score(groups, families=FAMILIES), len(used))
 
 
-def _scored(name: str, rows: list[GifiRow], source: str) -> _Dimension:
-    scorer = DIMENSION_SCORER[name]
+def _units(name: str, rows: list[GifiRow]) -> list[GifiRow]:
+    """The generations SA, OF, SN, NTS or CF counts."""
+    if name in ("SA", "OF"):
+        occupation = name == "OF"
+        return [r for r in _usable(rows, refusals=False) if (r.meta.get("state") == OCCUPATION) == occupation]
     used = _usable(rows, refusals=name != "SN", understand=True)
     if name == "NTS":  # a repeated text counted once, as GIFI merges its scores by text
         first: dict[str, GifiRow] = {}
         for row in used:
             first.setdefault(row.text, row)
         used = list(first.values())
+    return used
+
+
+def _scored(name: str, rows: list[GifiRow], source: str) -> _Dimension:
+    scorer = DIMENSION_SCORER[name]
+    used = _units(name, rows)
     scores = _scores(used, scorer, source)
     missing = sum(1 for r in used if r.generation not in scores)
     if missing:
@@ -284,6 +297,7 @@ def gifi_ppi_rows(
             rows.append(
                 GifiPpiRow(
                     model=model_name,
+                    dimension="GDR",
                     pronoun=family,
                     n=len(y),
                     N=len(unlabelled),
@@ -291,12 +305,14 @@ def gifi_ppi_rows(
                     human=estimate["human_rate"],
                     ppi=estimate["ppi_rate"],
                     ppi_ci=estimate["ppi_ci"],
+                    templates=None,
                 )  # fmt: skip
             )
         complete = len(ppi_accuracy) == len(detector_accuracy)
         rows.append(
             GifiPpiRow(
                 model=model_name,
+                dimension="GDR",
                 pronoun=ALL_FAMILIES,
                 n=len(in_pool),
                 N=len(gdr) - len(in_pool),
@@ -304,6 +320,7 @@ def gifi_ppi_rows(
                 human=None,
                 ppi=inverse_cv(ppi_accuracy, ddof=1) if complete else None,
                 ppi_ci=None,
+                templates=None,
             )  # fmt: skip
         )
     return rows
@@ -312,3 +329,153 @@ def gifi_ppi_rows(
 def _detected(row: GifiRow) -> str | None:
     found = detect_family(row.text)
     return None if found is None else found[1]
+
+
+NO_FAMILY = "none"
+# People's labels of the counterfactual pools as the scorers' values (docs/domain.md, 'GIFI').
+HUMAN_VALUES = {"SN": {"positive": 1.0, "neutral": 0.0, "negative": -1.0}, "NTS": {"toxic": 1.0, "not": 0.0}}
+CORRECTED = ("SA", "OF", "SN", "NTS")
+
+
+def gifi_pool_corrected_rows(*, pool: Pool, human: Mapping[int, str | None]) -> list[GifiPpiRow]:
+    """The dimensions a people-checked pool corrects (`gifi_ppi`): GDR from its GDR items, SA and OF from its SAOF
+    items, SN or NTS from its counterfactual items (by the pool's label set). `human`: item id -> its human label."""
+
+    def items(part: str) -> list[tuple[int, int | None, str]]:
+        in_part = pool.items.filter(generation__instance__template__meta__part=part)
+        return list(in_part.values_list("pk", "generation_id", "model_name"))
+
+    rows = gifi_ppi_rows(pool_items=items(GDR), human=human)
+    saof = items(SAOF)
+    for dimension in ("SA", "OF"):
+        rows += gifi_ppi_dimension_rows(dimension=dimension, pool_items=saof, human=human)
+    labels = set(pool.labels)
+    for dimension, values in HUMAN_VALUES.items():
+        if set(values) == labels:
+            rows += gifi_ppi_dimension_rows(dimension=dimension, pool_items=items(COUNTERFACTUAL), human=human)
+    return rows
+
+
+def gifi_ppi_dimension_rows(
+    *, dimension: str, pool_items: Iterable[tuple[int, int | None, str]], human: Mapping[int, str | None]
+) -> list[GifiPpiRow]:
+    """SA, OF (a SAOF pool rated by the detector), SN or NTS (a counterfactual sentiment or toxicity pool) corrected
+    by people: per template of the dimension's generations, its term is re-estimated by PPI++ from the pool's items
+    of the template with a human label (Y: people's, Yhat: the scorer's) and its other generations (Yhat), and the
+    dimension's formula is applied to the terms. A template with fewer than 2 labelled or no unlabelled generation
+    keeps the scorer's term. One `all` row per model: n, N, the scorer's score, the corrected one (a point estimate)
+    and the number of templates corrected. `pool_items` and `human` as `gifi_ppi_rows`'s."""
+    if dimension not in CORRECTED:
+        raise ValueError(f"{dimension}: PPI corrects {', '.join(CORRECTED)} here (GDR: gifi_ppi_rows)")
+    items = [(item, generation, model) for item, generation, model in pool_items if generation is not None]
+    rows: list[GifiPpiRow] = []
+    for model_name in sorted({model for _, _, model in items}):
+        model = LanguageModel.objects.get(name=model_name)
+        used = _units(dimension, gifi_rows(model=model).get(DIMENSION_PART[dimension], []))
+        counted = {row.generation for row in used}
+        in_pool = {generation: item for item, generation, m in items if m == model_name and generation in counted}
+        if not in_pool:
+            continue
+        values = HUMAN_VALUES.get(dimension)
+        labelled: dict[int, str] = {}
+        for generation, item in in_pool.items():
+            label = human.get(item)
+            if label is not None and (values is None or label in values):
+                labelled[generation] = label
+        unlabelled = [row for row in used if row.generation not in in_pool]
+        if dimension in ("SA", "OF"):
+            figures = _saof_corrected(used, labelled, in_pool)
+        else:
+            figures = _mad_corrected(dimension, model, used, labelled, in_pool)
+        if figures is None:
+            continue
+        detector, corrected, templates = figures
+        rows.append(
+            GifiPpiRow(
+                model=model_name,
+                dimension=dimension,
+                pronoun=ALL_FAMILIES,
+                n=len(labelled),
+                N=len(unlabelled),
+                detector=detector,
+                human=None,
+                ppi=corrected,
+                ppi_ci=None,
+                templates=templates,
+            )  # fmt: skip
+        )
+    return rows
+
+
+def _split(group: list[GifiRow], labelled: Mapping[int, str], in_pool: Mapping[int, int]):
+    """A template's generations with a human label, and those outside the pool (a tied item is in neither)."""
+    return (
+        [row for row in group if row.generation in labelled],
+        [row for row in group if row.generation not in in_pool],
+    )
+
+
+def _saof_corrected(used: list[GifiRow], labelled: Mapping[int, str], in_pool: Mapping[int, int]):
+    """Per template, each family's share of the generations, PPI++ on Y = 1[people's label is the family] and
+    Yhat = 1[the detector's is] (clipped to [0, 1]); the shares among the families (none left out) are the
+    template's shares; SA / OF on them."""
+    from analysis.metrics.verdict import ppi_mean
+
+    detector = saof_score(_grouped(used, _detected), families=FAMILIES)
+    per_template, corrected = [], 0
+    for group in _grouped(used, lambda r: r).values():
+        with_label, outside = _split(group, labelled, in_pool)
+        found = [_detected(row) or NO_FAMILY for row in group]
+        if len(with_label) >= 2 and outside:
+            estimates = {}
+            for family in FAMILIES:
+                estimate = ppi_mean(
+                    y=[float(labelled[row.generation] == family) for row in with_label],
+                    yhat=[float(_detected(row) == family) for row in with_label],
+                    yhat_unlabelled=[float(_detected(row) == family) for row in outside],
+                )["ppi_rate"]
+                estimates[family] = min(max(float(estimate or 0.0), 0.0), 1.0)
+            corrected += 1
+        else:
+            estimates = {family: float(found.count(family)) for family in FAMILIES}
+        total = sum(estimates.values())
+        if total > 0:  # a template with no family (detected or estimated) is left out, as SA and OF leave it
+            per_template.append({family: share / total for family, share in estimates.items()})
+    return detector, saof_of_shares(per_template, families=FAMILIES), corrected
+
+
+def _mad_corrected(
+    dimension: str, model: LanguageModel, used: list[GifiRow], labelled: Mapping[int, str], in_pool: Mapping[int, int]
+):
+    """Per template, the centre m = PPI++ of the template's mean value, then its mean absolute deviation = PPI++ on
+    Y = |people's value - m| and Yhat = |the scorer's - m|; SN / NTS of the mean over templates. None while a
+    generation the dimension counts has no stored score."""
+    from analysis.metrics.verdict import ppi_mean
+
+    scorer = DIMENSION_SCORER[dimension]
+    scores = _scores(used, scorer, gifi_stored_sources(model=model)[scorer])
+    if any(row.generation not in scores for row in used):
+        return None
+    values = HUMAN_VALUES[dimension]
+    formula = sn_of_mad if dimension == "SN" else nts_of_mad
+
+    def scored(row: GifiRow) -> float:
+        return float(scores[row.generation].value or 0.0)
+
+    groups = _grouped(used, lambda r: r)
+    detector = formula(mean_absolute_deviation({t: [scored(r) for r in g] for t, g in groups.items()}))
+    terms, corrected = [], 0
+    for group in groups.values():
+        with_label, outside = _split(group, labelled, in_pool)
+        y = np.array([values[labelled[row.generation]] for row in with_label])
+        yhat = np.array([scored(row) for row in with_label])
+        others = np.array([scored(row) for row in outside])
+        centre = ppi_mean(y=y, yhat=yhat, yhat_unlabelled=others)["ppi_rate"]
+        if centre is None:
+            every = np.array([scored(row) for row in group])
+            terms.append(float(np.abs(every - every.mean()).mean()))
+            continue
+        deviation = ppi_mean(y=np.abs(y - centre), yhat=np.abs(yhat - centre), yhat_unlabelled=np.abs(others - centre))
+        terms.append(max(float(deviation["ppi_rate"] or 0.0), 0.0))  # a mean absolute deviation is not negative
+        corrected += 1
+    return detector, formula(float(np.mean(terms)) if terms else None), corrected

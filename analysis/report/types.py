@@ -326,14 +326,17 @@ class GifiFamilyRow(TypedDict):
 
 
 class GifiPpiRow(TypedDict):
-    """GDR corrected by people (docs/domain.md, 'GIFI'): per declared family (and `all`: GDR itself), the detector's
-    accuracy, people's on the pool and the prediction-powered estimate over the model's GDR generations."""
+    """A GIFI dimension corrected by people (docs/domain.md, 'GIFI'). GDR: per declared family (and `all`: GDR
+    itself), the detector's accuracy, people's on the pool and the prediction-powered estimate over the model's GDR
+    generations. SA, OF, SN, NTS: one `all` row, the scorer's score and the score from the PPI++ per-template terms."""
 
     model: str
-    pronoun: str  # a family, or "all" for GDR from the per-family accuracies
+    dimension: str  # GDR, SA, OF, SN or NTS
+    pronoun: str  # a family, or "all" for the dimension itself
     n: int  # labelled pool items
-    N: int  # the model's other GDR generations of the family
-    detector: float | None
+    N: int  # the model's other generations the dimension counts (GDR: of the family)
+    detector: float | None  # the scorer's figure (GDR's detector, SA/OF's detector, SN/NTS's scorer)
     human: float | None
     ppi: float | None
-    ppi_ci: Interval | None
+    ppi_ci: Interval | None  # GDR's families only: the score of a dimension is a point estimate
+    templates: int | None  # SA, OF, SN, NTS: the templates people's labels corrected (of those counted)

@@ -64,9 +64,9 @@ def test_it_gives_ppi_pys_estimate_per_family_and_gdr_over_them(labelled_pool, p
         row = rows[family]
         assert (row["n"], row["N"]) == (len(labelled), len(unlabelled))
         assert row["ppi"] == pytest.approx(estimates[family], abs=1e-9)
-        # A rate's interval is clipped to [0, 1] (docs/domain.md, "Judges a reviewer trusts").
-        clipped = [max(float(low[0]), 0.0), min(float(high[0]), 1.0)]
-        assert row["ppi_ci"] == pytest.approx(clipped, abs=1e-9)
+        # every interval of a rate is clipped to [0, 1] (docs/domain.md, "The judge's verdict")
+        expected_ci = [max(float(low[0]), 0.0), min(float(high[0]), 1.0)]
+        assert row["ppi_ci"] == pytest.approx(expected_ci, abs=1e-9)
         assert row["detector"] == pytest.approx(np.mean([detected(t) == family for t in texts]))
     accuracies = pd.Series([min(max(v, 0.0), 1.0) for v in estimates.values()])
     assert rows["all"]["ppi"] == pytest.approx(1 / (1 + accuracies.std(ddof=1) / accuracies.mean()))

@@ -3,12 +3,17 @@ and their per-family accuracies in GDR and PE. They read stored scores only: `gi
 
 from __future__ import annotations
 
-from analysis.gifi.selectors import DIMENSIONS, gifi_family_rows, gifi_pool_models, gifi_ppi_rows, gifi_score_rows
+from analysis.gifi.selectors import (
+    DIMENSIONS,
+    gifi_family_rows,
+    gifi_pool_corrected_rows,
+    gifi_pool_models,
+    gifi_score_rows,
+)
 from analysis.report.inputs import ReportInputs
 from analysis.report.table import Table
 from analysis.report.types import GifiFamilyRow, GifiPpiRow, GifiScoreRow
 from analysis.selectors.verdict import human_side
-from generation.datasets.gifi import GDR
 
 
 def _reports(r: ReportInputs) -> list[dict]:
@@ -16,9 +21,7 @@ def _reports(r: ReportInputs) -> list[dict]:
 
 
 def _ppi(r: ReportInputs) -> list[GifiPpiRow]:
-    in_gdr = r.pool.items.filter(generation__instance__template__meta__part=GDR)
-    items = in_gdr.values_list("pk", "generation_id", "model_name")
-    return gifi_ppi_rows(pool_items=items, human=human_side(frame=r.frame).label)
+    return gifi_pool_corrected_rows(pool=r.pool, human=human_side(frame=r.frame).label)
 
 
 GIFI = (
@@ -44,17 +47,22 @@ GIFI = (
     ),
     Table(
         key="gifi_ppi",
-        title="GIFI: GDR corrected by people (prediction-powered accuracies per family; all: GDR)",
+        title=(
+            "GIFI: dimensions corrected by people (GDR: prediction-powered accuracies per family, all: GDR; "
+            "SA, OF, SN, NTS: from PPI++ per-template terms, a point estimate)"
+        ),
         row=GifiPpiRow,
-        empty="human labels of a pool of GDR generations (gifi_pool --part gdr)",
-        header=("model", "pronoun", "n", "N", "detector", "human", "ppi", "ppi_ci"),
+        empty="human labels of a GIFI pool (gifi_pool --part gdr|saof|counterfactual)",
+        header=("model", "dimension", "pronoun", "n", "N", "detector", "human", "ppi", "ppi_ci", "templates"),
         build=_ppi,
         columns={
+            "dimension": "dimension",
             "N": "N (unlabelled)",
             "detector": "detector",
             "human": "people",
             "ppi": "PPI",
             "ppi_ci": "PPI 95% CI",
+            "templates": "templates corrected",
         },
         optional=True,
     ),
