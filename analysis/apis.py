@@ -18,7 +18,7 @@ from analysis.report.shape import QualityDashboard, Report
 from analysis.responses import report_download
 from analysis.selectors.examples import EXAMPLES_SEED, seed_parse
 from analysis.selectors.human import HUMAN_VERDICTS
-from analysis.selectors.quality import quality_dashboard
+from analysis.selectors.quality import quality_dashboard_cached
 from analysis.selectors.verdict import VerdictQuery, verdict_parameters
 from analysis.services import report_build
 from annotation.access import pool_visible_or_404
@@ -169,4 +169,4 @@ class PoolQualityApi(APIView):
     @extend_schema(responses={200: OpenApiResponse(QUALITY_SCHEMA), 404: Detail})
     def get(self, request, name: str):
         pool_row = pool_visible_or_404(user=request.user, name=name)
-        return Response(quality_dashboard(pool=pool_row))
+        return Response(quality_dashboard_cached(pool=pool_row))
