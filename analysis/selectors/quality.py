@@ -17,6 +17,8 @@ from collections import Counter, defaultdict
 
 import numpy as np
 from django.core.cache import cache
+from django.db.models import CharField
+from django.db.models.functions import Cast
 
 from analysis.metrics import raw_agreement
 from analysis.metrics.agreement import ZERO_WIDTH, agreement_vector, bootstrap_ci, cohen_kappa_square, finite
@@ -39,7 +41,7 @@ QUALITY_CACHE_SECONDS = 24 * 3600
 
 def annotation_frame(*, pool: Pool) -> pd.DataFrame:
     """Every study and gold annotation of the pool, oldest first (training items are left out)."""
-    return pd.DataFrame.from_records(
+    frame = pd.DataFrame.from_records(
         Annotation.objects.filter(item__pool=pool, item__kind__in=[STUDY, GOLD])
         .order_by("created_at", "id")
         .values_list(
@@ -49,11 +51,14 @@ def annotation_frame(*, pool: Pool) -> pd.DataFrame:
             "annotator__username",
             "label",
             "seconds",
-            "created_at",
+            Cast("created_at", CharField()),
             "item__heuristic_correct",
         ),
         columns=ANNOTATION_COLUMNS,
     )
+    # Read as text and parsed in one go: the driver's datetime per row was two of a crowd study's three seconds here.
+    frame["created_at"] = pd.to_datetime(frame["created_at"], utc=True, format="ISO8601")
+    return frame
 
 
 def _annotators(*, pool: Pool, frame: pd.DataFrame) -> list[str]:
