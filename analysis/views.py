@@ -24,11 +24,16 @@ from analysis.selectors.examples import EXAMPLES_SEED, seed_parse
 from analysis.selectors.explorer import cell_instance_page, pool_cells
 from analysis.selectors.human import HUMAN_VERDICTS
 from analysis.selectors.judges import judge_label_counts
-from analysis.selectors.quality import quality_dashboard_cached
 from analysis.selectors.verdict import MIN_ITEMS as CEILING_MIN_ITEMS
 from analysis.selectors.verdict import NOTE as VERDICT_NOTE
 from analysis.selectors.verdict import VerdictQuery, verdict_page_rows, verdict_parameters
-from analysis.services import EscalationError, pool_escalate, report_build, report_is_cached
+from analysis.services import (
+    EscalationError,
+    pool_escalate,
+    quality_dashboard_cached,
+    report_build,
+    report_is_cached,
+)
 from analysis.study.export import study_export
 from annotation.access import pool_may_assign, pool_visible_or_404, pools_visible_to
 from annotation.models import Pool

@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 import numpy as np
-from django.core.cache import cache
 from django.db.models import CharField
 from django.db.models.functions import Cast
 
@@ -35,8 +34,6 @@ SECONDS_BINS = [0, 1, 2, 3, 5, 10, 20, 30, 60, 120]  # histogram edges; the last
 
 ANNOTATION_COLUMNS = ["item_id", "kind", "gold_label", "annotator", "label", "seconds", "created_at", "heuristic"]
 HEURISTIC_LABELS = [CORRECT, MISGENDERING]  # the heuristic's verdict 1 / 0 as a label
-QUALITY_FORMAT = 1  # bumped when the dashboard's shape or figures change, so no cached one of the old kind answers
-QUALITY_CACHE_SECONDS = 24 * 3600
 
 
 def annotation_frame(*, pool: Pool) -> pd.DataFrame:
@@ -341,21 +338,3 @@ def quality_dashboard(*, pool: Pool) -> dict:
         **study_agreement(frame=frame, labels=labels),
         **confusion_matrices(frame=frame, annotators=annotators, labels=labels),
     }
-
-
-def quality_dashboard_cached(*, pool: Pool) -> dict:
-    """`quality_dashboard`, kept in Django's cache under the pool's data version (`report_data_version`, the report
-    cache's key: one query) and the pool's pass mark and fast threshold: the page and its poll every few seconds
-    compute it again only when something changed (a crowd study's 240,000 annotations take seconds to read). Callers
-    must not change what it returns."""
-    from analysis.report.build import report_data_version  # the report's tables import this module
-
-    key = (
-        f"concord:quality:{QUALITY_FORMAT}:{pool.pk}:{pool.pass_mark!r}:{pool.fast_seconds!r}:"
-        f"{report_data_version(pool=pool)}"
-    )
-    data = cache.get(key)
-    if data is None:
-        data = quality_dashboard(pool=pool)
-        cache.set(key, data, timeout=QUALITY_CACHE_SECONDS)
-    return data

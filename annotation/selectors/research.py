@@ -395,21 +395,21 @@ def _summarised(*, ids: list[int], kinds: dict[int, list[str]]) -> dict[int, Dis
     annotations = Annotation.objects.filter(item_id__in=ids)
     labels: dict[int, dict[str, int]] = defaultdict(dict)
     flags: dict[int, list[int]] = defaultdict(lambda: [0, 0])
-    for item, label, extraneous, count in (
+    for item_id, label, extraneous, count in (
         annotations.values("item_id", "label", "extraneous")
         .annotate(n=Count("pk"))
         .values_list("item_id", "label", "extraneous", "n")
     ):
-        labels[item][label] = labels[item].get(label, 0) + count
-        flags[item][0 if extraneous else 1] += count
+        labels[item_id][label] = labels[item_id].get(label, 0) + count
+        flags[item_id][0 if extraneous else 1] += count
     words: dict[int, dict[tuple[int, int], MarkedWord]] = defaultdict(dict)
-    for item, start, end, username in (
+    for item_id, start, end, username in (
         ExtraneousSpan.objects.filter(annotation__item_id__in=ids)
         .order_by("annotation__created_at", "annotation_id", "start")
         .values_list("annotation__item_id", "start", "end", "annotation__annotator__username")
     ):
-        text = items[item].continuation[start:end]
-        words[item].setdefault((start, end), MarkedWord(start, end, text)).annotators.append(username)
+        text = items[item_id].continuation[start:end]
+        words[item_id].setdefault((start, end), MarkedWord(start, end, text)).annotators.append(username)
     rows = {}
     for pk, item in items.items():
         union = words.get(pk, {})
