@@ -18,9 +18,8 @@ from analysis.report.shape import QualityDashboard, Report
 from analysis.responses import report_download
 from analysis.selectors.examples import EXAMPLES_SEED, seed_parse
 from analysis.selectors.human import HUMAN_VERDICTS
-from analysis.selectors.quality import quality_dashboard
 from analysis.selectors.verdict import VerdictQuery, verdict_parameters
-from analysis.services import report_build
+from analysis.services import quality_dashboard_cached, report_build
 from annotation.access import pool_visible_or_404
 from annotation.selectors.aggregate import AggregationError
 from common.openapi import FILE, Detail, FieldErrors
@@ -183,4 +182,4 @@ class PoolQualityApi(APIView):
     @extend_schema(responses={200: OpenApiResponse(QUALITY_SCHEMA), 404: Detail})
     def get(self, request, name: str):
         pool_row = pool_visible_or_404(user=request.user, name=name)
-        return Response(quality_dashboard(pool=pool_row))
+        return Response(quality_dashboard_cached(pool=pool_row))

@@ -15,6 +15,7 @@ from analysis.report.build import report_data, report_data_version
 from analysis.selectors.automatic import pool_job_ids
 from analysis.selectors.examples import EXAMPLES_SEED
 from analysis.selectors.human import pool_item_frame
+from analysis.selectors.quality import quality_dashboard
 from analysis.selectors.verdict import DEFAULT_ALPHA, DEFAULT_DELTA, VerdictParameters, human_side, verdict_parameters
 from annotation.models import Pool, PoolItem
 from common.audit import CREATE, audit_record
@@ -24,6 +25,7 @@ from judging.models import JudgeRun, MachineLabel
 from judging.selectors import run_pool_labels
 
 REPORT_CACHE_SECONDS = 24 * 3600
+QUALITY_FORMAT = 1  # bumped when the dashboard's shape or figures change, so no cached one of the old kind answers
 
 
 def report_build(
@@ -94,6 +96,22 @@ def _report_cache_key(
     v = verdict or VerdictParameters()
     parameters = f"{v.epsilon!r}:{v.alpha!r}:{v.delta!r}:{v.q!r}:{v.min_items!r}"
     return f"concord:report-data:{pool.pk}:{examples_seed}:{human}:{parameters}:{report_data_version(pool=pool)}"
+
+
+def quality_dashboard_cached(*, pool: Pool) -> dict:
+    """`quality_dashboard`, kept in Django's cache under the pool's data version (`report_data_version`, the report
+    cache's key: one query) and the pool's pass mark and fast threshold: the page and its poll every few seconds
+    compute it again only when something changed (a crowd study's 240,000 annotations take seconds to read). Callers
+    must not change what it returns."""
+    key = (
+        f"concord:quality:{QUALITY_FORMAT}:{pool.pk}:{pool.pass_mark!r}:{pool.fast_seconds!r}:"
+        f"{report_data_version(pool=pool)}"
+    )
+    data = cache.get(key)
+    if data is None:
+        data = quality_dashboard(pool=pool)
+        cache.set(key, data, timeout=REPORT_CACHE_SECONDS)
+    return data
 
 
 # --- escalation (docs/domain.md, 'The judge's verdict': selective judging) --------------------------------------------

@@ -24,11 +24,16 @@ from analysis.selectors.examples import EXAMPLES_SEED, seed_parse
 from analysis.selectors.explorer import cell_instance_page, pool_cells
 from analysis.selectors.human import HUMAN_VERDICTS
 from analysis.selectors.judges import judge_label_counts
-from analysis.selectors.quality import quality_dashboard
 from analysis.selectors.verdict import MIN_ITEMS as CEILING_MIN_ITEMS
 from analysis.selectors.verdict import NOTE as VERDICT_NOTE
 from analysis.selectors.verdict import VerdictQuery, verdict_page_rows, verdict_parameters
-from analysis.services import EscalationError, pool_escalate, report_build, report_is_cached
+from analysis.services import (
+    EscalationError,
+    pool_escalate,
+    quality_dashboard_cached,
+    report_build,
+    report_is_cached,
+)
 from analysis.study.export import study_export
 from annotation.access import pool_may_assign, pool_visible_or_404, pools_visible_to
 from annotation.models import Pool
@@ -243,20 +248,37 @@ def report_cells(request: HttpRequest, pool: str) -> HttpResponse:
     return render(request, "analysis/cell_explorer.html", {"pool": pool_row, "page": page, "query": query})
 
 
+CONFUSIONS_SHOWN = 50  # raters whose confusion tables the quality page draws before its "show all" link
+
+
 @require_safe
 @role_required(RESEARCHER)
 def pool_quality(request: HttpRequest, name: str) -> HttpResponse:
     """The quality dashboard of a pool: annotator_quality, the kappa heat map, drift, time per decision and
     warnings. The page draws the first state itself and then polls `api-pool-quality` from static/js/quality.js."""
     pool_row = pool_visible_or_404(user=request.user, name=name)
-    data = quality_dashboard(pool=pool_row)
+    data = quality_dashboard_cached(pool=pool_row)
     # Each rater's three tables side by side, found here once: looked up in the template they were a loop over every
-    # rater per rater (a crowd study's 600 raters, 720,000 steps and 40 s of rendering).
+    # rater per rater (a crowd study's 600 raters, 720,000 steps and 40 s of rendering). The first
+    # CONFUSIONS_SHOWN raters' only, unless `?confusions=all`: 1,800 tables of a crowd study took seconds to render.
+    show_all = request.GET.get("confusions") == "all"
+    names = list(data["confusion_gold"])
     confusions = [
-        (name, gold, data["confusion_aggregate"].get(name), data["confusion_heuristic"].get(name))
-        for name, gold in data["confusion_gold"].items()
+        (
+            name,
+            data["confusion_gold"][name],
+            data["confusion_aggregate"].get(name),
+            data["confusion_heuristic"].get(name),
+        )
+        for name in (names if show_all else names[:CONFUSIONS_SHOWN])
     ]
-    context = {"pool": pool_row, "data": data, "confusions": confusions, "ceiling_min_items": CEILING_MIN_ITEMS}
+    context = {
+        "pool": pool_row,
+        "data": data,
+        "confusions": confusions,
+        "confusions_hidden": len(names) - len(confusions),
+        "ceiling_min_items": CEILING_MIN_ITEMS,
+    }
     return render(request, "analysis/pool_quality.html", context)
 
 

@@ -287,6 +287,9 @@ def _annotator_referents(row, tokens: list[dict]) -> dict[str, str]:
     return {name: ", ".join(choices) for name, choices in chosen.items()}
 
 
+ADJUDICATION_PAGE_SIZE = 50  # items per page of the adjudication page
+
+
 @require_http_methods(["GET", "HEAD", "POST"])
 @role_required(RESEARCHER)
 def pool_adjudicate(request, name: str):
@@ -300,7 +303,11 @@ def pool_adjudicate(request, name: str):
     status = request.GET.get("status") if request.GET.get("status") in ("open", "adjudicated") else None
     sort = request.GET.get("sort") if request.GET.get("sort") in research.SORTS else "item"
     model = request.GET.get("model") or None
-    disagreements = research.pool_disagreements(pool=pool, kind=kind, status=status, model=model, sort=sort)
+    page = research.pool_disagreements_page(
+        pool=pool, kind=kind, status=status, model=model, sort=sort, page=_page_number(request),
+        per_page=ADJUDICATION_PAGE_SIZE,
+    )  # fmt: skip
+    disagreements = page.rows
     # Machine raters, each with its origin as a badge: the heuristic, and LLM judges (annotation/machine.py).
     machine = machine_labels(pool=pool, item_ids=[row.item.pk for row in disagreements])
     rows = []
@@ -332,8 +339,28 @@ def pool_adjudicate(request, name: str):
         "models": research.pool_models(pool=pool),
         "chosen": {"kind": kind or "", "status": status or "", "sort": sort, "model": model or ""},
         "query": "?" + request.GET.urlencode() if request.GET else "",
+        "page": page,
+        "page_links": _page_links(request, page),
     }
     return render(request, "annotation/adjudicate.html", context)
+
+
+def _page_number(request) -> int:
+    try:
+        return int(request.GET.get("page", "1"))
+    except ValueError:
+        return 1
+
+
+def _page_links(request, page: research.DisagreementPage) -> dict[str, str]:
+    """The previous and next pages' queries, the filters kept (parsed and re-encoded, never echoed)."""
+    links = {}
+    for name, number in (("previous", page.number - 1), ("next", page.number + 1)):
+        if 1 <= number <= page.pages:
+            query = request.GET.copy()
+            query["page"] = str(number)
+            links[name] = "?" + query.urlencode()
+    return links
 
 
 @require_http_methods(["GET", "HEAD", "POST"])

@@ -99,6 +99,47 @@ class TestContent:
         assert "onclick" not in page and "style=" not in page
         assert "js/quality.js" in page
 
+    def test_a_small_pool_shows_every_raters_confusion_tables(self, pool, client, researcher):
+        client.force_login(researcher)
+        page = client.get(_page(pool)).content.decode()
+        assert re.findall(r'<div class="confusion" data-annotator="(\w+)">', page) == ["ana", "bo", "cy"]
+        assert "confusions-more" not in page and "confusions=all" not in page
+
+    def test_past_the_shown_raters_the_page_links_to_all_their_tables(self, pool, client, researcher, monkeypatch):
+        from analysis import views
+
+        monkeypatch.setattr(views, "CONFUSIONS_SHOWN", 1)
+        client.force_login(researcher)
+        page = client.get(_page(pool)).content.decode()
+        every = client.get(_page(pool), {"confusions": "all"}).content.decode()
+        shown = re.compile(r'<div class="confusion" data-annotator="(\w+)">')
+        assert shown.findall(page) == ["ana"] and shown.findall(every) == ["ana", "bo", "cy"]
+        assert "The tables of 2 more annotators are left out" in page and 'href="?confusions=all' in page
+        assert "confusions-more" not in every
+
+    def test_the_page_and_the_api_carry_the_dashboard_as_computed_afresh(self, pool, client, api, researcher):
+        import json
+
+        from analysis.selectors.quality import quality_dashboard
+
+        client.force_login(researcher)
+        api.force_authenticate(researcher)
+        client.get(_page(pool))  # kept in the cache
+        page = client.get(_page(pool)).content.decode()
+        embedded = re.search(r'<script id="quality-data" type="application/json">(.*?)</script>', page, flags=re.S)
+        fresh = json.loads(json.dumps(quality_dashboard(pool=pool)))
+        assert json.loads(embedded.group(1)) == fresh == api.get(_api(pool)).json()
+
+    def test_the_kept_dashboard_follows_the_pass_mark_and_the_fast_threshold(self, pool, api, researcher):
+        api.force_authenticate(researcher)
+        kinds = {(w["annotator"], w["kind"]) for w in api.get(_api(pool)).json()["warnings"]}
+        assert ("bo", "gold_accuracy") in kinds and ("bo", "fast") in kinds
+        pool.pass_mark, pool.fast_seconds = 0.0, 0.5
+        pool.save()
+        data = api.get(_api(pool)).json()
+        assert (data["pass_mark"], data["fast_seconds"]) == (0.0, 0.5)
+        assert not {(w["annotator"], w["kind"]) for w in data["warnings"]} & {("bo", "gold_accuracy"), ("bo", "fast")}
+
     def test_the_report_links_to_the_dashboard(self, pool, client, researcher):
         client.force_login(researcher)
         assert _page(pool) in client.get(reverse("report-detail", args=[pool.name])).content.decode()

@@ -1,9 +1,13 @@
 """Adjudication of every kind of disagreement: label, extraneous flag and marked words, over two or more annotators."""
 
+import re
+
 import pytest
 
+from annotation import views
 from annotation.models import Adjudication, Annotation, ExtraneousSpan
-from annotation.selectors.research import pool_disagreements
+from annotation.selectors import research
+from annotation.selectors.research import pool_disagreements, pool_disagreements_page
 from annotation.services.adjudication import AdjudicationError, adjudication_save
 from tests.annotation.factories import annotator_named, pool_for
 from tests.factories import AnnotationFactory
@@ -236,3 +240,111 @@ class TestAdjudicationPage:
             == 403
         )
         assert not Adjudication.objects.exists()
+
+
+# --- in pages: the same items in the same order as the whole list, an item with many annotations summarised as
+# counts per label, and page links that keep the filters
+def _all_pages(pool, per_page, **filters):
+    first = pool_disagreements_page(pool=pool, per_page=per_page, **filters)
+    rows = list(first.rows)
+    for number in range(2, first.pages + 1):
+        rows += pool_disagreements_page(pool=pool, per_page=per_page, page=number, **filters).rows
+    return first, rows
+
+
+@pytest.mark.django_db
+class TestPages:
+    @pytest.mark.parametrize(
+        "filters",
+        [{}, {"kind": "spans"}, {"kind": "label"}, {"status": "open"}, {"status": "adjudicated"},
+         {"sort": "kinds"}, {"sort": "open"}, {"sort": "cell"}, {"model": "nobody"}],
+    )  # fmt: skip
+    def test_it_pages_the_items_of_the_whole_list_in_its_order(self, scene, researcher, filters):
+        pool, items = scene
+        adjudication_save(item=items[2], spans=[list(MAN)], adjudicator=researcher)
+        whole = kinds_by_item(pool_disagreements(pool=pool, **filters))
+
+        first, rows = _all_pages(pool, 2, **filters)
+
+        assert list(kinds_by_item(rows).items()) == list(whole.items())
+        assert first.count == len(whole) and first.pages == max(1, -(-len(whole) // 2))
+
+    def test_it_lists_every_annotation_of_an_item_with_few(self, scene):
+        pool, items = scene
+
+        rows = {row.item.pk: row for row in pool_disagreements_page(pool=pool).rows}
+
+        first = rows[items[0].pk]
+        assert [(a.annotator.username, a.label, a.notes) for a, _ in first.annotations] == [
+            ("ana", "correct", "fine to me"),
+            ("bo", "misgendering", ""),
+            ("cy", "correct", ""),
+        ]
+        assert first.label_counts is None and first.n_annotations == 3
+
+    def test_it_summarises_an_item_with_more_annotations_than_it_lists(self, scene):
+        pool, items = scene
+
+        rows = {row.item.pk: row for row in pool_disagreements_page(pool=pool, listed=2).rows}
+
+        labels, marked, two = rows[items[0].pk], rows[items[2].pk], rows[items[1].pk]
+        assert labels.annotations == [] and labels.label_counts == [("correct", 2), ("misgendering", 1)]
+        assert labels.extraneous_counts == (0, 3)
+        # ana and cy marked "man", bo "man" and "woman"; all three said extraneous
+        assert marked.extraneous_counts == (3, 0) and marked.label_counts == [("correct", 3)]
+        assert [(w.word, w.start, w.end, w.annotators) for w in marked.marked_words] == [
+            ("man", 4, 7, ["ana", "bo", "cy"]),
+            ("woman", 34, 39, ["bo"]),
+        ]
+        assert len(two.annotations) == 2 and two.label_counts is None  # two annotations: listed
+
+    def test_a_page_past_the_last_is_the_last(self, scene):
+        pool, _ = scene
+
+        page = pool_disagreements_page(pool=pool, per_page=2, page=9)
+
+        assert (page.number, page.pages, len(page.rows)) == (2, 2, 1)
+
+
+@pytest.mark.django_db
+class TestPage:
+    def test_it_shows_one_page_with_links_that_keep_the_filters(self, scene, client, researcher, monkeypatch):
+        pool, items = scene
+        monkeypatch.setattr(views, "ADJUDICATION_PAGE_SIZE", 2)
+        client.force_login(researcher)
+        url = f"/pools/{pool.name}/adjudicate/"
+
+        first = client.get(url, {"sort": "item"}).content.decode()
+        second = client.get(url, {"sort": "item", "page": "2"}).content.decode()
+        odd = client.get(url, {"page": "x"}).content.decode()
+
+        shown = re.compile(r'<article class="card" id="item-([^"]+)"')
+        assert shown.findall(first) == [items[0].public_id, items[1].public_id] == shown.findall(odd)
+        assert shown.findall(second) == [items[2].public_id]
+        assert "3 items. Page 1 of 2." in first and "3 items. Page 2 of 2." in second
+        assert 'href="?sort=item&amp;page=2" rel="next"' in first and 'rel="prev"' not in first
+        assert 'href="?sort=item&amp;page=1" rel="prev"' in second and 'rel="next"' not in second
+
+    def test_it_counts_the_labels_of_an_item_past_the_listed_count(self, scene, client, researcher, monkeypatch):
+        pool, items = scene
+        monkeypatch.setattr(research, "ANNOTATIONS_LISTED", 2)
+        client.force_login(researcher)
+
+        html = client.get(f"/pools/{pool.name}/adjudicate/").content.decode()
+
+        item = html.split(f'id="item-{items[0].public_id}"')[1].split("</article>")[0]
+        counts = re.findall(
+            r'<tr class="label-count"><td><strong>([^<]+)</strong></td><td class="num">(\d+)</td>', item
+        )
+        assert [n for _, n in counts] == ["2", "1"] and len(counts) == 2
+        assert 'class="annotation"' not in item and "fine to me" not in item
+        assert "Extraneous: yes 0, no 3." in item
+
+    def test_a_small_pool_is_one_page_listing_every_annotation(self, scene, client, researcher):
+        pool, items = scene
+        client.force_login(researcher)
+
+        html = client.get(f"/pools/{pool.name}/adjudicate/").content.decode()
+
+        assert "3 items." in html and "Page 1 of" not in html and 'rel="next"' not in html
+        assert html.count('<tr class="annotation">') == 3 + 2 + 3 and "label-count" not in html
