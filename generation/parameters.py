@@ -398,7 +398,10 @@ def _engine_check(values: dict[str, Any], errors: dict[str, Any]) -> None:
             engine=values["engine"],
             language_model=values["model"],
             num_beams=values.get("num_beams", 1),
-            prob_score=values.get("prob_score", DEFAULT_PROB_SCORE) if dataset is not None else NO_PROB_SCORE,
+            # A dataset of pairs has no masked instances to score: its job kind asks for what it needs itself.
+            prob_score=values.get("prob_score", DEFAULT_PROB_SCORE)
+            if dataset is not None and not dataset_kind(dataset.kind).pairs
+            else NO_PROB_SCORE,
             scores_per_generation=dataset is not None and dataset_kind(dataset.kind).scores_per_generation,
         )
     except EngineUnavailable as exc:

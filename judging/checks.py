@@ -28,7 +28,7 @@ from django.db import transaction
 from rest_framework import serializers
 
 from annotation.models import Pool, PoolItem
-from generation.engines import EngineUnavailable, engine_check
+from generation.engines import EngineUnavailable, engine_check, engine_for
 from generation.jobs.kinds import JobKind
 from generation.jobs.progress import job_rows_write
 from generation.jobs.services import JobStateError, job_create, job_resume
@@ -48,7 +48,7 @@ from judging.models import (
     JudgeMode,
 )
 from judging.prompts import PromptItem, codebook_of, prompt_render
-from judging.scoring import Verdict, likelihood_judge, sampling_judge
+from judging.scoring import Verdict, answer_verdict
 from judging.selectors import prompt_item
 
 ORIGINAL = "original"
@@ -68,21 +68,24 @@ def judge_prompts_score(
     k: int = 1,
     temperature: float = 1.0,
     seed: int = 0,
-    loaded=None,
+    loaded: Any = None,
+    job_id: int | None = None,
 ) -> list[Verdict]:
     """Score these prompts with this judge: one verdict per prompt, the options in the order given. The call a judge
-    run makes for a chunk (likelihood: each option's mean log-probability; sampling: k answers, seeded)."""
+    run makes for a chunk (judging/services/labels.py): the judge's model on its engine (`engine_for(...).answer`),
+    so a check runs wherever the judge runs, an endpoint judge's replies stored before they are used (likelihood:
+    each option's score; sampling: k answers, seeded). `loaded`: what the engine's `load` gave, else loaded here
+    (`job_id`: the job an endpoint's requests are spent for)."""
     if not prompts:
         return []
-    from generation.engines.hf.loading import model_load
-
-    loaded = loaded or model_load(language_model=judge.model)
-    if mode == JudgeMode.SAMPLING:
-        return sampling_judge(
-            loaded=loaded, prompts=prompts, options=options, k=k, temperature=temperature, seed=seed,
-            batch_size=len(prompts),
-        )  # fmt: skip
-    return likelihood_judge(loaded=loaded, prompts=prompts, options=options)
+    engine = engine_for(engine=None, language_model=judge.model)
+    if loaded is None:
+        loaded = engine.load(language_model=judge.model, job_id=job_id)
+    answers = engine.answer(
+        language_model=judge.model, loaded=loaded, prompts=prompts, options=options, mode=mode, k=k,
+        temperature=temperature, seed=seed,
+    )  # fmt: skip
+    return [answer_verdict(answer=answer, options=options) for answer in answers]
 
 
 # --- variants ---------------------------------------------------------------------------------------------------------
@@ -184,6 +187,7 @@ def check_labels_write(*, run: CheckRun, item_ids: list[int], chunk_index: int, 
         verdicts = judge_prompts_score(
             judge=run.judge, mode=run.mode, prompts=[v.prompt for _, v in members], options=dict(order), k=run.k,
             temperature=run.temperature, seed=chunk_seed(run_seed=run.seed, chunk_index=chunk_index), loaded=loaded,
+            job_id=run.job_id,
         )  # fmt: skip
         for (item_id, variant), verdict in zip(members, verdicts, strict=True):
             if (item_id, variant.key) in done:
@@ -346,7 +350,7 @@ def check_run_create(
                 same.job.refresh_from_db()
             return same, False
     try:
-        engine_check(engine=None, language_model=params.judge.model)
+        engine_check(engine=None, language_model=params.judge.model, judge_mode=params.mode)
     except EngineUnavailable as exc:
         raise JobParameterError({"engine": str(exc)}) from None
     job = job_create(

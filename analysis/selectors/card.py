@@ -18,8 +18,8 @@ from annotation.models import Pool
 from judging.models import RUN_PANEL, JudgeRun
 from judging.panels import panel_members
 
-# What an endpoint run records of its cost (tokens and prices, from the endpoint engine), shown when the run has them.
-COST_FIELDS = ("tokens_in", "tokens_out", "cost", "cost_estimate")
+# What an endpoint run spent, as the endpoint engine records it for the run's job (generation.selectors.job_spent).
+COST_FIELDS = ("requests", "tokens_in", "tokens_out", "cost_usd")
 
 
 class CardError(ValueError):
@@ -45,8 +45,14 @@ def card_pool(*, run: JudgeRun, pool: str | None = None, visible: QuerySet[Pool]
 
 
 def _cost(run: JudgeRun) -> dict[str, Any] | None:
-    found = {field: getattr(run, field) for field in COST_FIELDS if getattr(run, field, None) is not None}
-    return found or None
+    """What the run's job spent on its endpoint (requests sent, tokens in and out, the cost in USD where the model
+    declares prices, else None); None for a run on local weights, which sends nothing."""
+    from generation.selectors import job_spent
+
+    if not run.judge.model.is_endpoint:
+        return None
+    spent = job_spent(job=run.job)
+    return {field: spent[field] for field in COST_FIELDS}
 
 
 def judge_card(

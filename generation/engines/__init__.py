@@ -2,14 +2,16 @@
 endpoint').
 
 Every engine implements one interface, `ModelEngine` (generation/engines/base.py): `load` what it needs, `sample`
-continuations, `score` masked instances where it can, `answer` a judge's prompts. `ENGINES` is the one list of them,
+continuations, `score` masked instances where it can, `answer` a judge's prompts (a judge run's and a judge check's
+alike), `score_texts` where it can (each text's summed token log-probability from BOS: a `pair_score` job's causal
+method). `ENGINES` is the one list of them,
 name -> `Engine` (where its code lives and what the rest of the project needs to know about it); the job parameters
 (the `engine` choices), the worker's `CONCORD_ENGINE`, Celery's routing (generation/engines/routing.py), the chunk
 runner of generation jobs and the judge kind's all read it, and none of them names an engine:
 
 - `hf` (the default): transformers, batched, in the worker's own process (generation/engines/hf/);
-- `vllm`: vLLM's offline `LLM` API, for GPU hosts (generation/engines/vllm.py); it samples, and scores and judges
-  through the hf engine;
+- `vllm`: vLLM's offline `LLM` API, for GPU hosts (generation/engines/vllm.py); it samples, and scores, judges and
+  scores texts through the hf engine;
 - `endpoint`: a model served elsewhere, through its official client (`openai` for every OpenAI-compatible server,
   `anthropic` for Claude; generation/engines/endpoint/), every reply stored before it is used.
 
@@ -24,11 +26,11 @@ model it cannot run, a job it cannot do (vLLM with beam search; probability scor
 log-probs), a device or an API key variable this host does not have are refused there, with a message, instead of
 failing the job later.
 
-To add an engine: write a class with the four methods of `ModelEngine` (raise `EngineUnavailable` from one it cannot
+To add an engine: write a class with the five methods of `ModelEngine` (raise `EngineUnavailable` from one it cannot
 do), a function that says why it cannot run a job (keyword arguments `language_model`, `num_beams`, `here` and the
-job's needs: `prob_score` and `scores_per_generation` of a generation job, `judge_mode` of a judge run; None when it
-can), and add one `Engine` entry to `ENGINES` below, naming the
-model kinds it serves. Nothing else names it.
+job's needs: `prob_score` and `scores_per_generation` of a generation job, `judge_mode` of a judge run or check,
+`text_scores` of a causal `pair_score` job; None when it can; take `**needs` so that a new need does not break it),
+and add one `Engine` entry to `ENGINES` below, naming the model kinds it serves. Nothing else names it.
 """
 
 from __future__ import annotations
@@ -144,6 +146,10 @@ class Engine:
     def score(self, *, language_model: LanguageModel, loaded: Any, items: Sequence[ScoreItem]) -> list[ScoreResult]:
         return self.implementation().score(language_model=language_model, loaded=loaded, items=items)
 
+    def score_texts(self, *, language_model: LanguageModel, loaded: Any, texts: Sequence[str]) -> list[float]:
+        """Each text's summed token log-probability from BOS: the call a causal `pair_score` job makes."""
+        return self.implementation().score_texts(language_model=language_model, loaded=loaded, texts=texts)
+
     def answer(
         self,
         *,
@@ -250,8 +256,8 @@ def engine_installed(name: str) -> bool:
 
 def engine_check(*, engine: str | None, language_model: LanguageModel, num_beams: int = 1, **needs: Any) -> str:
     """The engine a job with these parameters would run on, or EngineUnavailable with the reason. `needs` are what
-    the job asks of it beyond sampling: `prob_score` (a generation job's; "none" for none) and `judge_mode` (a judge
-    run's). With CONCORD_ENGINE_CHECK=off (a web host that queues work for workers elsewhere) only what holds
+    the job asks of it beyond sampling: `prob_score` (a generation job's; "none" for none), `judge_mode` (a judge
+    run's or check's) and `text_scores` (a causal `pair_score` job's). With CONCORD_ENGINE_CHECK=off (a web host that queues work for workers elsewhere) only what holds
     everywhere is checked: the engine's name, and what the engine cannot do at all."""
     name = engine_name(engine, language_model)
     chosen = engine_lookup(name)

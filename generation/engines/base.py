@@ -1,15 +1,18 @@
 """The engine interface (generation/engines/__init__.py): what every engine does, in types no engine owns.
 
 An engine runs a registered model, wherever it lives (the worker's process, vLLM, a server behind an endpoint). It
-does four things, each a method of `ModelEngine`:
+does five things, each a method of `ModelEngine`:
 
 - `load(language_model=...)`: what it needs to run the model here (the HF engine: tokenizer and weights; an
-  endpoint: nothing but its settings), handed back to the other three as `loaded`; an engine keeps it per process;
+  endpoint: nothing but its settings), handed back to the other four as `loaded`; an engine keeps it per process;
 - `sample(...)`: `decoding.samples` continuations of each context (the generation-based evaluation);
 - `score(...)`: the probability-based evaluation of masked instances (`ScoreItem` -> `ScoreResult`), or
   `EngineUnavailable` where the engine cannot (an endpoint without prompt log-probs);
 - `answer(...)`: a judge's answers to its prompts (`Answer`): the replies and the option each names (sampling), or
-  each option's score (likelihood).
+  each option's score (likelihood);
+- `score_texts(...)`: each text's summed token log-probability, log p(token | the tokens before it) from BOS (the
+  causal scoring of stereotype pairs), or `EngineUnavailable` where the engine cannot (an endpoint without prompt
+  log-probs).
 
 Only these types cross the interface; an engine's own (the HF engine's loaded model and decoding settings) stay in
 its package.
@@ -145,4 +148,9 @@ class ModelEngine(Protocol):
         seed: int,
     ) -> list[Answer]:
         """A judge's answer to each prompt (label -> option text in `options`), in the order of `prompts`."""
+        ...
+
+    def score_texts(self, *, language_model: LanguageModel, loaded: Any, texts: Sequence[str]) -> list[float]:
+        """Each text's summed token log-probability, sum of log p(token | the tokens before it), the first token given
+        BOS (the tokenizer's BOS, else its EOS), in the order of `texts`."""
         ...

@@ -138,7 +138,7 @@ def sampling_params(*, llm, decoding: Sampling, seed: int):
 
 
 class VllmEngine:
-    """vLLM samples; probability scoring and a judge's answers run on the hf engine, whose model is loaded only when
+    """vLLM samples; probability scoring, a judge's answers and text scores run on the hf engine, whose model is loaded only when
     a chunk needs them (a job with `prob_score` none never loads it, unless a GGUF model needs its dequantized copy
     made)."""
 
@@ -181,6 +181,10 @@ class VllmEngine:
     def answer(self, *, language_model: LanguageModel, loaded: Any, **question: Any) -> list[Answer]:
         hf = _hf()
         return hf.answer(language_model=language_model, loaded=hf.load(language_model=language_model), **question)
+
+    def score_texts(self, *, language_model: LanguageModel, loaded: Any, texts: Sequence[str]) -> list[float]:
+        hf = _hf()
+        return hf.score_texts(language_model=language_model, loaded=hf.load(language_model=language_model), texts=texts)
 
 
 def _hf():

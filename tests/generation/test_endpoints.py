@@ -16,7 +16,7 @@ from generation.engines.endpoint.engine import option_probabilities
 from generation.engines.replies import reply_label
 from generation.jobs.services import JobParameterError, job_create, job_run
 from generation.models import EndpointReply, Generation, Job, LanguageModel, ProbResult
-from judging.models import JudgeRun, MachineLabel
+from judging.models import CheckLabel, CheckRun, JudgeRun, MachineLabel
 from judging.services.judges import judge_add
 from tests.endpoint_servers import TOP_LOGPROBS, FaultProxy, TinyServer
 from tests.factories import PoolFactory, PoolItemFactory
@@ -528,3 +528,61 @@ def test_the_jobs_api_refuses_a_likelihood_run_of_a_judge_whose_endpoint_gives_n
     response = api.post("/api/generation-jobs/", body, format="json")
     assert response.status_code == 400 and "gives no top_logprobs" in json.dumps(response.json())
     assert not JudgeRun.objects.exists()
+
+
+class TestChecksOnEndpoint:
+    """A judge's checks (judging/checks.py) go through the engine call a judge run makes: on an endpoint judge, its
+    likelihood checks read the first token's top_logprobs, its sampling checks the replies, each stored once."""
+
+    def test_a_position_check_of_a_likelihood_endpoint_judge_labels_every_rotation_once(self, server, pool):
+        _register(server.url)
+        judge_add(name="api-judge", model="tiny-api", mode="likelihood")
+        probes = len(server.posts())  # registration's
+        summary = _command("judge", "--pool", pool.name, "--judge", "api-judge", "--check", "position", "--wait")
+        assert summary["state"] == "done" and summary["labels"] == 3 * 3
+        labels = CheckLabel.objects.filter(run_id=summary["run"])
+        # The tiny server's top list puts "correct" first whatever the options' order: every rotation says correct,
+        # with the renormalised first-token probability of its option.
+        mass = [math.exp(-0.2), math.exp(-1.8), math.exp(-3.0)]
+        assert {label.label for label in labels} == {"correct"}
+        assert all(label.confidence == pytest.approx(mass[0] / sum(mass)) for label in labels)
+        asked = [r for r in server.posts()[probes:] if r.get("top_logprobs")]
+        assert len(asked) == 9 and {r["max_completion_tokens"] for r in asked} == {1}
+        # each rotation's prompt lists the options in its order
+        assert {label.prompt for label in labels} == {r["messages"][0]["content"] for r in asked}
+        sent = len(server.posts())
+        again = _command("judge", "--pool", pool.name, "--judge", "api-judge", "--check", "position", "--rerun")
+        assert again["run"] != summary["run"] and again["labels"] == 9 and len(server.posts()) == sent
+
+    def test_a_family_swap_check_of_a_sampling_endpoint_judge_labels_each_family_from_its_replies(self, server, pool):
+        _register(server.url)
+        judge_add(name="api-judge", model="tiny-api", mode="sampling")
+        # The judge says correct only where the prompt declares xe (the items' own family).
+        server.answer = lambda body: "Correct." if "xe/xem" in body["messages"][0]["content"] else "Misgendering."
+        probes = len(server.posts())  # registration's
+        summary = _command(
+            "judge", "--pool", pool.name, "--judge", "api-judge", "--check", "family-swap", "--k", "2", "--wait"
+        )
+        assert summary["state"] == "done" and summary["labels"] == 3 * 4  # original, he, she, they
+        labels = {
+            (label.item_id, label.variant): label.label for label in CheckLabel.objects.filter(run_id=summary["run"])
+        }
+        assert {variant for _, variant in labels} == {"original", "he", "she", "they"}
+        assert all(
+            label == ("correct" if variant == "original" else "misgendering") for (_, variant), label in labels.items()
+        )
+        assert len(server.posts()) - probes == 12 * 2
+        sent = len(server.posts())
+        again = _command(
+            "judge", "--pool", pool.name, "--judge", "api-judge", "--check", "family-swap", "--k", "2", "--rerun"
+        )
+        assert again["labels"] == 12 and len(server.posts()) == sent
+        assert EndpointReply.objects.count() == 24
+
+    def test_a_contextual_check_is_refused_on_an_endpoint_without_top_logprobs(self, server, pool):
+        server.logprobs = False
+        _register(server.url)
+        judge_add(name="api-judge", model="tiny-api", mode="likelihood")
+        with pytest.raises(CommandError, match="gives no top_logprobs, which a likelihood judge needs"):
+            _command("judge", "--pool", pool.name, "--judge", "api-judge", "--check", "contextual")
+        assert not CheckRun.objects.exists()

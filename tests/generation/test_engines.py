@@ -197,3 +197,18 @@ def test_every_registered_engine_is_a_choice_of_the_jobs_engine_parameter():
     from generation.parameters import JobParametersSerializer
 
     assert list(JobParametersSerializer().fields["engine"].choices) == list(ENGINES)
+
+
+def test_every_registered_engine_implements_each_method_of_the_interface():
+    import importlib
+
+    from generation.engines import ENGINES
+    from generation.engines.base import ModelEngine
+
+    wanted = {"load", "sample", "score", "answer", "score_texts"}
+    assert wanted <= {name for name in vars(ModelEngine) if not name.startswith("_")}
+    for engine in ENGINES.values():
+        module, attribute = engine.engine_path.split(":")
+        implementation = getattr(importlib.import_module(module), attribute)
+        missing = {name for name in wanted if not callable(getattr(implementation, name, None))}
+        assert not missing, f"engine {engine.name} lacks {missing}"

@@ -107,3 +107,44 @@ def test_a_researcher_of_another_project_gets_no_card(checked_pool, judge, stran
         assert client.get(url).status_code == 404
     client.force_login(researcher)
     assert client.get(f"/judge-runs/{run.pk}/card.json").status_code == 200
+
+
+def test_the_card_of_an_endpoint_judges_run_shows_what_its_job_spent(researcher, client, settings):
+    from judging.services.judges import judge_add
+    from tests.endpoint_servers import TinyServer
+    from tests.factories import PoolFactory, PoolItemFactory
+
+    settings.CONCORD_ENDPOINT_BACKOFF_SECONDS = 0.01
+    server = TinyServer()
+    try:
+        pool = PoolFactory(name="judged")
+        for text in (" she went home.", " he went home.", " they went home."):
+            PoolItemFactory(pool=pool, continuation=text)
+        call_command("model_add", "tiny-api", "--base-url", server.url, "--model", "tiny", "--price-in", "1.5",
+                     "--price-out", "4", stdout=StringIO(), stderr=StringIO())  # fmt: skip
+        judge_add(name="api-judge", model="tiny-api", mode="sampling")
+        out = StringIO()
+        call_command("judge", "--pool", pool.name, "--judge", "api-judge", "--k", "2", stdout=out, stderr=StringIO())
+        run = json.loads(out.getvalue().strip().splitlines()[-1])["run"]
+    finally:
+        server.close()
+    client.force_login(researcher)
+    card = json.loads(client.get(f"/judge-runs/{run}/card.json").content)
+    # 3 items x k 2 requests; the tiny server's usage is 7 prompt and 2 completion tokens a request.
+    tokens_in, tokens_out = 3 * 2 * 7, 3 * 2 * 2
+    assert card["cost"] == {
+        "requests": 6, "tokens_in": tokens_in, "tokens_out": tokens_out,
+        "cost_usd": pytest.approx((tokens_in * 1.5 + tokens_out * 4) / 1e6),
+    }  # fmt: skip
+    usd = (tokens_in * 1.5 + tokens_out * 4) / 1e6
+    page = client.get(f"/judge-runs/{run}/card/").content.decode()
+    assert f"6 requests, {tokens_in} tokens in, {tokens_out} tokens out, {usd} USD" in page
+    tex = client.get(f"/judge-runs/{run}/card.tex").content.decode()
+    assert f"Its endpoint was sent 6 requests ({tokens_in} tokens in, {tokens_out} tokens out): {usd} USD." in tex
+
+
+def test_the_card_of_a_run_on_local_weights_shows_no_cost(verdict_study, researcher, client):
+    client.force_login(researcher)
+    card = json.loads(client.get(f"/judge-runs/{verdict_study.run.pk}/card.json").content)
+    assert card["cost"] is None
+    assert ">Cost<" not in client.get(f"/judge-runs/{verdict_study.run.pk}/card/").content.decode()

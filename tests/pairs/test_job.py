@@ -125,3 +125,64 @@ def test_the_jobs_api_creates_a_pair_score_job(dataset, tiny_bert_dir, admin_use
                                                   "options": {"method": "pll"}}, format="json")  # fmt: skip
     assert response.status_code in (201, 202), response.content
     assert response.json()["kind"] == "pair_score" and response.json()["total_units"] == 5
+
+
+# --- a model behind an endpoint ------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def server(settings):
+    from tests.endpoint_servers import TinyServer
+
+    settings.CONCORD_ENDPOINT_BACKOFF_SECONDS = 0.01
+    tiny = TinyServer()
+    yield tiny
+    tiny.close()
+
+
+def _endpoint(server) -> None:
+    call_command("model_add", "tiny-api", "--base-url", server.url, "--model", "tiny", stdout=io.StringIO(),
+                 stderr=io.StringIO())  # fmt: skip
+
+
+def _tiny_log_prob(text: str) -> float:
+    """The tiny server's prompt log-probs (tests/endpoint_servers.py) summed: -0.1 per character of each word after
+    the first, less 0.01 times its position (the first word stands where BOS's None is)."""
+    words = text.split(" ")
+    return sum(-0.1 * len(word) - 0.01 * i for i, word in enumerate(words[1:], 1))
+
+
+def test_it_scores_pairs_causally_from_an_endpoints_prompt_logprobs_each_reply_stored_once(dataset, server):
+    from generation.models import EndpointReply
+
+    _endpoint(server)
+    before = len(server.posts())
+    summary = run_command("--model", "tiny-api", "--dataset", "cp", "--wait")
+    assert summary["status"] == "done" and summary["scored"] == 5
+    scores = list(PairScore.objects.select_related("pair").filter(model="tiny-api").order_by("pair__ordinal"))
+    assert {frozenset((s.pair.stereotypical, s.pair.anti_stereotypical)) for s in scores} == {
+        frozenset(row[1:3]) for row in ROWS
+    }
+    for score in scores:
+        assert score.method == "causal"
+        assert score.score_stereotypical == pytest.approx(_tiny_log_prob(score.pair.stereotypical))
+        assert score.score_anti_stereotypical == pytest.approx(_tiny_log_prob(score.pair.anti_stereotypical))
+    asked = server.posts()[before:]
+    assert len(asked) == 10 and all(r["prompt_logprobs"] == 0 and r["max_tokens"] == 1 for r in asked)
+    # Scored again from scratch, every reply is read from the store: nothing is sent.
+    PairScore.objects.all().delete()
+    again = run_command("--model", "tiny-api", "--dataset", "cp", "--wait")
+    assert again["scored"] == 5 and len(server.posts()) == before + 10 and EndpointReply.objects.count() == 10
+
+
+def test_pair_scoring_on_an_endpoint_without_prompt_logprobs_or_by_pll_is_refused_at_creation(dataset, server):
+    from generation.jobs.services import JobParameterError
+    from generation.models import Job
+
+    server.prompt_logprobs = False
+    _endpoint(server)
+    with pytest.raises(CommandError, match="gives no prompt log-probs, which causal pair scoring needs"):
+        run_command("--model", "tiny-api", "--dataset", "cp")
+    with pytest.raises(JobParameterError, match="pll scores with a masked LM's local weights"):
+        job_create(kind="pair_score", model="tiny-api", dataset="cp", options={"method": "pll"}, queue=False)
+    assert not Job.objects.exists()

@@ -119,8 +119,16 @@ def card_sentences(card: dict) -> list[str]:
     out += [sentence for row in card["checks"] if (sentence := _check_sentence(row))]
     out += _rate_sentences(card)
     if card["cost"]:
-        costs = ", ".join(f"{key.replace('_', ' ')} {value}" for key, value in card["cost"].items())
-        out.append(f"Its cost: {costs}.")
+        cost = card["cost"]
+        usd = (
+            f"{cost['cost_usd']} USD"
+            if cost["cost_usd"] is not None
+            else "no cost in USD (the model declares no prices)"
+        )
+        out.append(
+            f"Its endpoint was sent {cost['requests']} requests ({cost['tokens_in']} tokens in, {cost['tokens_out']} "
+            f"tokens out): {usd}."
+        )
     return [sentence for sentence in out if sentence]
 
 

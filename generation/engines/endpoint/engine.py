@@ -9,6 +9,9 @@ official client (generation/engines/endpoint/client.py stores every reply before
 - `score`: each candidate text's prompt log-probs (vLLM's `prompt_logprobs`, else `echo` with `logprobs` on a
   completions endpoint): the mean (or summed) negative log-prob of its tokens after the first, as the hf engine
   scores; refused at job creation where the endpoint gives no prompt log-probs.
+- `score_texts`: each text's prompt log-probs as `score` reads them, summed: with a server that puts BOS first (vLLM,
+  for a model whose tokenizer adds one) that is every token given the ones before it from BOS, as the hf engine
+  scores; refused at job creation where the endpoint gives no prompt log-probs.
 - `answer`: the judge's prompt as one user message. Sampling: k requests per prompt at the run's temperature, seeded,
   each reply parsed to an option (`generation.engines.replies.reply_label`; with a JSON schema where the endpoint
   takes one). Likelihood: one request at temperature 0 for one token with its `top_logprobs`; an option's probability
@@ -78,6 +81,7 @@ def endpoint_job_problem(
     prob_score: str = NO_PROB_SCORE,
     scores_per_generation: bool = False,
     judge_mode: str | None = None,
+    text_scores: bool = False,
     **needs: Any,
 ) -> str | None:
     """Why the endpoint engine cannot run a job with this model (its `Engine` entry's check at job creation)."""
@@ -102,6 +106,11 @@ def endpoint_job_problem(
                 f"model {language_model.name}'s endpoint gives no prompt log-probs, which probability scoring needs; "
                 f"use prob_score none (--prob-score none) to sample only, or serve the model with vLLM"
             )
+    if text_scores and not target.prompt_logprobs:
+        return (
+            f"model {language_model.name}'s endpoint gives no prompt log-probs, which causal pair scoring needs "
+            f"(vLLM's prompt_logprobs, or echo with logprobs); serve the model with vLLM, or score it with local weights"
+        )
     if judge_mode == LIKELIHOOD and not target.has_logprobs:
         return (
             f"model {language_model.name}'s endpoint gives no top_logprobs, which a likelihood judge needs; "
@@ -209,29 +218,16 @@ class EndpointEngine:
 
     def score(self, *, language_model: LanguageModel, loaded: Target, items: Sequence[ScoreItem]) -> list[ScoreResult]:
         target = loaded
-        if not target.prompt_logprobs:
-            raise EngineUnavailable(f"model {target.name}'s endpoint gives no prompt log-probs")
         texts = [candidate_texts(item) for item in items]
-        calls = [
-            Call(
-                route="completions",
-                body={
-                    "model": target.model,
-                    "prompt": text,
-                    "max_tokens": 1,
-                    "temperature": 0.0,
-                    "extra_body": {"prompt_logprobs": 0},
-                },
-            )
-            for entry in texts
-            for _, text in entry
-        ]
-        replies = iter(calls_send(target=target, calls=calls))
+        replies = iter(_prompt_logprob_replies(target, [text for entry in texts for _, text in entry]))
         results = []
         for item, entry in zip(items, texts, strict=True):
             losses = {base: _prompt_loss(next(replies), item.prob_score) for base, _ in entry}
             results.append(score_result(item, losses))
         return results
+
+    def score_texts(self, *, language_model: LanguageModel, loaded: Target, texts: Sequence[str]) -> list[float]:
+        return [-_prompt_loss(reply, "sum") for reply in _prompt_logprob_replies(loaded, texts)]
 
     def answer(
         self,
@@ -287,6 +283,26 @@ class EndpointEngine:
             labels = [reply_label(text, options, structured=target.structured) for text in texts]
             answers.append(Answer(replies=texts, labels=labels))
         return answers
+
+
+def _prompt_logprob_replies(target: Target, texts: Sequence[str]) -> list[dict[str, Any]]:
+    """Each text's completion reply with its prompt log-probs (one token written, at temperature 0), stored."""
+    if not target.prompt_logprobs:
+        raise EngineUnavailable(f"model {target.name}'s endpoint gives no prompt log-probs")
+    calls = [
+        Call(
+            route="completions",
+            body={
+                "model": target.model,
+                "prompt": text,
+                "max_tokens": 1,
+                "temperature": 0.0,
+                "extra_body": {"prompt_logprobs": 0},
+            },
+        )
+        for text in texts
+    ]
+    return calls_send(target=target, calls=calls)
 
 
 def _prompt_loss(reply: dict[str, Any], prob_score: str) -> float:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from generation.engines.base import Answer, Sampling, ScoreItem, ScoreResult
 from generation.engines.hf.answering import hf_answers
 from generation.engines.hf.loading import LoadedModel, model_load
+from generation.engines.hf.pairs import text_log_probs
 from generation.engines.hf.sampling import Decoding, sample_continuations, sample_groups
 from generation.engines.hf.scoring import score_instances
 
@@ -86,3 +87,7 @@ class HfEngine:
         return hf_answers(
             loaded=loaded, prompts=prompts, options=options, mode=mode, k=k, temperature=temperature, seed=seed
         )
+
+    def score_texts(self, *, language_model: LanguageModel, loaded: LoadedModel, texts: Sequence[str]) -> list[float]:
+        # One batch per chunk, as `sample`: the chunk's size is the job's batch size.
+        return text_log_probs(loaded=loaded, texts=texts, batch_size=max(1, len(texts)))

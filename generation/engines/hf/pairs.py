@@ -1,9 +1,11 @@
 """Scores of stereotype pairs (docs/domain.md, 'Stereotype pair benchmarks'): the log-probability a model gives each
 sentence of a pair, higher meaning likelier.
 
-- A causal LM (`causal_pair_scores`): the sum of the sentence's token log-probabilities, each given the tokens before
-  it, the first given BOS (the tokenizer's BOS, else its EOS). It runs through the probability scoring's batched
-  pass (`score_suffixes`: BOS is every entry's prefix, the two sentences its suffixes).
+- A causal LM (`text_log_probs`, the hf engine's `score_texts`): the sum of the sentence's token log-probabilities,
+  each given the tokens before it, the first given BOS (the tokenizer's BOS, else its EOS). It runs through the
+  probability scoring's batched pass (`score_suffixes`: BOS is every entry's prefix, the sentence its suffix). A
+  `pair_score` job's causal method goes through the model's engine (vLLM through this one, an endpoint through its
+  prompt log-probs).
 - A masked LM (`pll_pair_scores`), CrowS-Pairs' pseudo-log-likelihood: the tokens the two sentences share
   (difflib's matching blocks over the token ids, with the special tokens at both ends left out, as its metric.py
   does) are masked one at a time and the log-probability of each, in its place, summed. PLL-word-l2r (Kauf & Ivanova
@@ -26,25 +28,35 @@ from django.conf import settings
 from generation.engines.hf.loading import LoadedModel, ModelLoadError, _cache_key, _dtype, model_source, resolve_device
 from generation.engines.hf.scoring import score_suffixes
 from generation.models import LanguageModel
-from generation.models.pairs import CAUSAL, PLL, PLL_WORD_L2R
+from generation.models.pairs import PLL, PLL_WORD_L2R
 
 _masked: OrderedDict[tuple, LoadedModel] = OrderedDict()
 _lock = threading.Lock()
+
+
+def text_log_probs(*, loaded: LoadedModel, texts: Sequence[str], batch_size: int | None = None) -> list[float]:
+    """Each text's summed token log-probability under a causal LM, the first token given BOS, in the order of
+    `texts` (the hf engine's `score_texts`)."""
+    tokenizer = loaded.tokenizer
+    bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
+    if bos is None:
+        raise ModelLoadError(f"model {loaded.name}: its tokenizer has neither a BOS nor an EOS token to start from")
+    if not texts:
+        return []
+    encoded = tokenizer(list(texts), add_special_tokens=False).input_ids
+    means = score_suffixes(
+        loaded=loaded, prefixes=[[bos]] * len(texts), suffixes=[[ids] for ids in encoded], batch_size=batch_size
+    )
+    # score_suffixes gives the mean token loss of each suffix: its sum is minus the summed log-probability.
+    return [-mean[0] * len(ids) for mean, ids in zip(means, encoded, strict=True)]
 
 
 def causal_pair_scores(
     *, loaded: LoadedModel, pairs: Sequence[tuple[str, str]], batch_size: int | None = None
 ) -> list[tuple[float, float]]:
     """(log p(stereotypical), log p(anti-stereotypical)) of each pair under a causal LM, in the order of `pairs`."""
-    tokenizer = loaded.tokenizer
-    bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
-    if bos is None:
-        raise ModelLoadError(f"model {loaded.name}: its tokenizer has neither a BOS nor an EOS token to start from")
-    encoded = tokenizer([text for pair in pairs for text in pair], add_special_tokens=False).input_ids
-    suffixes = [[encoded[2 * i], encoded[2 * i + 1]] for i in range(len(pairs))]
-    means = score_suffixes(loaded=loaded, prefixes=[[bos]] * len(pairs), suffixes=suffixes, batch_size=batch_size)
-    # score_suffixes gives the mean token loss of each suffix: its sum is minus the summed log-probability.
-    return [(-mean[0] * len(own[0]), -mean[1] * len(own[1])) for mean, own in zip(means, suffixes, strict=True)]
+    sums = text_log_probs(loaded=loaded, texts=[text for pair in pairs for text in pair], batch_size=batch_size)
+    return [(sums[2 * i], sums[2 * i + 1]) for i in range(len(pairs))]
 
 
 def shared_positions(first: Sequence[int], second: Sequence[int]) -> tuple[list[int], list[int]]:
@@ -157,12 +169,6 @@ def masked_model_load(*, language_model: LanguageModel) -> LoadedModel:
         return loaded
 
 
-def _causal(language_model: LanguageModel, pairs: Sequence[tuple[str, str]], batch_size: int | None):
-    from generation.engines.hf.loading import model_load
-
-    return causal_pair_scores(loaded=model_load(language_model=language_model), pairs=pairs, batch_size=batch_size)
-
-
 def _pll(word_l2r: bool):
     def score(language_model: LanguageModel, pairs: Sequence[tuple[str, str]], batch_size: int | None):
         loaded = masked_model_load(language_model=language_model)
@@ -171,13 +177,14 @@ def _pll(word_l2r: bool):
     return score
 
 
-# How each method of PAIR_METHODS scores pairs with a registered model.
+# How each masked-LM method of PAIR_METHODS scores pairs with a registered model (the causal method goes through the
+# model's engine, `score_texts`: generation/jobs/pair_kind.py).
 PAIR_SCORERS: dict[str, Callable[[LanguageModel, Sequence[tuple[str, str]], int | None], list[tuple[float, float]]]]
-PAIR_SCORERS = {CAUSAL: _causal, PLL: _pll(False), PLL_WORD_L2R: _pll(True)}
+PAIR_SCORERS = {PLL: _pll(False), PLL_WORD_L2R: _pll(True)}
 
 
 def pair_scores_compute(
     *, language_model: LanguageModel, method: str, pairs: Sequence[tuple[str, str]], batch_size: int | None = None
 ) -> list[tuple[float, float]]:
-    """The pairs' scores by a registered model under one of PAIR_METHODS (causal, pll, pll-word-l2r)."""
+    """The pairs' scores by a registered masked LM under pll or pll-word-l2r."""
     return PAIR_SCORERS[method](language_model, pairs, batch_size)
