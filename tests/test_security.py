@@ -663,7 +663,7 @@ def test_no_page_breaks_the_content_security_policy_in_a_browser(live_server, pe
         # Not pages: the API, downloads, and plots (images, shown through <img>, where a page's policy does not reach).
         if who is None or route.startswith(("api/", "logout")) or "export" in route or "plots" in route:
             continue
-        if route.endswith((".zip", ".csv")):  # a download too (the study bundle)
+        if route.endswith((".zip", ".csv", ".<str:fmt>")):  # a download too (the study bundle, a judge card's file)
             continue
         role = {PUBLIC: "anonymous", USER: "outsider"}.get(who, who)
         visits.append((role, site.path(route)))
