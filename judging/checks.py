@@ -28,10 +28,10 @@ from django.db import transaction
 from rest_framework import serializers
 
 from annotation.models import Pool, PoolItem
-from generation.engines import EngineUnavailable, engine_check, engine_for
+from generation.engines import engine_for
 from generation.jobs.kinds import JobKind
 from generation.jobs.progress import job_rows_write
-from generation.jobs.services import JobStateError, job_create, job_resume
+from generation.jobs.services import job_create
 from generation.models import Job, JobChunk
 from generation.parameters import JobParameterError, JobParameters
 from generation.pronouns import Codebook
@@ -50,6 +50,7 @@ from judging.models import (
 from judging.prompts import PromptItem, codebook_of, prompt_render
 from judging.scoring import Verdict, answer_verdict
 from judging.selectors import prompt_item
+from judging.services.runs import run_engine_check, run_taken_up
 
 ORIGINAL = "original"
 PROBES = {"n/a": "N/A", "empty": "", "mask": "[MASK]"}  # variant -> the generation put in its place
@@ -341,18 +342,8 @@ def check_run_create(
             .first()
         )
         if same is not None:
-            if same.state != "done":
-                try:
-                    job_resume(job_id=same.job.pk, queue=queue)
-                except JobStateError:
-                    pass  # it finished meanwhile
-                same.refresh_from_db()
-                same.job.refresh_from_db()
-            return same, False
-    try:
-        engine_check(engine=None, language_model=params.judge.model, judge_mode=params.mode)
-    except EngineUnavailable as exc:
-        raise JobParameterError({"engine": str(exc)}) from None
+            return run_taken_up(same, queue=queue), False
+    run_engine_check(params)
     job = job_create(
         params=JobParameters(
             model=params.judge.model,

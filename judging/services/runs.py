@@ -24,15 +24,30 @@ def judge_run_check(**parameters) -> RunParameters:
     """The run's parameters, validated (`judge_run_parameters_validate`), and its judge's engine checked as for any
     job: the engine the judge's model runs on can run it here, in this mode (generation/engines/)."""
     params = judge_run_parameters_validate(**parameters)
-    _engine_check(params)
+    run_engine_check(params)
     return params
 
 
-def _engine_check(params: RunParameters) -> None:
+def run_engine_check(params: RunParameters) -> None:
+    """The judge's engine can answer in the run's mode here (generation.engines.engine_check), else the job
+    parameter error naming the engine's problem."""
     try:
         engine_check(engine=None, language_model=params.judge.model, judge_mode=params.mode)
     except EngineUnavailable as exc:
         raise JobParameterError({"engine": str(exc)}) from None
+
+
+def run_taken_up(same, *, queue: bool):
+    """An equal run asked for again (a judge run or a check run): resumed where it has not finished, then read
+    afresh."""
+    if same.state != "done":
+        try:
+            job_resume(job_id=same.job.pk, queue=queue)
+        except JobStateError:
+            pass  # it finished meanwhile
+        same.refresh_from_db()
+        same.job.refresh_from_db()
+    return same
 
 
 def _job_parameters(params: RunParameters) -> JobParameters:
@@ -69,15 +84,8 @@ def judge_run_create(
             .first()
         )
         if same is not None:
-            if same.state != "done":
-                try:
-                    job_resume(job_id=same.job.pk, queue=queue)
-                except JobStateError:
-                    pass  # it finished meanwhile
-                same.refresh_from_db()
-                same.job.refresh_from_db()
-            return same, False
-    _engine_check(params)
+            return run_taken_up(same, queue=queue), False
+    run_engine_check(params)
     job = job_create(params=_job_parameters(params), created_by=created_by, queue=queue)
     return JudgeRun.objects.select_related("job", "judge").get(job=job), True
 
