@@ -415,10 +415,15 @@ def job_spent(*, job: Job) -> dict:
     )
     tokens_in, tokens_out = totals["tokens_in"] or 0, totals["tokens_out"] or 0
     endpoint = ModelEndpoint.objects.filter(model_id=job.model_id).first()
-    cost = None
-    if endpoint is not None and endpoint.price_in is not None and endpoint.price_out is not None:
-        cost = round((tokens_in * float(endpoint.price_in) + tokens_out * float(endpoint.price_out)) / 1e6, 6)
+    cost = _cost_usd(endpoint, tokens_in=tokens_in, tokens_out=tokens_out)
     return {"requests": totals["requests"], "tokens_in": tokens_in, "tokens_out": tokens_out, "cost_usd": cost}
+
+
+def _cost_usd(endpoint, *, tokens_in: int, tokens_out: int) -> float | None:
+    """The cost of these tokens at the endpoint's declared prices per million tokens; None without both prices."""
+    if endpoint is None or endpoint.price_in is None or endpoint.price_out is None:
+        return None
+    return round((tokens_in * float(endpoint.price_in) + tokens_out * float(endpoint.price_out)) / 1e6, 6)
 
 
 def spend_estimate(*, model: LanguageModel, requests: int, chars_in: int, tokens_out: int) -> dict:
@@ -429,9 +434,7 @@ def spend_estimate(*, model: LanguageModel, requests: int, chars_in: int, tokens
 
     tokens_in = -(-chars_in // 4)
     endpoint = ModelEndpoint.objects.filter(model=model).first() if model.is_endpoint else None
-    cost = None
-    if endpoint is not None and endpoint.price_in is not None and endpoint.price_out is not None:
-        cost = round((tokens_in * float(endpoint.price_in) + tokens_out * float(endpoint.price_out)) / 1e6, 6)
+    cost = _cost_usd(endpoint, tokens_in=tokens_in, tokens_out=tokens_out)
     return {
         "requests": requests if model.is_endpoint else 0,
         "tokens_in": tokens_in,
