@@ -30,7 +30,10 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     # uv reads its own configuration, not pip's: hand it the indexes pip is configured with, so that it finds the same
     # files, choosing among them as pip does (the best match on any index, not the first index that has the name);
     # and pin torch to the build pip just installed, so that nothing replaces it (PyPI's torch is the CUDA one).
-    uv_options=(--python .venv/bin/python --override .venv/.concord-torch --index-strategy unsafe-best-match)
+    # --compile-bytecode: pip writes each module's bytecode as it installs, uv does not; without it a process started
+    # where PYTHONDONTWRITEBYTECODE is set compiles pandas, scipy and the rest from source every time (seconds each).
+    uv_options=(--python .venv/bin/python --override .venv/.concord-torch --index-strategy unsafe-best-match
+      --compile-bytecode)
     .venv/bin/python -c 'import torch; print(f"torch=={torch.__version__}")' > .venv/.concord-torch
     for url in $(.venv/bin/pip config get global.extra-index-url 2>/dev/null || true); do
       uv_options+=(--extra-index-url "$url")
