@@ -7,6 +7,9 @@ counts for every pool drawn from that job: a pool item takes the label of its ge
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from django.db.models import Q, QuerySet
@@ -124,9 +127,39 @@ class ItemLabel:
     run: JudgeRun
 
 
+# Inside `run_labels_read_once`: (run id, pool id) -> every label of the run over the pool, read once.
+_labels_read: ContextVar[dict[tuple[int, int], list[ItemLabel]] | None] = ContextVar("labels_read", default=None)
+
+
+@contextmanager
+def run_labels_read_once() -> Iterator[None]:
+    """Within it, `run_pool_labels` reads each run's labels of a pool once and answers later calls (any `item_ids`)
+    from what it read: for one consistent read of many figures (a report's judge frame, verdict, PPI++ and corrected
+    rates all start from the same runs' labels). Nested uses share the outermost's reads."""
+    token = _labels_read.set({}) if _labels_read.get() is None else None
+    try:
+        yield
+    finally:
+        if token is not None:
+            _labels_read.reset(token)
+
+
 def run_pool_labels(*, run: JudgeRun, pool: Pool, item_ids=None) -> list[ItemLabel]:
     """The run's labels of the pool's items, in item order: a pool run's own labels, or, for a run over a job, the
-    label of each pool item's generation."""
+    label of each pool item's generation (inside `run_labels_read_once`, read once per run and pool)."""
+    read = _labels_read.get()
+    if read is None:
+        return _run_pool_labels(run=run, pool=pool, item_ids=item_ids)
+    key = (run.pk, pool.pk)
+    if key not in read:
+        read[key] = _run_pool_labels(run=run, pool=pool, item_ids=None)
+    if item_ids is None:
+        return list(read[key])
+    wanted = set(item_ids)
+    return [row for row in read[key] if row.item_id in wanted]
+
+
+def _run_pool_labels(*, run: JudgeRun, pool: Pool, item_ids=None) -> list[ItemLabel]:
     if run.pool_id is not None:
         if run.pool_id != pool.pk:
             return []

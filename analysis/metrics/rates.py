@@ -18,6 +18,8 @@ from typing import TypedDict
 
 import numpy as np
 
+from analysis.metrics.resampling import resample_counts
+
 MIN_YOUDEN = 0.05  # se + sp - 1 at or below this: the correction is undefined
 BOOTSTRAP_DRAWS = 2000
 BOOTSTRAP_SEED = 0
@@ -52,13 +54,15 @@ def rogan_gladen(*, q: float, se: float, sp: float, clip: bool = True) -> float 
 def _sums(groups: Sequence[tuple[Sequence[int], Sequence[int]]]) -> np.ndarray:
     """Per labelled unit: [human positives, of them judged positive, human negatives, of them judged positive,
     samples, judged positive]."""
-    out = np.zeros((len(groups), 6))
-    for index, (human, judged) in enumerate(groups):
-        h, j = np.asarray(human, dtype=float), np.asarray(judged, dtype=float)
-        if h.shape != j.shape:
+    rows = []
+    # In Python's integers (labels are 0 or 1): exact, as numpy's float sums of them are, and without an array per unit.
+    for human, judged in groups:
+        if len(human) != len(judged):
             raise ValueError("one judge label per labelled sample")
-        out[index] = [h.sum(), (h * j).sum(), (1 - h).sum(), ((1 - h) * j).sum(), h.size, j.sum()]
-    return out
+        both = sum(h * j for h, j in zip(human, judged, strict=True))
+        size, positives, judged_positive = len(human), sum(human), sum(judged)
+        rows.append([positives, both, size - positives, judged_positive - both, size, judged_positive])
+    return np.array(rows, dtype=float).reshape(-1, 6)
 
 
 def _figures(labelled: np.ndarray, unlabelled: np.ndarray) -> np.ndarray:
@@ -89,7 +93,7 @@ def corrected_rate(
     percentiles are of the unclipped draws; the interval is then clipped to [0, 1] and marked (`ci_clipped`) as
     every interval of a rate is. `n_labelled` and `N` count units (contexts)."""
     sums = _sums(labelled)
-    others = np.array([[len(unit), float(np.sum(unit))] for unit in unlabelled], dtype=float).reshape(-1, 2)
+    others = np.array([[len(unit), sum(unit)] for unit in unlabelled], dtype=float).reshape(-1, 2)
     n, m = len(sums), len(others)
     result: CorrectedRate = {
         "se": None, "sp": None, "q": None, "rate": None, "ci": None, "ci_clipped": False,
@@ -103,13 +107,12 @@ def corrected_rate(
     if result["rate"] is None or n == 0:
         return result
     rng = np.random.default_rng(seed)
-    picks = rng.integers(0, n, size=(draws, n))
-    counts = np.zeros((draws, n))
-    np.add.at(counts, (np.repeat(np.arange(draws), n), picks.ravel()), 1)
-    other_counts = np.zeros((draws, m))
-    if m:
-        other_picks = rng.integers(0, m, size=(draws, m))
-        np.add.at(other_counts, (np.repeat(np.arange(draws), m), other_picks.ravel()), 1)
+    # How many times each draw takes each unit, counted by bincount (exact integers, so the products below are the
+    # same floats in any order of summation).
+    counts = resample_counts(rng.integers(0, n, size=(draws, n))).astype(np.float64)
+    other_counts = (
+        resample_counts(rng.integers(0, m, size=(draws, m))).astype(np.float64) if m else np.zeros((draws, 0))
+    )
     drawn = _figures(counts @ sums, other_counts @ others)
     youden = drawn[:, 0] + drawn[:, 1] - 1
     keep = ~np.isnan(drawn).any(axis=1) & (youden > MIN_YOUDEN)

@@ -72,7 +72,7 @@ def resample_index(n: int, *, draws: int, seed: int) -> np.ndarray:
     return _resamples(n, draws, seed)[0].index
 
 
-def _counts(index: np.ndarray, *, rows: int = 64) -> np.ndarray:
+def resample_counts(index: np.ndarray, *, rows: int = 64) -> np.ndarray:
     """How many times each resample (row of `index`) takes each item: one bincount per block of rows, each row's items
     offset by n times its place in the block (blocks small enough to stay in the CPU's cache)."""
     draws, n = index.shape
@@ -105,7 +105,7 @@ def resampled_sums(columns: np.ndarray, *, draws: int, seed: int) -> np.ndarray:
     if (before or columns.shape[1] >= 3) and _exact_in_float32(columns):
         counts = kept.counts
         if counts is None:
-            counts = kept.counts = _counts(kept.index)
+            counts = kept.counts = resample_counts(kept.index)
             _keep(key, kept)
         return (counts @ columns.astype(np.float32)).astype(np.float64)
     return np.stack([column[kept.index].sum(axis=1) for column in columns.T], axis=1)

@@ -24,7 +24,7 @@ from annotation.selectors.aggregate import AggregationError, pool_aggregates
 from common.frames import pd
 from generation.models import Job
 from generation.models.tango import TangoTemplate
-from judging.selectors import covering_runs
+from judging.selectors import covering_runs, run_labels_read_once
 
 
 def pool_list_for_reports() -> QuerySet[Pool]:
@@ -56,6 +56,13 @@ def report_data(
     (gold and training items never enter a metric). `human_verdict` picks the human label that the heuristic and the
     accuracies are compared with (`human.HUMAN_VERDICTS`; None: the default rule); it raises ValueError for an
     unknown one and AggregationError for an aggregate of a pool with no item rated twice."""
+    with run_labels_read_once():  # the judges' frame, verdict, PPI++ and rates read each run's labels once
+        return _report_data(pool=pool, examples_seed=examples_seed, human_verdict=human_verdict, verdict=verdict)
+
+
+def _report_data(
+    *, pool: Pool, examples_seed: int, human_verdict: str | None, verdict: verdict_selectors.VerdictParameters | None
+) -> dict:
     labels = list(pool.labels)
     frame = human.pool_item_frame(pool=pool)
     aggregates = _aggregates(pool=pool, frame=frame)

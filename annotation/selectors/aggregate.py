@@ -54,9 +54,10 @@ def ratings_aggregate(*, ratings: pd.DataFrame) -> pd.DataFrame:
     `dawid_skene`, `dawid_skene_posterior` (its posterior probability of that label) and `mace`, indexed by task in
     order of first appearance. Raises AggregationError when no task has two ratings."""
     data = _checked(ratings)
-    from crowdkit.aggregation import MajorityVote
-
     from annotation.selectors.mace import ArrayMACE
+    from common.crowd_kit import models
+
+    MajorityVote = models().MajorityVote
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # pandas' FutureWarnings from inside crowd-kit
@@ -65,7 +66,12 @@ def ratings_aggregate(*, ratings: pd.DataFrame) -> pd.DataFrame:
     dawid_skene = _dawid_skene(data)
     tasks = pd.unique(data["task"])
     ds_labels = dawid_skene.labels_
-    posterior = [float(dawid_skene.probas_.loc[task, ds_labels.loc[task]]) for task in tasks]
+    # Each task's posterior of its label, read off the posteriors by position (a `.loc` per task costs 0.4 s on 2,500).
+    probas = dawid_skene.probas_.reindex(tasks)
+    columns = probas.columns.get_indexer(ds_labels.reindex(tasks))
+    if (columns < 0).any():
+        raise AggregationError("Dawid-Skene gave a task a label outside its posteriors")
+    posterior = probas.to_numpy(dtype=float)[np.arange(len(tasks)), columns].tolist()
     return pd.DataFrame(
         {
             "n_ratings": data.groupby("task").size().reindex(tasks).astype(int).to_numpy(),
@@ -171,8 +177,9 @@ def pool_aggregates(*, pool: Pool) -> list[dict]:
         raise AggregationError(f"pool {pool.name!r}: {error}") from None
     items = PoolItem.objects.filter(pk__in=list(aggregated.index)).order_by("pk")
     rows = []
+    by_item = aggregated.to_dict("index")  # a `.loc` per item costs more than the rest of this function
     for item in items.values("pk", "public_id", "model_name", "dataset", "setting", "pronoun"):
-        figures = aggregated.loc[item["pk"]]
+        figures = by_item[item["pk"]]
         rows.append(
             {
                 "item": item["public_id"],

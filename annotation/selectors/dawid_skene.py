@@ -23,10 +23,17 @@ Importing this module imports crowd-kit: import it where a fit is made.
 
 from __future__ import annotations
 
-import numpy as np
-from crowdkit.aggregation import DawidSkene
+from typing import TYPE_CHECKING
 
+import numpy as np
+
+from common.crowd_kit import models
 from common.frames import pd
+
+if TYPE_CHECKING:
+    from crowdkit.aggregation import DawidSkene
+else:
+    DawidSkene = models().DawidSkene  # without crowdkit.aggregation's __init__ (common/crowd_kit.py)
 
 _EPS = np.float_power(10, -10)
 

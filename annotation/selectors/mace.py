@@ -16,10 +16,17 @@ ratings). Importing this module imports crowd-kit: import it where a fit is made
 
 from __future__ import annotations
 
-import numpy as np
-from crowdkit.aggregation import MACE
+from typing import TYPE_CHECKING
 
+import numpy as np
+
+from common.crowd_kit import models
 from common.frames import pd
+
+if TYPE_CHECKING:
+    from crowdkit.aggregation import MACE
+else:
+    MACE = models().MACE  # without crowdkit.aggregation's __init__ (common/crowd_kit.py)
 
 # Far above the smallest normal double (2.2e-308): a product of factors <= 1 that ends above it never lost a bit.
 SCALED_BELOW = 1e-280

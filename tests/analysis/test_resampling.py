@@ -40,7 +40,7 @@ def test_the_index_is_the_generators_own_draws_drawn_once_per_size():
 def test_counts_are_how_often_each_resample_takes_each_item(draws):
     index = fresh_index(37, draws, seed=draws)
     expected = np.stack([np.bincount(row, minlength=37) for row in index])
-    counts = resampling._counts(index)
+    counts = resampling.resample_counts(index)
     np.testing.assert_array_equal(counts, expected)
     assert counts.dtype == np.float32 and not counts.flags.writeable
 
