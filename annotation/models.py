@@ -1,11 +1,12 @@
 import secrets
 
 from django.conf import settings
-from django.db import connection, models
+from django.db import connection, models, router
 from django.db.models import F, Q
 
 from accounts.models import Project, default_project_id
 from annotation.schema import DEFAULT_LABELS, FLAG_SETS, PECULIARITIES
+from common.deletion import delete_in_batches
 from generation.models import Generation, Job, Pair
 from generation.models.datasets import BASE_CHOICES
 from generation.models.jobs import SETTING_CHOICES
@@ -34,6 +35,13 @@ def new_public_id() -> str:
     export would have to neutralise such a cell (common/safe_csv.py), and the id read back would not match."""
     token = secrets.token_urlsafe(12)
     return "_" + token[1:] if token.startswith("-") else token
+
+
+class PoolQuerySet(models.QuerySet):
+    def delete(self) -> tuple[int, dict[str, int]]:
+        """Deletes the pools with every row of theirs in batches (common/deletion.py): a crowd-sized pool's
+        annotations are past the 65,535 parameters of one PostgreSQL statement."""
+        return delete_in_batches(self, delete=super().delete)
 
 
 class Pool(models.Model):
@@ -82,11 +90,18 @@ class Pool(models.Model):
     active_run_id = models.PositiveIntegerField(null=True, blank=True, editable=False)
     active_budget = models.FloatField(null=True, blank=True, editable=False)
 
+    objects = PoolQuerySet.as_manager()
+
     class Meta:
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
         return self.name
+
+    def delete(self, using=None, keep_parents=False) -> tuple[int, dict[str, int]]:
+        """Deletes the pool with every row of its in batches, as `PoolQuerySet.delete` does."""
+        rows = Pool._base_manager.using(using or router.db_for_write(Pool, instance=self)).filter(pk=self.pk)
+        return delete_in_batches(rows, delete=lambda: super(Pool, self).delete(using=using, keep_parents=keep_parents))
 
 
 class PoolGuideline(models.Model):
