@@ -117,3 +117,22 @@ def test_adjudicators_see_the_heuristic_and_the_judge_with_badges(client, resear
     page = client.get(f"/pools/{pool.name}/adjudicate/").content.decode()
     assert 'data-origin="heuristic"' in page and 'data-origin="judge:smol-judge"' in page
     assert "0.88" in page  # the judge's confidence, rounded
+
+
+def test_inside_run_labels_read_once_a_runs_labels_are_read_once_and_answer_any_items(
+    run, judged_pool, django_assert_num_queries
+):
+    from judging.selectors import run_labels_read_once, run_pool_labels
+
+    pool, items = judged_pool
+    plain = run_pool_labels(run=run, pool=pool)
+    some = [items[2].pk, items[0].pk]
+    with run_labels_read_once():
+        with django_assert_num_queries(1):
+            first = run_pool_labels(run=run, pool=pool)
+            again = run_pool_labels(run=run, pool=pool)
+            chosen = run_pool_labels(run=run, pool=pool, item_ids=some)
+    assert first == again == plain and len(plain) == len(items)
+    assert chosen == run_pool_labels(run=run, pool=pool, item_ids=some) == [row for row in plain if row.item_id in some]
+    with django_assert_num_queries(1):  # outside it, every call reads
+        run_pool_labels(run=run, pool=pool)
