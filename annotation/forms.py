@@ -113,6 +113,9 @@ class PoolFilesForm(forms.Form):
         help_text="nominal (categories), ordinal (the labels in the order written: a rating scale) or interval "
         "(numeric labels)",
     )  # fmt: skip
+    positive_at_least = forms.CharField(
+        required=False, label="Positive at least", help_text="ordinal or interval: rates count labels from this one up"
+    )
     project = forms.ModelChoiceField(
         queryset=Project.objects.none(), to_field_name="name", empty_label=None,
         help_text="its members alone see the pool",

@@ -117,6 +117,13 @@ def positive_labels(pool: Pool) -> set[str]:
     return set(order[order.index(threshold) :])
 
 
+def rate_positive(pool: Pool) -> str | frozenset[str] | None:
+    """What the pool's rates count: its positive label, else (an ordinal or interval pool with a threshold) the labels
+    at or above the threshold, which `analysis.selectors.verdict.HumanSide.positive` reads as "the item's human
+    value is at or above the threshold's"; None: the pool has no rates."""
+    return positive_label(pool) or frozenset(positive_labels(pool)) or None
+
+
 NO_RATES = (
     "no rates: the pool's labels have no misgendering and it names no positive label; import with --positive LABEL "
     "(or, on an ordinal or interval pool, --positive-at-least LABEL)"

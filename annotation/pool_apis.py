@@ -90,6 +90,9 @@ class PoolDetailSerializer(serializers.Serializer):
     labels = serializers.ListField(child=serializers.CharField())
     scale = serializers.CharField(help_text="nominal, ordinal or interval")
     positive_label = serializers.CharField(allow_null=True, help_text="the label rates count; null: none in the set")
+    positive_at_least = serializers.CharField(
+        allow_blank=True, help_text="ordinal or interval: rates count the labels at or above it; empty: none"
+    )
     active = serializers.BooleanField(help_text="an active draw: each item carries its inclusion probability")
     active_judge_run = serializers.IntegerField(allow_null=True, help_text="the judge run an active draw used")
     active_budget = serializers.FloatField(allow_null=True, help_text="the expected number of contexts drawn")
@@ -158,6 +161,7 @@ def _pool_detail(pool: Pool) -> dict:
         "labels": list(pool.labels),
         "scale": pool.scale,
         "positive_label": positive_label(pool),
+        "positive_at_least": pool.positive_at_least,
         "active": pool.active_run_id is not None,
         "active_judge_run": pool.active_run_id,
         "active_budget": pool.active_budget,
@@ -199,6 +203,10 @@ class PoolListCreateApi(APIView):
         scale = serializers.ChoiceField(
             choices=list(SCALES), default=NOMINAL,
             help_text="nominal, ordinal (labels in the order given) or interval (numeric labels)",
+        )  # fmt: skip
+        positive_at_least = serializers.CharField(
+            max_length=64, required=False, allow_blank=True, default="",
+            help_text="ordinal or interval: rates count every label at or above this one (instead of positive)",
         )  # fmt: skip
         jobs = serializers.ListField(
             child=serializers.IntegerField(min_value=1), required=False, help_text="finished jobs; none: all of them"
@@ -276,6 +284,7 @@ class PoolListCreateApi(APIView):
                 labels=data.get("labels"),
                 scale=data["scale"],
                 positive=data["positive"],
+                positive_at_least=data["positive_at_least"],
             )
         except PoolSampleError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
@@ -294,7 +303,7 @@ class PoolListCreateApi(APIView):
         try:
             pool = pool_create(
                 name=data["name"], labels=data["labels"], positive=data["positive"], scale=data["scale"],
-                project=project, created_by=request.user,
+                positive_at_least=data["positive_at_least"], project=project, created_by=request.user,
             )  # fmt: skip
         except PoolCreateError as exc:
             field, _, message = str(exc).partition(": ")

@@ -449,7 +449,7 @@ def pool_files_page(request):
         try:
             pool = pool_create(
                 name=data["name"], labels=data["labels"], positive=data["positive"], scale=data["scale"],
-                project=data["project"], created_by=request.user,
+                positive_at_least=data["positive_at_least"], project=data["project"], created_by=request.user,
             )  # fmt: skip
         except PoolCreateError as exc:
             field, _, message = str(exc).partition(": ")

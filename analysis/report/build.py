@@ -98,7 +98,7 @@ def _report_data(
 
 
 # Bump when a change to the report's code changes its output, so that a shared cache (Redis) drops old reports.
-REPORT_FORMAT = 4
+REPORT_FORMAT = 5
 
 
 def _scalar(queryset: QuerySet, group: str, **aggregate: Any) -> Subquery:

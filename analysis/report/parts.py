@@ -68,6 +68,14 @@ def pairwise(report: dict) -> list:
     return [row for m in INTER_ANNOTATOR_VIEWS for row in report["inter_annotator"][m].get("pairwise", [])]
 
 
+def pairwise_note(report: dict) -> str | None:
+    """Why the pairs are not listed (a pool of more raters than are listed), from a report that says so."""
+    inter = report.get("inter_annotator") or {}
+    return next(
+        (inter[m]["pairwise_note"] for m in INTER_ANNOTATOR_VIEWS if (inter.get(m) or {}).get("pairwise_note")), None
+    )
+
+
 def pairwise_rows(report: dict) -> list[dict]:
     """Cohen's kappa per annotator pair, for every view."""
     inter = report["inter_annotator"]

@@ -115,12 +115,15 @@ class Table(Generic[RowT]):
     shown: a plain table on the page (False: a section of its own, or a CSV link).
     optional: a report saved before the table was added lacks it (NotRequired in `Report`).
     rates: its rows are rates of the positive label (docs/domain.md, "Scales").
+    note: the report's reason the table is empty, shown instead of `empty` (None: no reason given).
     """
 
     def fills(self, report: dict) -> str:
         """What would fill it, for the sentence shown while it is empty: a rates table of a pool without a positive
         label says how to get one."""
         note = report.get("rates_note") if self.rates else None
+        if self.note is not None:
+            note = note or self.note(report)
         return note or self.empty
 
     key: str
@@ -143,6 +146,8 @@ class Table(Generic[RowT]):
     # A table of rates of the positive label: empty on a pool with neither a positive label nor a threshold, it says
     # how to get them (the report's `rates_note`) rather than what fills it.
     rates: bool = False
+    # Why the table is empty where the report says so (a pool of too many raters for the pairs' rows), else None.
+    note: Callable[[dict], str | None] | None = None
 
     def column_title(self, name: str) -> str | None:
         """The declared title of a column (an interval's `<key>_low`/`<key>_high` are shown as `<key>`), or None."""

@@ -52,6 +52,7 @@ class AgreementBlock(TypedDict):
     raw_agreement_boot_ci: Interval | None
     kappa_method: str  # "cohen": every item has two annotations (ordered by annotator); "light": the pairs' mean
     cohen_kappa: float | None  # on the square table over the label set, CI clipped to [-1, 1]; or Light's
+    light_pairs: int | None  # the annotator pairs Light's kappa averages (sharing at least 30 items); null: Cohen's
     kappa_ci: Interval | None
     weighted_kappa_linear: float | None  # ordinal or interval pools; null on nominal ones
     weighted_kappa_quadratic: float | None
@@ -65,6 +66,7 @@ class AgreementBlock(TypedDict):
     gwet_ac1_ci: Interval | None
     krippendorff_alpha_all: float | None
     pairwise: list[PairwiseRow]
+    pairwise_note: str | None  # why `pairwise` is empty though pairs share items (too many raters); else null
 
 
 class Confusion(TypedDict):

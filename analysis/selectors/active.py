@@ -26,8 +26,8 @@ import numpy as np
 from analysis.metrics.active import HALF_WIDTHS, active_mean, active_n, people_n, ppi_n, stratified_ppi
 from analysis.metrics.verdict import ppi_mean
 from analysis.report.machine_types import ActiveInclusionRow, ActiveRateRow, LabelBudgetRow, StratifiedPpiRow
-from analysis.selectors.verdict import PPI_ALPHA, HumanSide, human_side
-from annotation.labelset import positive_label
+from analysis.selectors.verdict import PPI_ALPHA, HumanSide, human_side, positives_of
+from annotation.labelset import rate_positive
 from annotation.models import STUDY, Pool, PoolItem
 from common.frames import pd
 from generation.datasets.labels import dataset_label
@@ -64,10 +64,12 @@ class Unit:
         return float(np.mean([p for _, p in self.labelled]))
 
 
-def _job_units(*, run: JudgeRun, pool: Pool, side: HumanSide, positive: str) -> dict[Context, Unit]:
-    """The run's job's contexts in order (instance, setting), each with what the judge and the pool's people said."""
+def _job_units(*, run: JudgeRun, pool: Pool, side: HumanSide, positive: str | frozenset[str]) -> dict[Context, Unit]:
+    """The run's job's contexts in order (instance, setting), each with what the judge and the pool's people said:
+    Yhat the judge's probability of the positive label (of the labels at or above a threshold, summed)."""
     assert run.source_job_id is not None  # the drawing run is a run over the pool's job
     options = run.judge.option_map
+    positives = positives_of(positive)
     units: dict[Context, Unit] = {}
     probability: dict[int, tuple[Context, float]] = {}
     rows = (
@@ -78,9 +80,10 @@ def _job_units(*, run: JudgeRun, pool: Pool, side: HumanSide, positive: str) -> 
     )  # fmt: skip
     for generation_id, label, scores, instance_id, setting, pronoun in rows:
         if run.mode == JudgeMode.IMPORTED and not scores:
-            value = float(label == positive)
+            value = float(label in positives)
         else:
-            value = option_probabilities(run.mode, options, scores)[positive]
+            probabilities = option_probabilities(run.mode, options, scores)
+            value = float(sum(probabilities[option] for option in positives if option in probabilities))
         key = (instance_id, setting)
         units.setdefault(key, Unit(pronoun)).judged.append(value)
         probability[generation_id] = (key, value)
@@ -94,9 +97,9 @@ def _job_units(*, run: JudgeRun, pool: Pool, side: HumanSide, positive: str) -> 
         unit = units[key]
         unit.in_pool = True
         unit.pi = pi
-        human = side.label.get(item_id)
+        human = side.positive(item_id, positive)
         if human is not None:
-            unit.labelled.append((float(human == positive), value))
+            unit.labelled.append((human, value))
     return units
 
 
@@ -124,10 +127,10 @@ def _head(run: JudgeRun) -> dict:
     return {"judge": run.judge.name, "run": run.pk, "model": job.model.name, "dataset": dataset_label(job.dataset)}
 
 
-def _active_run(pool: Pool) -> tuple[JudgeRun, str] | None:
-    """The judge run an active pool was drawn with (over a job, giving the positive label) and the positive label;
-    None for a pool that is not active, or whose run cannot give its rates."""
-    positive = positive_label(pool)
+def _active_run(pool: Pool) -> tuple[JudgeRun, str | frozenset[str]] | None:
+    """The judge run an active pool was drawn with (over a job, giving the positive label) and what the rates count
+    (`annotation.labelset.rate_positive`); None for a pool that is not active, or whose run cannot give its rates."""
+    positive = rate_positive(pool)
     if pool.active_run_id is None or positive is None:
         return None
     run = (
@@ -135,7 +138,7 @@ def _active_run(pool: Pool) -> tuple[JudgeRun, str] | None:
         .filter(pk=pool.active_run_id)
         .first()
     )
-    if run is None or run.source_job is None or positive not in run.judge.option_map:
+    if run is None or run.source_job is None or not positives_of(positive) & set(run.judge.option_map):
         return None
     return run, positive
 
@@ -150,7 +153,8 @@ def active_rates(*, pool: Pool, frame: pd.DataFrame) -> list[ActiveRateRow]:
     if drawn is None:
         return []
     run, positive = drawn
-    units = _job_units(run=run, pool=pool, side=human_side(frame=frame), positive=positive)
+    side = human_side(frame=frame, labels=list(pool.labels), scale=pool.scale)
+    units = _job_units(run=run, pool=pool, side=side, positive=positive)
     rows = []
     job = run.source_job
     assert job is not None  # _active_run gives runs over a job only
@@ -190,13 +194,13 @@ def stratified_ppi_rows(
 ) -> list[StratifiedPpiRow]:
     """Per run over one of the pool's jobs (model x dataset): stratified PPI over the job's pronoun families beside
     the unstratified PPI++ estimate. A uniform draw's estimate: an active pool has `active_rates` instead."""
-    positive = positive_label(pool)
+    positive = rate_positive(pool)
     if positive is None or pool.active_run_id is not None:
         return []
-    side = human_side(frame=frame)
+    side = human_side(frame=frame, labels=list(pool.labels), scale=pool.scale)
     rows = []
     for run in _job_runs(pool, runs):
-        if positive not in run.judge.option_map:
+        if not positives_of(positive) & set(run.judge.option_map):
             continue
         units = _job_units(run=run, pool=pool, side=side, positive=positive)
         strata = _strata(units, list(run.source_job.generation_run.pronouns) if run.source_job else [])
@@ -221,13 +225,13 @@ def label_budget(*, pool: Pool, frame: pd.DataFrame, runs: list[JudgeRun] | None
     """The pool as a pilot, per run over one of its jobs (model x dataset, pronoun "all"), per half-width: the
     contexts people must label alone, with the judge (PPI++) and with an active draw. An active pilot's labels are
     weighted by 1 / pi in the active figure."""
-    positive = positive_label(pool)
+    positive = rate_positive(pool)
     if positive is None:
         return []
-    side = human_side(frame=frame)
+    side = human_side(frame=frame, labels=list(pool.labels), scale=pool.scale)
     rows = []
     for run in _job_runs(pool, runs):
-        if positive not in run.judge.option_map:
+        if not positives_of(positive) & set(run.judge.option_map):
             continue
         units = _job_units(run=run, pool=pool, side=side, positive=positive)
         y, yhat, unlabelled = _ppi_vectors(list(units.values()))

@@ -33,6 +33,7 @@ from analysis.metrics.multirater import (
     fleiss_kappa,
     gwet_ac1,
     krippendorff_alpha_all,
+    light_kappa,
     majority,
     pairwise_agreement,
     pooled_pairs,
@@ -222,15 +223,29 @@ def _agreement_block(
 PAIRWISE_MAX_RATERS = 50  # 1,225 pairs
 
 
-def _light(block: dict, pairwise: list[dict]) -> None:
-    """Light's kappa (and weighted kappas) of a block of items with more than two annotations: the means over the
-    annotator pairs sharing at least MIN_SHARED items; None when no pair does."""
+def _light(block: dict, annotators: list[list[str]], ratings: list[list], *, categories: list, scale: str) -> None:
+    """Light's kappa (and weighted kappas) of a block of items with more than two annotations: the means over every
+    annotator pair sharing at least MIN_SHARED items, however many raters the pool has (`light_pairs` of them; None
+    when no pair does). The pairs' own rows (`pairwise`) are listed for at most PAIRWISE_MAX_RATERS raters;
+    `pairwise_note` says so where there are more."""
+    raters = len({name for names in annotators for name in names})
+    block["pairwise_note"] = (
+        f"no pairs listed: the pool has {raters} raters ({raters * (raters - 1) // 2:,} pairs), more than the "
+        f"{PAIRWISE_MAX_RATERS} whose pairs are listed; the headline figures count every pair, and the quality page's "
+        "heat map gives each pair's kappa"
+        if raters > PAIRWISE_MAX_RATERS
+        else None
+    )
+    block["light_pairs"] = None
     if block["kappa_method"] != "light":
         return
-    shared = [row for row in pairwise if row["n_items"] >= MIN_SHARED]
-    for key in ("cohen_kappa", "weighted_kappa_linear", "weighted_kappa_quadratic"):
-        defined = [row[key] for row in shared if row.get(key) is not None]
-        block[key] = float(np.mean(defined)) if defined else None
+    light = light_kappa(
+        [list(zip(names, values, strict=True)) for names, values in zip(annotators, ratings, strict=True)],
+        categories=categories,
+        scale=scale,
+        min_shared=MIN_SHARED,
+    )
+    block.update(light)
 
 
 # Light's kappa averages the pairs of annotators who share at least this many items (docs/domain.md, 'Headline
@@ -318,7 +333,7 @@ def inter_annotator(
             **_agreement_block(annotators, ratings, categories=view_categories, scale=view_scale),
             **_multirater_block(annotators, ratings, categories=view_categories, scale=view_scale),
         }
-        _light(block, block["pairwise"])
+        _light(block, annotators, ratings, categories=view_categories, scale=view_scale)
         views[view] = block
     result = {
         **views,

@@ -33,7 +33,7 @@ from analysis.metrics.verdict import (
     selective_threshold,
 )
 from analysis.report.machine_types import JudgeVerdictRow, PredictionPoweredRow
-from annotation.labelset import positive_label, positive_labels
+from annotation.labelset import rate_positive
 from annotation.models import NOMINAL, STUDY, Pool, PoolItem
 from annotation.schema import MISGENDERING
 from common.frames import pd
@@ -121,6 +121,20 @@ class HumanSide:
     annotations: dict[int, dict[str, str]]
     value: dict[int, float | None] = field(default_factory=dict)
     numbers: dict[str, float] | None = None
+
+    def positive(self, item_id: int, positive: str | frozenset[str]) -> float | None:
+        """1.0 when people call the item positive, 0.0 when not, None when it has no human label: its human label is
+        the positive label, or (a threshold: the labels at or above it) its human value is at or above the
+        threshold's (docs/domain.md, "Scales": an interval item rated 3 and 4 has the mean 3.5, below a threshold of
+        4, though its median label is 3)."""
+        label = self.label.get(item_id)
+        if label is None:
+            return None
+        if isinstance(positive, str) or self.numbers is None:
+            return float(label in positives_of(positive))
+        value = self.value.get(item_id)
+        threshold = min(self.numbers[label] for label in positive if label in self.numbers)
+        return None if value is None else float(value >= threshold)
 
 
 def human_side(*, frame: pd.DataFrame, labels: list[str] | None = None, scale: str = NOMINAL) -> HumanSide:
@@ -390,21 +404,21 @@ def _stratum_rows(*, run: JudgeRun, model: str, dataset: str, pronoun: str, unit
     return {"judge": run.judge.name, "run": run.pk, "model": model, "dataset": dataset, "pronoun": pronoun, **figures}
 
 
-def _positives(positive: str | frozenset[str]) -> frozenset[str]:
+def positives_of(positive: str | frozenset[str]) -> frozenset[str]:
     """The labels a rate counts: one positive label, or those at or above a threshold (docs/domain.md, "Scales")."""
     return frozenset([positive]) if isinstance(positive, str) else positive
 
 
 def _p_positive(run: JudgeRun, options: dict[str, str], scores: dict, positive: str | frozenset[str]) -> float:
     probabilities = option_probabilities(run.mode, options, scores)
-    return float(sum(probabilities[label] for label in _positives(positive) if label in probabilities))
+    return float(sum(probabilities[label] for label in positives_of(positive) if label in probabilities))
 
 
 def _yhat(run: JudgeRun, options: dict[str, str], label: str, scores: dict, positive: str | frozenset[str]) -> float:
     """Yhat of one judged sample (docs/domain.md, "Bring your own study"): the positive label's probability (the
     positive labels' summed), else (an imported label without probabilities) 1[label is positive]."""
     if run.mode == JudgeMode.IMPORTED and not scores:
-        return float(label in _positives(positive))
+        return float(label in positives_of(positive))
     return _p_positive(run, options, scores, positive)
 
 
@@ -415,7 +429,7 @@ def run_prediction_powered_pool(
     pool's contexts (model, dataset, setting, pronoun and context text); labelled ones have people's labels, the
     others only the judge's. Per model x dataset x stated pronoun, then pronoun "all" per model x dataset."""
     options = run.judge.option_map
-    if not _positives(positive) & set(options):
+    if not positives_of(positive) & set(options):
         return []
     judged = {row.item_id: _yhat(run, options, row.label, row.scores, positive)
               for row in run_pool_labels(run=run, pool=pool) if row.label}  # fmt: skip
@@ -429,9 +443,9 @@ def run_prediction_powered_pool(
             continue
         key = (model, dataset, pronoun or "", setting, context)
         units[key].append(judged[item_id])
-        label = side.label.get(item_id)
-        if label is not None:
-            labelled[key].append((float(label in _positives(positive)), judged[item_id]))
+        human = side.positive(item_id, positive)
+        if human is not None:
+            labelled[key].append((human, judged[item_id]))
     out = []
     for model, dataset in sorted({(key[0], key[1]) for key in units}):
         stratum = {key for key in units if key[:2] == (model, dataset)}
@@ -458,7 +472,7 @@ def run_prediction_powered(
     job = run.source_job
     assert job is not None
     options = run.judge.option_map
-    if not _positives(positive) & set(options):
+    if not positives_of(positive) & set(options):
         return []
     model, dataset = job.model.name, dataset_label(job.dataset)
     # context (instance, setting) -> pronoun, and each judged generation's P(misgendering)
@@ -481,10 +495,10 @@ def run_prediction_powered(
     labelled: dict[tuple[int, str], list[tuple[float, float]]] = defaultdict(list)
     items = PoolItem.objects.filter(pool=pool, kind=STUDY, generation__job=job).values_list("id", "generation_id")
     for item_id, generation_id in items:
-        label = side.label.get(item_id)
-        if label is None or generation_id not in probability:
+        human = side.positive(item_id, positive)
+        if human is None or generation_id not in probability:
             continue
-        labelled[context_of[generation_id]].append((float(label in _positives(positive)), probability[generation_id]))
+        labelled[context_of[generation_id]].append((human, probability[generation_id]))
     out = []
     for pronoun in [p for p in job.generation_run.pronouns if p in set(pronoun_of.values())]:
         keep = {context for context, base in pronoun_of.items() if base == pronoun}
@@ -509,12 +523,12 @@ def prediction_powered(
     """One row per run over one of the pool's generation jobs x model x dataset x pronoun, plus pronoun "all" per
     model x dataset (docs/domain.md, 'The judge's verdict': prediction-powered rates); on a pool without a job, the
     same per run over the pool, its units the pool's contexts ("Bring your own study"). The rate is the pool's
-    positive label's (`annotation.labelset.positive_label`), or on an ordinal or interval pool with a threshold the
-    share of labels at or above it (`positive_labels`); a pool with neither has no rates. `runs`: `covering_runs`
+    positive label's, or on an ordinal or interval pool with a threshold the share of items whose human value is at
+    or above it (`annotation.labelset.rate_positive`); a pool with neither has no rates. `runs`: `covering_runs`
     of the pool, read here unless the caller has them. An active pool has none: PPI++ takes its labelled units as a
     uniform draw, which an active draw is not (its estimate is `active_rates`)."""
     runs = covering_runs(pool=pool) if runs is None else runs
-    positive = positive_label(pool) or frozenset(positive_labels(pool)) or None
+    positive = rate_positive(pool)
     if not runs or positive is None or pool.active_run_id is not None:
         return []
     without_job = not pool.jobs.exists()

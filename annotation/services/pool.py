@@ -340,6 +340,7 @@ def pool_sample(
     labels: list[str] | None = None,
     scale: str = NOMINAL,
     positive: str = "",
+    positive_at_least: str = "",
 ) -> PoolSampleResult:
     """Draw a pool per model x dataset x setting x pronoun from finished jobs (see the module docstring).
 
@@ -352,10 +353,17 @@ def pool_sample(
     (a finished judge run over that job) and `budget` (the expected number of contexts); `draw`, `instances` and
     `per_cell` do not apply. Refused (PoolSampleError, nothing written) when the run does not cover the job or has
     no probabilities. `project`: the project the pool belongs to (accounts.projects.project_choose; None: the
-    default project).
+    default project). `labels`, `scale`, `positive` and `positive_at_least` declare the pool's label set as an
+    import's do (docs/domain.md, "Scales"; none: the schema's three, nominal); an active draw is labelled with the
+    schema's (its draw reads the judge's probability of misgendering).
     """
-    label_set = _declared_labels(labels, scale, positive)
+    label_set = _declared_labels(labels, scale, positive, positive_at_least)
     if active:
+        if label_set:
+            raise PoolSampleError(
+                "an active draw is labelled with the schema's labels (it draws by the judge's probability of "
+                "misgendering): leave out labels, scale, positive and positive-at-least"
+            )
         return _pool_sample_active(
             name=name, job_ids=job_ids, judge_run=judge_run, budget=budget, seed=seed, created_by=created_by,
             project=project,
@@ -400,17 +408,17 @@ def pool_sample(
     return result
 
 
-def _declared_labels(labels: list[str] | None, scale: str, positive: str) -> dict:
-    """The pool's label set, scale and positive label as declared (docs/domain.md, "Scales"), checked; none
-    declared: the schema's three, nominal."""
-    if labels is None and scale == NOMINAL and not positive:
+def _declared_labels(labels: list[str] | None, scale: str, positive: str, positive_at_least: str = "") -> dict:
+    """The pool's label set, scale, positive label and threshold as declared (docs/domain.md, "Scales"), checked;
+    none declared: the schema's three, nominal."""
+    if labels is None and scale == NOMINAL and not positive and not positive_at_least:
         return {}
     chosen = list(labels) if labels is not None else list(DEFAULT_LABELS)
     try:
-        labels_check(chosen, positive, scale=scale)
+        labels_check(chosen, positive, scale=scale, positive_at_least=positive_at_least)
     except LabelSetError as exc:
         raise PoolSampleError(f"labels: {exc}") from None
-    return {"labels": chosen, "scale": scale, "positive_label": positive}
+    return {"labels": chosen, "scale": scale, "positive_label": positive, "positive_at_least": positive_at_least}
 
 
 def _pool_sample_active(
@@ -451,6 +459,7 @@ def pool_create(
     labels: list[str],
     positive: str = "",
     scale: str = NOMINAL,
+    positive_at_least: str = "",
     project: Project | None = None,
     created_by=None,
 ) -> Pool:
@@ -463,19 +472,20 @@ def pool_create(
             f"name: a pool's name is a slug of at most {limit} characters (letters, digits, - and _), got {name!r}"
         )
     try:
-        chosen = labels_check(list(labels), positive.strip(), scale=scale)
-        chosen_positive = positive.strip()
+        chosen_positive, threshold = positive.strip(), positive_at_least.strip()
+        chosen = labels_check(list(labels), chosen_positive, scale=scale, positive_at_least=threshold)
     except LabelSetError as exc:
         raise PoolCreateError(f"labels: {exc}") from None
     if Pool.objects.filter(name=name).exists():
         raise PoolCreateError(f"name: a pool named {name!r} already exists; choose another name")
     pool = Pool.objects.create(
-        name=name, labels=chosen, positive_label=chosen_positive, scale=scale, created_by=created_by,
-        **_in_project(project),
+        name=name, labels=chosen, positive_label=chosen_positive, scale=scale, positive_at_least=threshold,
+        created_by=created_by, **_in_project(project),
     )  # fmt: skip
     audit_record(
         event="pool.create", obj=pool, actor=created_by, action=CREATE,
-        data={"labels": chosen, "positive_label": chosen_positive, "scale": scale, "project": pool.project.name,
+        data={"labels": chosen, "positive_label": chosen_positive, "scale": scale, "positive_at_least": threshold,
+              "project": pool.project.name,
               "items": 0},
     )  # fmt: skip
     return pool

@@ -316,3 +316,50 @@ def test_q_and_min_items_reach_the_alternative_annotator_test(built):
     assert lenient["alt_test"]["omega"] == pytest.approx(
         _reference_alt_test_neg_rmse(llm, humans, 0.15, q=0.2)["omega"]
     )
+
+
+def test_lights_kappa_counts_every_pair_of_a_pool_of_more_raters_than_are_listed(tmp_path, monkeypatch):
+    """Eight raters, each item rated by three to six of them: with the listing cap lowered to three raters, the pairs'
+    rows are not listed, and Light's kappa is still the mean of scikit-learn's kappas over the pairs sharing at least
+    30 items (some pairs share fewer)."""
+    from analysis.report.build import report_data
+    from analysis.report.exports.render import report_render
+    from analysis.selectors import human
+
+    monkeypatch.setattr(human, "PAIRWISE_MAX_RATERS", 3)
+    raters = [f"r{n}" for n in range(8)]
+    pool = PoolFactory(name="crowd", labels=list(ORDER), scale=ORDINAL)
+    rng = random.Random(17)
+    given: dict[str, dict[str, str]] = {}
+    rows = []
+    for n in range(90):
+        item = f"c{n}"
+        PoolItemFactory(pool=pool, external_id=item, dataset="study", continuation=f"text {n}")
+        truth = rng.randrange(len(ORDER))
+        chosen = rng.sample(raters[:6] if n % 3 else raters, rng.randint(3, 6))
+        given[item] = {r: ORDER[min(max(truth + rng.choice([-1, 0, 0, 1]), 0), 4)] for r in chosen}
+        rows += [[item, r, label] for r, label in given[item].items()]
+    _command("import_labels", _write(tmp_path / "c.csv", ["item", "annotator", "label"], rows), "--pool", "crowd")
+    report = report_data(pool=pool)
+    block = report["inter_annotator"]["pronoun_label"]
+    expected: dict[str, list[float]] = {"none": [], "linear": [], "quadratic": []}
+    below = 0
+    for a, b in itertools.combinations(raters, 2):
+        shared = [item for item in given if a in given[item] and b in given[item]]
+        if len(shared) < 30:
+            below += shared != []
+            continue
+        left, right = [given[i][a] for i in shared], [given[i][b] for i in shared]
+        for weights in expected:
+            value = cohen_kappa_score(left, right, labels=ORDER, weights=None if weights == "none" else weights)
+            expected[weights].append(value)
+    assert below and expected["none"]  # some pairs are left out, some are averaged
+    assert block["kappa_method"] == "light" and block["light_pairs"] == len(expected["none"])
+    assert block["cohen_kappa"] == pytest.approx(np.mean(expected["none"]))
+    assert block["weighted_kappa_linear"] == pytest.approx(np.mean(expected["linear"]))
+    assert block["weighted_kappa_quadratic"] == pytest.approx(np.mean(expected["quadratic"]))
+    assert block["pairwise"] == [] and "8 raters" in block["pairwise_note"]
+    page = report_render(report=report, fmt="html").body
+    assert "no pairs listed: the pool has 8 raters" in page
+    table = report_render(report=report, fmt="csv", table="inter_annotator").body
+    assert "no pairs listed" in table

@@ -193,6 +193,17 @@ class TestThePage:
         assert "Upload its generations below, then people&#x27;s labels and judges&#x27; labels." in page
         assert 'id="import"' in page and 'id="labels"' in page
 
+    def test_the_page_makes_an_ordinal_pool_with_a_threshold(self, researcher):
+        response = logged_in(researcher).post(
+            "/pools/new/files/",
+            {"name": "stars", "labels": "1,2,3,4,5", "scale": "ordinal", "positive_at_least": "4",
+             "project": DEFAULT_PROJECT},
+        )  # fmt: skip
+
+        assert response.status_code == 302
+        pool = Pool.objects.get(name="stars")
+        assert (pool.labels, pool.scale, pool.positive_at_least) == (["1", "2", "3", "4", "5"], "ordinal", "4")
+
     def test_a_bad_label_set_is_shown_on_the_form_and_writes_nothing(self, researcher):
         response = logged_in(researcher).post(
             "/pools/new/files/", {"name": "byos", "labels": "yes,no", "positive": "maybe", "project": DEFAULT_PROJECT}

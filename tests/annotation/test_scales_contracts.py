@@ -96,6 +96,53 @@ class TestApi:
         assert refused.status_code == 400 and "interval scale's labels are numbers" in refused.json()["detail"]
         assert not Pool.objects.filter(name="bad").exists()
 
+    def test_post_pools_takes_a_threshold_for_a_draw_and_for_files(self, admin_user):
+        job = job_with_generations(instances_per_pronoun=2, samples=1, pronouns=("he",), settings=("pre",))
+        client = APIClient()
+        client.force_authenticate(admin_user)
+        body = {"name": "drawn", "jobs": [job.pk], "instances": 2, "labels": ["1", "2", "3", "4", "5"],
+                "scale": "ordinal", "positive_at_least": "4"}  # fmt: skip
+        response = client.post("/api/pools/", body, format="json")
+        assert response.status_code == 201, response.content
+        assert response.json()["pool"]["positive_at_least"] == "4"
+        assert positive_labels(Pool.objects.get(name="drawn")) == {"4", "5"}
+        files = {"name": "files", "labels": ["1", "2", "3"], "scale": "interval", "positive_at_least": "2"}
+        response = client.post("/api/pools/", files, format="json")
+        assert response.status_code == 201, response.content
+        assert Pool.objects.get(name="files").positive_at_least == "2"
+        nominal = client.post("/api/pools/", {**files, "name": "nominal", "scale": "nominal"}, format="json")
+        assert nominal.status_code == 400 and "needs an ordinal or interval scale" in str(nominal.json())
+        assert not Pool.objects.filter(name="nominal").exists()
+
+
+class TestSamplePool:
+    """`sample_pool` declares the label set as `import_generations` does."""
+
+    def test_it_draws_an_ordinal_pool_with_a_threshold(self):
+        job = job_with_generations(instances_per_pronoun=2, samples=1, pronouns=("he",), settings=("pre",))
+        call_command(
+            "sample_pool", "--name", "rated", "--jobs", str(job.pk), "--instances", "2", "--labels",
+            "Awful,OK,Très bien!", "--scale", "ordinal", "--positive-at-least", "OK", stdout=io.StringIO(),
+        )  # fmt: skip
+        pool = Pool.objects.get(name="rated")
+        assert (pool.labels, pool.scale, pool.positive_at_least) == (["Awful", "OK", "Très bien!"], "ordinal", "OK")
+        assert pool.items.count() == 2
+        assert positive_labels(pool) == {"OK", "Très bien!"}
+
+    def test_it_refuses_a_bad_label_set_and_writes_nothing(self):
+        job = job_with_generations(instances_per_pronoun=2, samples=1, pronouns=("he",), settings=("pre",))
+        with pytest.raises(CommandError, match="interval scale's labels are numbers"):
+            call_command(
+                "sample_pool", "--name", "bad", "--jobs", str(job.pk), "--instances", "2", "--labels", "a,b",
+                "--scale", "interval",
+            )  # fmt: skip
+        with pytest.raises(CommandError, match="positive label 'maybe' is not in the set"):
+            call_command(
+                "sample_pool", "--name", "bad", "--jobs", str(job.pk), "--instances", "2", "--labels", "yes,no",
+                "--positive", "maybe",
+            )  # fmt: skip
+        assert not Pool.objects.filter(name="bad").exists()
+
 
 class TestReportParameters:
     def test_q_and_min_items_are_report_parameters(self, researcher):

@@ -101,6 +101,7 @@ AGREEMENT = (
         header=("measure", "annotator_1", "annotator_2", "n_items", "raw_agreement", "cohen_kappa"),
         typed=parts.pairwise,
         flat=parts.pairwise_rows,
+        note=parts.pairwise_note,
     ),
 )
 

@@ -1,6 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from accounts.projects import project_argument_add, project_option
+from annotation.labelset import SCALES
+from annotation.models import NOMINAL
 from annotation.services import PoolSampleError, pool_sample
 from annotation.services.pool import DRAW_INSTANCES, DRAWS, POOL_SEED
 
@@ -10,6 +12,16 @@ def _ids(value: str) -> list[int]:
         return [int(part) for part in value.split(",") if part.strip()]
     except ValueError:
         raise CommandError(f"--jobs takes comma-separated job ids, not {value!r}") from None
+
+
+def _label_set(options) -> dict:
+    labels = options["labels"]
+    return {
+        "labels": None if labels is None else [label.strip() for label in labels.split(",") if label.strip()],
+        "scale": options["scale"],
+        "positive": options["positive"].strip(),
+        "positive_at_least": options["positive_at_least"].strip(),
+    }
 
 
 class Command(BaseCommand):
@@ -42,6 +54,26 @@ class Command(BaseCommand):
         )
         parser.add_argument("--judge-run", type=int, help="--active: a finished judge run over the job")
         parser.add_argument("--budget", type=float, help="--active: the expected number of contexts people label")
+        # The label set, as import_generations declares it (docs/domain.md, "Scales").
+        parser.add_argument(
+            "--labels",
+            help="the pool's label set, comma separated, as written (default correct,misgendering,no_pronoun)",
+        )
+        parser.add_argument(
+            "--positive", default="", help="the label rates count, when the set has no misgendering (only for rates)"
+        )
+        parser.add_argument(
+            "--scale",
+            choices=SCALES,
+            default=NOMINAL,
+            help="the labels' scale: nominal (categories, the default), ordinal (in the order --labels gives them) or "
+            "interval (numbers)",
+        )
+        parser.add_argument(
+            "--positive-at-least",
+            default="",
+            help="ordinal or interval pools: rates count every label at or above this one (instead of --positive)",
+        )
         project_argument_add(parser)
 
     def handle(self, *args, **options):
@@ -64,6 +96,7 @@ class Command(BaseCommand):
                 seed=options["seed"],
                 allow_short=options["allow_short"],
                 project=project_option(options),
+                **_label_set(options),
             )
         except PoolSampleError as exc:
             raise CommandError(str(exc)) from None
@@ -88,6 +121,7 @@ class Command(BaseCommand):
             result = pool_sample(
                 name=options["name"], job_ids=jobs, seed=options["seed"], active=True,
                 judge_run=options["judge_run"], budget=options["budget"], project=project_option(options),
+                **_label_set(options),
             )  # fmt: skip
         except PoolSampleError as exc:
             raise CommandError(str(exc)) from None
