@@ -18,8 +18,8 @@ from analysis.selectors.human import pool_item_frame
 from analysis.selectors.quality import quality_dashboard
 from analysis.selectors.verdict import DEFAULT_ALPHA, DEFAULT_DELTA, VerdictParameters, human_side, verdict_parameters
 from annotation.models import Pool, PoolItem
+from annotation.services.pool import pool_items_from_generations
 from common.audit import CREATE, audit_record
-from generation.datasets.labels import dataset_label
 from generation.models import Generation
 from judging.models import JudgeRun, MachineLabel
 from judging.selectors import run_pool_labels
@@ -261,14 +261,5 @@ def _escalated_pool_write(
                 "items": len(generations),
             },
         )
-        PoolItem.objects.bulk_create(
-            PoolItem(
-                pool=new, generation=generation, model_name=job.model.name,
-                dataset=dataset_label(job.dataset), setting=generation.setting,
-                pronoun=generation.instance.pronoun, sample_index=generation.sample_index,
-                template=generation.instance.text, context=generation.context, continuation=generation.continuation,
-                heuristic_correct=generation.heuristic_correct, first_pronoun=generation.first_pronoun,
-            )
-            for generation in generations
-        )  # fmt: skip
+        PoolItem.objects.bulk_create(pool_items_from_generations(new, generations, job=job))
     return new

@@ -29,14 +29,14 @@ from rest_framework.views import APIView
 from accounts.projects import ProjectError, project_choose
 from accounts.roles import ADMIN, IsAdmin, IsResearcher, has_role
 from annotation.access import MayAssignPool, pool_visible_or_404, pools_visible_to
-from annotation.label_imports import JUDGE_LABELS, LABELS, label_import_kind
 from annotation.labelset import SCALES, positive_label
-from annotation.models import GOLD, NOMINAL, STUDY, TRAINING, ImportJob, Pool
+from annotation.models import NOMINAL, STUDY, ImportJob, Pool
 from annotation.selectors import research
 from annotation.services import AssignmentError, PoolSampleError, assignments_create, pool_sample
 from annotation.services.assignment import DEFAULT_RATERS
-from annotation.services.imports.jobs import ImportJobError, import_job_create, import_job_progress
-from annotation.services.label_files import LabelImportError, Upload
+from annotation.services.imports.catalog import JUDGE_LABELS, LABELS, import_format, import_formats
+from annotation.services.imports.jobs import ImportJobError, import_job_progress
+from annotation.services.label_files import LabelImportError
 from annotation.services.pool import (
     DRAW_INSTANCES,
     DRAW_PER_SAMPLE_INDEX,
@@ -44,7 +44,7 @@ from annotation.services.pool import (
     PoolCreateError,
     pool_create,
 )
-from annotation.services.preview import GENERATIONS, UploadOptionsError, generation_options, generations_preview
+from annotation.services.preview import UploadOptionsError
 from common.renderers import CsvRenderer
 
 
@@ -350,42 +350,27 @@ class PoolImportListCreateApi(APIView):
     parser_classes = [MultiPartParser, FormParser]
 
     class InputSerializer(serializers.Serializer):
+        """`files`, `kind` and `preview`, and every import format's own options (the catalog's, named by format)."""
+
         files = serializers.ListField(child=serializers.FileField(allow_empty_file=False), allow_empty=False)
         kind = serializers.ChoiceField(
-            choices=[GENERATIONS, STUDY, GOLD, TRAINING, LABELS, JUDGE_LABELS], default=STUDY,
+            choices=[], default=STUDY,
             help_text="generations (= study), study, gold, training: generations; labels: people's labels; "
             "judge_labels: an external judge's labels",
         )  # fmt: skip
         preview = serializers.BooleanField(default=False, help_text="check and show the first rows; write nothing")
-        labels = serializers.CharField(
-            required=False, allow_blank=True, help_text="generations: the pool's label set, comma separated"
-        )
-        positive = serializers.CharField(
-            required=False,
-            allow_blank=True,
-            help_text="generations: the label rates count (a set without misgendering)",
-        )
-        scale = serializers.ChoiceField(
-            choices=["", *SCALES], required=False, default="", help_text="generations: nominal, ordinal or interval"
-        )
-        positive_at_least = serializers.CharField(
-            required=False, allow_blank=True, default="",
-            help_text="generations, ordinal or interval: rates count labels at or above this one",
-        )  # fmt: skip
-        codebook = serializers.FileField(
-            required=False, help_text="generations: a free-text dataset's codebook (default MISGENDERED's)"
-        )
-        wide = serializers.BooleanField(default=False, help_text="labels: item and one column per annotator")
-        replace = serializers.BooleanField(default=False, help_text="labels: overwrite contradicted stored labels")
-        judge = serializers.CharField(required=False, allow_blank=True, help_text="judge_labels: the judge's name")
-        model_id = serializers.CharField(required=False, allow_blank=True, help_text="judge_labels: e.g. gpt-4o")
-        description = serializers.CharField(required=False, allow_blank=True, help_text="judge_labels")
-        extend_labels = serializers.BooleanField(
-            default=False, help_text="judge_labels: add labels outside the pool's set as categories"
-        )
-        prompt = serializers.CharField(
-            required=False, allow_blank=True, trim_whitespace=False, help_text="judge_labels: the prompt it was given"
-        )
+
+        def get_fields(self):
+            fields = super().get_fields()
+            kinds = [kind for entry in import_formats(into_pool=True) for kind in (entry.name, *entry.kinds)]
+            fields["kind"].choices = kinds
+            fields["kind"].error_messages["invalid_choice"] = (
+                f'"{{input}}" is not a valid choice; known: {", ".join(kinds)}'
+            )
+            for entry in import_formats(into_pool=True):
+                for name, option in entry.options().get_fields().items():
+                    fields.setdefault(name, option)
+            return fields
 
     @extend_schema(responses={200: ImportJobSerializer(many=True), 404: None})
     def get(self, request, name: str):
@@ -408,46 +393,32 @@ class PoolImportListCreateApi(APIView):
         serializer = self.InputSerializer(data={**data, "files": request.FILES.getlist("files")})
         serializer.is_valid(raise_exception=True)
         values = serializer.validated_data
-        kind = STUDY if values["kind"] == GENERATIONS else values["kind"]
-        if kind in (LABELS, JUDGE_LABELS):
-            return _label_import(pool, kind, values, request.user)
-        try:
-            options = generation_options(
-                labels=values.get("labels", ""),
-                positive=values.get("positive", ""),
-                codebook=values.get("codebook"),
-                scale=values.get("scale", ""),
-                positive_at_least=values.get("positive_at_least", ""),
+        entry = import_format(values["kind"])
+        if entry.one_file and len(values["files"]) != 1:
+            return Response(
+                {"detail": f"a {values['kind']} import takes one file", "errors": []},
+                status=status.HTTP_400_BAD_REQUEST,
             )
+        try:
+            options = entry.options_from(values)
         except UploadOptionsError as exc:
             return Response({"detail": str(exc), "errors": []}, status=status.HTTP_400_BAD_REQUEST)
         if values["preview"]:
-            return Response(generations_preview(pool=pool, kind=kind, files=values["files"], options=options))
+            return Response(entry.preview(pool, values["files"], options, values["kind"]))
         try:
-            job = import_job_create(
-                pool=pool, kind=kind, files=values["files"], created_by=request.user, options=options
-            )
+            outcome = entry.run(pool, values["files"], options, values["kind"], request.user)
         except ImportJobError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
-        return Response(ImportJobSerializer(import_job_progress(job=job)).data, status=status.HTTP_202_ACCEPTED)
-
-
-def _label_import(pool: Pool, kind: str, values: dict, user) -> Response:
-    """A labels or judge_labels upload: preview (200), import (201) or refusal (400, nothing written)."""
-    if len(values["files"]) != 1:
-        return Response({"detail": f"a {kind} import takes one file", "errors": []}, status=status.HTTP_400_BAD_REQUEST)
-    upload = values["files"][0]
-    source = Upload(str(upload.name or "upload.csv").replace("\x00", ""), upload.read())
-    handler = label_import_kind(kind)
-    if values["preview"]:
-        return Response(handler.preview(pool=pool, upload=source, options=values))
-    try:
-        summary = handler.run(pool=pool, upload=source, options=values, user=user)
-    except LabelImportError as exc:
-        return Response(
-            {"detail": "import failed, nothing was written", "errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST
-        )
-    return Response({"kind": kind, **summary}, status=status.HTTP_201_CREATED)
+        except LabelImportError as exc:
+            return Response(
+                {"detail": "import failed, nothing was written", "errors": exc.errors},
+                status=status.HTTP_400_BAD_REQUEST,
+            )
+        if outcome.job is not None:  # queued: its state, which GET .../imports/{id}/ follows
+            return Response(
+                ImportJobSerializer(import_job_progress(job=outcome.job)).data, status=status.HTTP_202_ACCEPTED
+            )
+        return Response({"kind": values["kind"], **outcome.summary}, status=status.HTTP_201_CREATED)
 
 
 class PoolImportDetailApi(APIView):

@@ -30,8 +30,10 @@ from annotation.services import (
 )
 from annotation.services.adjudication import AdjudicationError
 from annotation.services.guidelines import GuidelineError, pool_guideline, pool_guidelines_set
-from annotation.services.imports.jobs import ImportJobError, import_job_cancel, import_job_create, import_job_progress
+from annotation.services.imports.catalog import import_format
+from annotation.services.imports.jobs import ImportJobError, import_job_cancel, import_job_progress
 from annotation.services.pool import PoolCreateError, pool_create
+from annotation.services.preview import GENERATIONS, UploadOptionsError
 from annotation.services.qualification import (
     QualificationError,
     pass_mark_parse,
@@ -130,41 +132,31 @@ def pool_import(request, name: str):
     if request.method != "POST":
         return redirect("annotation:pool-detail", name=pool.name)
     form = ImportGenerationsForm(request.POST, request.FILES)
+    entry = import_format(GENERATIONS)  # the form's files are generations of the item kind it names
     options: dict = {}
     if form.is_valid():
-        # The label set and codebook of free-text generations, checked first (annotation/services/preview.py).
-        from annotation.services.preview import UploadOptionsError, generation_options, generations_preview
-
-        data = form.cleaned_data
+        # The label set and codebook of free-text generations, checked first (the catalog's options).
         try:
-            options = generation_options(
-                labels=data["labels"],
-                positive=data["positive"],
-                codebook=data["codebook"],
-                scale=data["scale"],
-                positive_at_least=data["positive_at_least"],
-            )
+            options = entry.options_from(form.cleaned_data)
         except UploadOptionsError as exc:
             form.add_error(None, f"Import failed, nothing was written: {exc}.")
     if form.is_valid() and request.POST.get("preview") == "true":
         # Check every row and show the first ones; nothing is written.
         data = form.cleaned_data
-        preview = generations_preview(pool=pool, kind=data["kind"], files=data["csv_files"], options=options)
+        preview = entry.preview(pool, data["csv_files"], options, data["kind"])
         context = {**_pool_detail_context(pool, form, request.user), "generations_preview": preview}
         # The page's script asks in the background and shows the answer in place, the files still chosen.
         context["files_kept"] = request.headers.get("X-Preview-In-Place") == "1"
         return render(request, "annotation/pool_detail.html", context, status=200 if preview["ok"] else 400)
     if form.is_valid():
         # Run in the background (annotation/services/imports/jobs.py): the page answers at once and shows its state.
+        data = form.cleaned_data
         try:
-            job = import_job_create(
-                pool=pool, kind=form.cleaned_data["kind"], files=form.cleaned_data["csv_files"], created_by=request.user,
-                options=options,
-            )  # fmt: skip
+            outcome = entry.run(pool, data["csv_files"], options, data["kind"], request.user)
         except ImportJobError as exc:
             form.add_error(None, f"Import failed, nothing was written: {exc}.")
         else:
-            messages.success(request, f"Import {job.pk} queued: {', '.join(job.file_names)}. Its state is below.")
+            messages.success(request, outcome.message)
             return redirect(f"{reverse('annotation:pool-detail', kwargs={'name': pool.name})}#import")
     response = render(request, "annotation/pool_detail.html", _pool_detail_context(pool, form, request.user))
     response.status_code = 400

@@ -29,8 +29,8 @@ from annotation.models import Annotation, Assignment, Pool, PoolItem
 from annotation.schema import CORRECT, MISGENDERING, NO_PRONOUN
 from annotation.services import assignments_create
 from annotation.services.guidelines import pool_guidelines_set
+from annotation.services.pool import pool_items_from_generations
 from generation.contexts import build_context
-from generation.datasets.labels import dataset_label
 from generation.datasets.registry import codebook_for
 from generation.heuristic import heuristic_verdicts
 from generation.jobs.services import job_record
@@ -164,23 +164,7 @@ def judged_pool_load() -> tuple[Pool, bool]:
             (index, generation, intended) for index, (generation, intended) in enumerate(generations) if _in_pool(index)
         ]
         items = PoolItem.objects.bulk_create(
-            [
-                PoolItem(
-                    pool=pool,
-                    generation=generation,
-                    model_name=job.model.name,
-                    dataset=dataset_label(dataset),
-                    setting=generation.setting,
-                    pronoun=generation.instance.pronoun,
-                    sample_index=generation.sample_index,
-                    template=generation.instance.text,
-                    context=generation.context,
-                    continuation=generation.continuation,
-                    heuristic_correct=generation.heuristic_correct,
-                    first_pronoun=generation.first_pronoun,
-                )
-                for _, generation, _ in pooled
-            ]
+            pool_items_from_generations(pool, [generation for _, generation, _ in pooled], job=job)
         )
         # Two versions of the guidelines, the second written halfway through: the report compares them.
         for text in GUIDELINES:

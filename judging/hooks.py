@@ -1,9 +1,12 @@
-"""What judging hooks into at start-up (JudgingConfig.ready): the `judge` and `judge_check` job kinds, and the machine labels that
-annotation's adjudication page and raw export show (annotation/machine.py), without annotation importing judging."""
+"""What judging hooks into at start-up (JudgingConfig.ready): the `judge` and `judge_check` job kinds, the machine labels that
+annotation's adjudication page and raw export show (annotation/machine.py), and the `judge_labels` import format
+(annotation/services/imports/catalog.py), without annotation importing judging."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+
+from rest_framework import serializers
 
 from annotation.machine import MachineLabel as ShownLabel
 from annotation.models import Pool, PoolItem
@@ -41,24 +44,58 @@ class JudgeLabels:
         return rows
 
 
-class JudgeLabelImport:
-    """An external judge's labels uploaded on the pool page or through the API (annotation/label_imports.py)."""
+class JudgeLabelOptions(serializers.Serializer):
+    judge = serializers.CharField(
+        required=False, allow_blank=True, default="", help_text="judge_labels: the judge's name"
+    )
+    model_id = serializers.CharField(
+        required=False, allow_blank=True, default="", help_text="judge_labels: e.g. gpt-4o"
+    )
+    description = serializers.CharField(required=False, allow_blank=True, default="", help_text="judge_labels")
+    extend_labels = serializers.BooleanField(
+        default=False, help_text="judge_labels: add labels outside the pool's set as categories"
+    )
+    prompt = serializers.CharField(
+        required=False, allow_blank=True, default="", trim_whitespace=False,
+        help_text="judge_labels: the prompt it was given",
+    )  # fmt: skip
 
-    def preview(self, *, pool: Pool, upload, options: dict) -> dict:
-        from judging.services.imports import judge_labels_preview
 
-        return judge_labels_preview(source=upload, pool=pool, extend_labels=bool(options.get("extend_labels")))
+def judge_labels_parse(pool: Pool, source, options: dict, kind: str | None = None):
+    from annotation.services.imports.catalog import Parsed
+    from annotation.services.label_files import LabelImportError
+    from judging.services.imports import judge_labels_plan
 
-    def run(self, *, pool: Pool, upload, options: dict, user) -> dict:
-        from judging.services.imports import judge_labels_import
+    try:
+        plan = judge_labels_plan(source=source, pool=pool, extend_labels=options["extend_labels"])
+    except LabelImportError as exc:
+        return Parsed([], exc.errors)
+    return Parsed([row.preview() for row, _ in plan.rows], [])
 
-        run, plan = judge_labels_import(
-            source=upload, pool_name=pool.name, judge=str(options.get("judge") or ""),
-            model_id=str(options.get("model_id") or ""), description=str(options.get("description") or ""),
-            prompt=str(options.get("prompt") or ""), created_by=user,
-            extend_labels=bool(options.get("extend_labels")),
-        )  # fmt: skip
-        return {**plan.summary(), "run": run.pk, "judge": run.judge.name, "version": run.judge.version}
+
+def judge_labels_preview(pool: Pool, files: list, options: dict, kind: str | None = None) -> dict:
+    from annotation.services.imports.catalog import upload_of
+    from judging.services.imports import judge_labels_preview
+
+    return judge_labels_preview(source=upload_of(files[0]), pool=pool, extend_labels=options["extend_labels"])
+
+
+def judge_labels_run(pool: Pool, files: list, options: dict, kind: str | None = None, user=None):
+    """An external judge's labels uploaded on the pool page or through the API: one imported judge run."""
+    from annotation.services.imports.catalog import ImportOutcome, upload_of
+    from judging.services.imports import judge_labels_import
+
+    run, plan = judge_labels_import(
+        source=upload_of(files[0]), pool_name=pool.name, judge=options["judge"], model_id=options["model_id"],
+        description=options["description"], prompt=options["prompt"], created_by=user,
+        extend_labels=options["extend_labels"],
+    )  # fmt: skip
+    summary = {**plan.summary(), "run": run.pk, "judge": run.judge.name, "version": run.judge.version}
+    message = (
+        f"{summary['file']}: judge run {summary['run']} of {summary['judge']} v{summary['version']}, "
+        f"{summary['labels']} labels imported."
+    )
+    return ImportOutcome(message=message, summary=summary)
 
 
 def audit_hidden(reader):
@@ -94,8 +131,8 @@ def jobs_hidden(reader):
 
 def connect() -> None:
     from annotation.active import context_probability_source_register
-    from annotation.label_imports import JUDGE_LABELS, label_import_kind_register
     from annotation.machine import machine_label_source_register
+    from annotation.services.imports.catalog import JUDGE_LABELS, POOL_LABELS, ImportFormat, import_format_register
     from common.audit import audit_hidden_register
     from generation.jobs.kinds import job_kind_register
     from generation.selectors import jobs_hidden_register
@@ -107,7 +144,13 @@ def connect() -> None:
     job_kind_register(JUDGE_KIND, JudgeKind())
     job_kind_register(CHECK_KIND, CheckKind())
     machine_label_source_register(JudgeLabels())
-    label_import_kind_register(JUDGE_LABELS, JudgeLabelImport())
+    import_format_register(
+        ImportFormat(
+            name=JUDGE_LABELS, title="an external judge's labels", options=JudgeLabelOptions,
+            parse=judge_labels_parse, preview=judge_labels_preview, run=judge_labels_run, one_file=True,
+            section=POOL_LABELS,
+        )
+    )  # fmt: skip
     context_probability_source_register(JudgeContextProbabilities())
     audit_hidden_register(audit_hidden)
     jobs_hidden_register(jobs_hidden)

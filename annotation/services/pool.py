@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -231,6 +231,39 @@ class ActiveDraw:
     probability: dict[int, float]
 
 
+def pool_items_from_generations(
+    pool: Pool,
+    generations: Iterable[Generation],
+    *,
+    job: Job | None = None,
+    probability: Mapping[int, float] | None = None,
+) -> list[PoolItem]:
+    """The pool's items of these generations, in their order, not yet saved: each generation's model, dataset label,
+    setting, pronoun, sample, texts and heuristic verdict, of `job` (None: each generation's own, which the caller
+    has fetched with it). `probability` (an active draw's) gives each generation's inclusion probability by id."""
+    items = []
+    for generation in generations:
+        source = job if job is not None else generation.job
+        items.append(
+            PoolItem(
+                pool=pool,
+                generation=generation,
+                model_name=source.model.name,
+                dataset=dataset_label(source.dataset),
+                setting=generation.setting,
+                pronoun=generation.instance.pronoun,
+                sample_index=generation.sample_index,
+                template=generation.instance.text,
+                context=generation.context,
+                continuation=generation.continuation,
+                heuristic_correct=generation.heuristic_correct,
+                first_pronoun=generation.first_pronoun,
+                inclusion_probability=probability[generation.pk] if probability is not None else None,
+            )
+        )
+    return items
+
+
 def _draw_active(
     job: Job, *, run_id: int, budget: float, seed: int, result: PoolSampleResult
 ) -> tuple[list[tuple[Job, int]], ActiveDraw]:
@@ -272,25 +305,12 @@ def _write_pool(
         if active is not None:
             data["active"] = {"run": active.run_id, "budget": active.budget}
         audit_record(event="pool.create", obj=pool, actor=created_by, action=CREATE, data=data)
-        items = [
-            PoolItem(
-                pool=pool,
-                generation=generation,
-                model_name=job.model.name,
-                dataset=dataset_label(job.dataset),
-                setting=generation.setting,
-                pronoun=generation.instance.pronoun,
-                sample_index=generation.sample_index,
-                template=generation.instance.text,
-                context=generation.context,
-                continuation=generation.continuation,
-                heuristic_correct=generation.heuristic_correct,
-                first_pronoun=generation.first_pronoun,
-                inclusion_probability=active.probability[pk] if active else None,
-            )
-            for job, pk in chosen
-            for generation in [generations[pk]]
-        ]
+        generations_chosen = [generations[pk] for _, pk in chosen]
+        for (job, _), generation in zip(chosen, generations_chosen, strict=True):
+            generation.job = job  # the job the draw read, without a query per item
+        items = pool_items_from_generations(
+            pool, generations_chosen, probability=active.probability if active else None
+        )
         PoolItem.objects.bulk_create(items)
     return pool, len(items)
 

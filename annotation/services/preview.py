@@ -14,6 +14,7 @@ from annotation.labelset import SCALES, LabelSetError, labels_check
 from annotation.models import NOMINAL, Pool
 from annotation.services.imports.free_text import Datasets
 from annotation.services.imports.reading import Upload, file_rows
+from annotation.services.imports.rows import Row
 from generation.datasets.files import ImportFailed
 from generation.datasets.templates_files import codebook_read
 from generation.pronouns import Codebook
@@ -80,6 +81,14 @@ def generation_options(
     return options
 
 
+def preview_row(row: Row) -> dict:
+    """A generations file's row as the preview shows it."""
+    return {
+        "file": row.file, "line": row.line, "item": row.external_id, "model": row.model, "dataset": row.dataset,
+        "setting": row.setting, "pronoun": row.pronoun, "context": row.context, "generation": row.continuation,
+    }  # fmt: skip
+
+
 def generations_preview(*, pool: Pool, kind: str, files: list[UploadedFile], options: dict | None = None) -> dict:
     """{"ok", "errors" (FILE:LINE: problem, the first ERRORS_SHOWN), "error_count", "rows" (the first PREVIEW_ROWS),
     "rows_read"}. The rows already in the pool are not told apart here: the import skips them."""
@@ -95,13 +104,7 @@ def generations_preview(*, pool: Pool, kind: str, files: list[UploadedFile], opt
         for row in file_rows(source, kind=kind, labels=labels, errors=errors, datasets=datasets):
             read += 1
             if len(rows) < PREVIEW_ROWS:
-                rows.append(
-                    {
-                        "file": row.file, "line": row.line, "item": row.external_id, "model": row.model,
-                        "dataset": row.dataset, "setting": row.setting, "pronoun": row.pronoun,
-                        "context": row.context, "generation": row.continuation,
-                    }
-                )  # fmt: skip
+                rows.append(preview_row(row))
         upload.seek(0)
     return {"ok": not errors, "errors": errors[:ERRORS_SHOWN], "error_count": len(errors), "rows": rows,
             "rows_read": read}  # fmt: skip

@@ -48,14 +48,14 @@ class GifiGenerationsResult:
         return {"job": self.job.pk, "model": self.job.model.name, "rows": self.rows, "empty": self.empty}
 
 
-def _records(path: Path) -> list[tuple[int, dict[str, str]]]:
-    """The file's rows with the line each starts on (a cell may span lines)."""
+def _records(path: Path, name: str) -> list[tuple[int, dict[str, str]]]:
+    """The file's rows with the line each starts on (a cell may span lines); problems name the file `name`."""
     reader = csv.DictReader(io.StringIO(read_text(path), newline=""))
     records = []
     start = 2
     for row in reader:
         if None in row:
-            raise ImportFailed([f"{path}:{start}: more fields than the header has columns"])
+            raise ImportFailed([f"{name}:{start}: more fields than the header has columns"])
         records.append((start, {key: value or "" for key, value in row.items()}))
         start = reader.line_num + 1
     return records
@@ -77,9 +77,39 @@ def _model(name: str, errors: list[str]) -> LanguageModel | None:
     return LanguageModel(name=name, source_kind=LanguageModel.SourceKind.EXTERNAL, source=name)
 
 
+@dataclass
+class GifiGenerationsPlan:
+    """A whole file checked, nothing written: the model (not yet saved when it is new), the dataset and part, and
+    each row's (instance, sample index, generated text)."""
+
+    model: LanguageModel
+    dataset: Dataset
+    part: str
+    planned: list[tuple[Instance, int, str]]
+    empty: int
+
+    def preview_rows(self) -> list[dict]:
+        """Each row as a preview shows it."""
+        return [
+            {"model": self.model.name, "part": self.part, "template": instance.template.source_id,
+             "pronoun": instance.pronoun, "sample": sample, "generation": text}
+            for instance, sample, text in self.planned
+        ]  # fmt: skip
+
+
 def gifi_generations_import(*, path: Path, part: str, model_name: str, dataset_name: str) -> GifiGenerationsResult:
     """Check the whole file (each problem as file:line: field), then write one finished job with every row, or
     nothing. The same file for the same model and part again changes nothing."""
+    plan = gifi_generations_plan(path=path, part=part, model_name=model_name, dataset_name=dataset_name)
+    return _write(plan.model, plan.dataset, plan.part, plan.planned, plan.empty)
+
+
+def gifi_generations_plan(
+    *, path: Path, part: str, model_name: str, dataset_name: str, shown: str | None = None
+) -> GifiGenerationsPlan:
+    """The whole file checked against the dataset's prompts, nothing written: the plan, or ImportFailed with every
+    problem as file:line: field (the file named `shown`, default its path)."""
+    name = shown or str(path)
     errors: list[str] = []
     if part not in PARTS:
         raise ImportFailed([f"--part {part!r}: use one of {', '.join(PARTS)}"])
@@ -87,13 +117,13 @@ def gifi_generations_import(*, path: Path, part: str, model_name: str, dataset_n
     if dataset is None:
         raise ImportFailed([f"no GIFI dataset {dataset_name!r}: import its templates first (import_dataset gifi)"])
     model = _model(model_name, errors)
-    records = _records(path)
+    records = _records(path, name)
     header = list(records[0][1]) if records else []
     if not records:
-        raise ImportFailed([f"{path}: no rows"])
+        raise ImportFailed([f"{name}: no rows"])
     missing = [column for column in (*PART_COLUMNS[part], GENERATED) if column not in header]
     if missing:
-        raise ImportFailed([f"{path}:1: missing column(s) {', '.join(missing)} for part {part}"])
+        raise ImportFailed([f"{name}:1: missing column(s) {', '.join(missing)} for part {part}"])
     instances = Instance.objects.filter(dataset=dataset, template__meta__part=part).select_related("template")
     by_key: dict[tuple[str, str], Instance] = {}
     for instance in instances:
@@ -105,7 +135,7 @@ def gifi_generations_import(*, path: Path, part: str, model_name: str, dataset_n
     samples: dict[int, int] = {}
     empty = 0
     for line, row in records:
-        where = f"{path}:{line}"
+        where = f"{name}:{line}"
         found = _row_instance(part, row, by_key)
         if isinstance(found, str):
             errors.append(f"{where}: {found}")
@@ -122,7 +152,7 @@ def gifi_generations_import(*, path: Path, part: str, model_name: str, dataset_n
         planned.append((instance, sample, text))
     if errors or model is None:
         raise ImportFailed(errors)
-    return _write(model, dataset, part, planned, empty)
+    return GifiGenerationsPlan(model, dataset, part, planned, empty)
 
 
 def _row_instance(part: str, row: dict[str, str], by_key: dict[tuple[str, str], Instance]) -> Instance | str:

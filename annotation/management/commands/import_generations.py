@@ -7,6 +7,8 @@ from accounts.projects import project_argument_add, project_option
 from annotation.labelset import SCALES
 from annotation.models import GOLD, STUDY, TRAINING
 from annotation.services import GenerationImportError, generations_import
+from annotation.services.imports.catalog import ImportFormat, import_format, import_formats
+from annotation.services.preview import GENERATIONS, UploadOptionsError
 from generation.datasets.files import ImportFailed
 from generation.datasets.gifi import NAME as GIFI_FORMAT
 from generation.datasets.gifi import PARTS as GIFI_PARTS
@@ -28,9 +30,9 @@ class Command(BaseCommand):
         parser.add_argument("--pool", help="pool name; created when it does not exist (not with --format gifi)")
         parser.add_argument(
             "--format",
-            choices=[GIFI_FORMAT],
-            help="gifi: GIFI's released generation files, as one finished job of --model over --part of a GIFI "
-            "dataset (no pool)",
+            choices=[entry.name for entry in import_formats() if not entry.one_file],
+            help="generations (the default: into --pool); gifi: GIFI's released generation files, as one finished "
+            "job of --model over --part of a GIFI dataset (no pool)",
         )
         parser.add_argument("--part", choices=list(GIFI_PARTS), help="--format gifi: the part the file holds")
         parser.add_argument("--model", help="--format gifi: the model that wrote it (added when not registered)")
@@ -68,10 +70,13 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options):
-        if options["format"] == GIFI_FORMAT:
-            return self._gifi(options)
+        entry = import_format(options["format"] or GENERATIONS)
+        if not entry.into_pool:
+            return self._job_format(entry, options)
         if not options["pool"]:
-            raise CommandError("--pool is required (except with --format gifi)")
+            raise CommandError(
+                f"--pool is required (except with --format {', '.join(e.name for e in import_formats(into_pool=False))})"
+            )
         kind = GOLD if options["gold"] else TRAINING if options["training"] else STUDY
         labels = None
         if options["labels"] is not None:
@@ -111,26 +116,29 @@ class Command(BaseCommand):
                 payload["kind"] = kind
             self.stdout.write(json.dumps(payload))
 
-    def _gifi(self, options) -> None:
+    def _job_format(self, entry: ImportFormat, options) -> None:
+        """A format that imports into no pool (gifi: one finished job per file)."""
+        name = entry.name
         if not options["part"] or not options["model"]:
-            raise CommandError("--format gifi needs --part and --model")
+            raise CommandError(f"--format {name} needs --part and --model")
         if options["pool"] or options["gold"] or options["training"] or options["labels"] or options["codebook"]:
             raise CommandError(
-                "--format gifi imports a job's generations: no --pool, --gold, --training, --labels or --codebook"
+                f"--format {name} imports a job's generations: no --pool, --gold, --training, --labels or --codebook"
             )
-        from generation.services.gifi_generations import gifi_generations_import
-
+        try:
+            checked = entry.options_from(options)
+        except UploadOptionsError as exc:
+            raise CommandError(f"--{exc}") from None
         for path in options["paths"]:
             try:
-                result = gifi_generations_import(
-                    path=Path(path), part=options["part"], model_name=options["model"], dataset_name=options["dataset"]
-                )
+                outcome = entry.run(None, [Path(path)], checked)
             except ImportFailed as exc:
                 raise CommandError(f"import failed, nothing written:\n{exc}") from None
-            verb = "imported" if result.created else "already imported, unchanged:"
-            self.stdout.write(
-                f"{verb} {path}: job {result.job.pk} of {result.job.model.name}, {result.rows} generations "
-                f"({result.empty} empty) of {options['part']}"
-            )
-            if options["json"]:
-                self.stdout.write(json.dumps(result.as_json()))
+            for result in outcome.summary["results"]:
+                verb = "imported" if result.created else "already imported, unchanged:"
+                self.stdout.write(
+                    f"{verb} {path}: job {result.job.pk} of {result.job.model.name}, {result.rows} generations "
+                    f"({result.empty} empty) of {options['part']}"
+                )
+                if options["json"]:
+                    self.stdout.write(json.dumps(result.as_json()))
