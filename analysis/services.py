@@ -1,5 +1,5 @@
 """Writes of the analysis app: building a report, which first fills the repetition-rate cache
-(analysis/repetition.py) and is itself cached per data version."""
+(analysis/repetition.py) and is itself cached under the pool's change stamp."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from django.db import IntegrityError, transaction
 from accounts.models import Project
 from analysis.metrics.verdict import selective_threshold
 from analysis.repetition import repetition_rates_fill
-from analysis.report.build import report_data, report_data_version
+from analysis.report.build import report_data
 from analysis.selectors.automatic import pool_job_ids
 from analysis.selectors.examples import EXAMPLES_SEED
 from analysis.selectors.human import pool_item_frame
@@ -19,12 +19,15 @@ from analysis.selectors.quality import quality_dashboard
 from analysis.selectors.verdict import DEFAULT_ALPHA, DEFAULT_DELTA, VerdictParameters, human_side, verdict_parameters
 from annotation.models import Pool, PoolItem
 from annotation.services.pool import pool_items_from_generations
+from annotation.services.stamp import pool_changed, pool_stamp
 from common.audit import CREATE, audit_record
 from generation.models import Generation
 from judging.models import JudgeRun, MachineLabel
 from judging.selectors import run_pool_labels
 
 REPORT_CACHE_SECONDS = 24 * 3600
+# Bump when a change to the report's code changes its output, so that a shared cache (Redis) drops old reports.
+REPORT_FORMAT = 5
 QUALITY_FORMAT = 1  # bumped when the dashboard's shape or figures change, so no cached one of the old kind answers
 
 
@@ -42,9 +45,10 @@ def report_build(
     """The report of a pool; the CLI, the API and the pages all come through here. `examples_seed` seeds the draw of
     the qualitative examples (the paper's 131719 by default).
 
-    Built reports are kept in Django's cache under the pool's data version (`report_data_version`: one query), so
-    while nothing in the pool changes every page, download and figure is served without recomputing; a new
-    annotation, adjudication, import or job progress is a new version and the next request builds afresh. Callers
+    Built reports are kept in Django's cache under the pool's data version (`report_data_version`: the pool's change
+    stamp, one indexed read), so while nothing in the pool changes every page, download and figure is served without
+    recomputing; a new annotation, adjudication, import, judge label or job progress bumps the stamp
+    (annotation/services/stamp.py) and the next request builds afresh. Callers
     get their own copy, so changing it does not change the cached report. `human_verdict` picks the human label
     compared with the heuristic (`analysis.selectors.human.HUMAN_VERDICTS`; None: the default rule). `epsilon`,
     `alpha`, `delta`, `q` and `min_items` are the judge's verdict's parameters (None: 0.15, 0.1, 0.1, 0.05, 30); out
@@ -98,9 +102,16 @@ def _report_cache_key(
     return f"concord:report-data:{pool.pk}:{examples_seed}:{human}:{parameters}:{report_data_version(pool=pool)}"
 
 
+def report_data_version(*, pool: Pool) -> str:
+    """What the report cache is keyed by besides the request's parameters: the report code's format and the pool's
+    change stamp (`pool_stamp`), which every write that changes what a report reads bumps. Repetition rates are left
+    out: `report_build` fills them for every generation before it builds, so they follow the jobs' progress."""
+    return f"{REPORT_FORMAT}:{pool_stamp(pool=pool)}"
+
+
 def quality_dashboard_cached(*, pool: Pool) -> dict:
     """`quality_dashboard`, kept in Django's cache under the pool's data version (`report_data_version`, the report
-    cache's key: one query) and the pool's pass mark and fast threshold: the page and its poll every few seconds
+    cache's key: one indexed read) and the pool's pass mark and fast threshold: the page and its poll every few seconds
     compute it again only when something changed (a crowd study's 240,000 annotations take seconds to read). Callers
     must not change what it returns."""
     key = (
@@ -262,4 +273,5 @@ def _escalated_pool_write(
             },
         )
         PoolItem.objects.bulk_create(pool_items_from_generations(new, generations, job=job))
+        pool_changed(pools=[new])
     return new

@@ -206,7 +206,7 @@ def _opened_in_a_browser(request: HttpRequest) -> bool:
 
 
 def _report_building(request: HttpRequest, pool: Pool, seed: int) -> HttpResponse:
-    """A first build (20-26 s on a busy machine, benchmarks/README.md "Report") shows its progress instead of a blank
+    """A first build (long on a large pool: benchmarks/README.md, "Report") shows its progress instead of a blank
     tab: this page answers at once, asks for the smallest download of the report (which builds and caches it) and
     then opens the report with `wait=1` (served from the cache, or built there if another process has no copy)."""
     query = request.GET.copy()
@@ -259,8 +259,8 @@ def pool_quality(request: HttpRequest, name: str) -> HttpResponse:
     pool_row = pool_visible_or_404(user=request.user, name=name)
     data = quality_dashboard_cached(pool=pool_row)
     # Each rater's three tables side by side, found here once: looked up in the template they were a loop over every
-    # rater per rater (a crowd study's 600 raters, 720,000 steps and 40 s of rendering). The first
-    # CONFUSIONS_SHOWN raters' only, unless `?confusions=all`: 1,800 tables of a crowd study took seconds to render.
+    # rater per rater (a crowd study's 600 raters: 720,000 steps; benchmarks/README.md, "A crowd-sized pool"). The
+    # first CONFUSIONS_SHOWN raters' only, unless `?confusions=all`: a crowd study's 1,800 tables are slow to render.
     show_all = request.GET.get("confusions") == "all"
     names = list(data["confusion_gold"])
     confusions = [

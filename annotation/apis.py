@@ -69,8 +69,8 @@ class SpansField(serializers.Field):
 class FlatSerializer(serializers.Serializer):
     """An input serializer whose fields are copied shallowly for each request.
 
-    DRF deep-copies every declared field for each serializer instance, which re-runs each field's constructor: about
-    a tenth of a save's Python. A shallow copy is enough when the fields keep no state between requests (no nested
+    DRF deep-copies every declared field for each serializer instance, which re-runs each field's constructor: a
+    share of a save's Python worth saving (benchmarks/README.md, "Annotation API"). A shallow copy is enough when the fields keep no state between requests (no nested
     serializers, no per-field querysets; a ListField's plain child field is shared, and only read); `bind` then gives
     each copy its name and parent as usual.
     """

@@ -19,6 +19,12 @@ def _imports_resume(sender, *, foreground: bool, **kwargs) -> list[dict]:
     return imports_resume(foreground=foreground)
 
 
+def _job_pools_changed(sender, *, job_ids: list[int], **kwargs) -> None:
+    from annotation.services.stamp import job_pools_changed
+
+    job_pools_changed(job_ids=job_ids)
+
+
 class AnnotationConfig(AppConfig):
     name = "annotation"
     default_auto_field = "django.db.models.BigAutoField"
@@ -26,7 +32,7 @@ class AnnotationConfig(AppConfig):
     def ready(self) -> None:
         from annotation.access import audit_hidden
         from common.audit import audit_hidden_register
-        from generation.signals import resuming_jobs, resuming_on_start, sweeping
+        from generation.signals import jobs_changed, resuming_jobs, resuming_on_start, sweeping
 
         # The audit trail shows a researcher the entries of their projects' pools only (docs/domain.md, "Projects").
         audit_hidden_register(audit_hidden)
@@ -36,3 +42,5 @@ class AnnotationConfig(AppConfig):
         # Imports hold leases as chunks do: the workers' sweeper and `resume_jobs` take over those whose runner is gone.
         sweeping.connect(_imports_sweep, dispatch_uid="annotation-imports-sweep")
         resuming_jobs.connect(_imports_resume, dispatch_uid="annotation-imports-resume")
+        # A pool's report reads its jobs' rows: their progress is a change of the pool (annotation/services/stamp.py).
+        jobs_changed.connect(_job_pools_changed, dispatch_uid="annotation-job-pools-changed")

@@ -104,6 +104,18 @@ class Pool(models.Model):
         return delete_in_batches(rows, delete=lambda: super(Pool, self).delete(using=using, keep_parents=keep_parents))
 
 
+class PoolStamp(models.Model):
+    """The pool's change stamp: a new token each time something that its report or quality page reads is written
+    (`annotation.services.stamp.pool_changed`); the report cache is keyed by it. A row of its own, so that saving a
+    `Pool` whose token in memory is old never writes that token back, and a bump locks no pool row."""
+
+    pool = models.OneToOneField(Pool, on_delete=models.CASCADE, primary_key=True, related_name="stamp")
+    token = models.CharField(max_length=32)
+
+    def __str__(self) -> str:
+        return f"{self.pool_id}: {self.token}"
+
+
 class PoolGuideline(models.Model):
     """One version of a pool's guidelines (Markdown). An edit adds a version; none is ever changed or deleted."""
 

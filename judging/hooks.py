@@ -129,6 +129,20 @@ def jobs_hidden(reader):
     return Q(judge_run__pool__isnull=False) & ~Q(judge_run__pool__in=pools_visible_to(user=reader))
 
 
+def _judged_pools_changed(sender, *, job_ids: list[int], **kwargs) -> None:
+    """A judge run's or a check run's job progressed: the pool it judges changed, and so did the pools drawn from the
+    generation job it judges (their reports read its labels)."""
+    from django.db.models import Q
+
+    from annotation.services.stamp import pool_changed
+
+    ids = list(job_ids)
+    pools = Pool.objects.filter(
+        Q(judge_runs__job__in=ids) | Q(jobs__judged_by__job__in=ids) | Q(judge_checks__job__in=ids)
+    )
+    pool_changed(pools=pools.values_list("pk", flat=True).distinct())
+
+
 def connect() -> None:
     from annotation.active import context_probability_source_register
     from annotation.machine import machine_label_source_register
@@ -136,6 +150,7 @@ def connect() -> None:
     from common.audit import audit_hidden_register
     from generation.jobs.kinds import job_kind_register
     from generation.selectors import jobs_hidden_register
+    from generation.signals import jobs_changed
     from judging.active import JudgeContextProbabilities
     from judging.checks import CheckKind
     from judging.kinds import JudgeKind
@@ -154,3 +169,4 @@ def connect() -> None:
     context_probability_source_register(JudgeContextProbabilities())
     audit_hidden_register(audit_hidden)
     jobs_hidden_register(jobs_hidden)
+    jobs_changed.connect(_judged_pools_changed, dispatch_uid="judging-judged-pools-changed")

@@ -20,7 +20,9 @@ from django.db import transaction
 
 from common.audit import CREATE, audit_record
 from generation.jobs.services import job_record
+from generation.models import Job
 from generation.parameters import JobParameters
+from generation.signals import jobs_changed
 from judging.models import JUDGE_KIND, RUN_PANEL, JudgeMode, JudgeRun, MachineLabel, PanelMember
 from judging.scoring import option_probabilities
 from judging.services.judges import NAME, judge_latest
@@ -185,6 +187,7 @@ def panel_create(*, name: str, runs: list, created_by=None) -> tuple[JudgeRun, i
                 )  # fmt: skip
             )
         MachineLabel.objects.bulk_create(rows, batch_size=5_000)
+        jobs_changed.send(sender=Job, job_ids=[job.pk])  # the labels are written: the judged pools changed
         audit_record(
             event="judge.panel", obj=run, actor=created_by, action=CREATE,
             data={"name": name, "version": judge.version, "members": [m.pk for m in members], "labels": len(rows),

@@ -24,6 +24,7 @@ from analysis.gifi.services import gifi_scores_fill
 from analysis.models import GifiScore
 from annotation.models import Pool
 from annotation.services import PoolSampleError, pool_from_generations
+from annotation.services.stamp import pool_changed
 from generation.datasets.gifi import COUNTERFACTUAL, FAMILIES, GDR, SAOF, detect_family
 from generation.models import Generation, LanguageModel
 from judging.models import MachineLabel
@@ -75,6 +76,7 @@ def _rate(pool: Pool, *, rater: str, model_id: str, description: str, labels: Ma
         )
         for item, generation in items
     )
+    pool_changed(pools=[pool])
 
 
 def gifi_pool_create(

@@ -172,8 +172,8 @@ def _table_observed(a: np.ndarray, b: np.ndarray, categories: Sequence) -> np.nd
 def cohen_kappa_square(a: Sequence | np.ndarray, b: Sequence | np.ndarray, *, categories: Sequence) -> KappaSquare:
     """Cohen's kappa on the square table over `categories` (docs/domain.md, 'Multi-rater statistics'), with its 95%
     CI clipped to [-1, 1]: statsmodels' `cohens_kappa` on that table, which is scikit-learn's
-    `cohen_kappa_score(labels=categories)` (the tests hold the two equal) at a tenth of its cost: scikit-learn's
-    argument checks were a fifth of a small report's time.
+    `cohen_kappa_score(labels=categories)` (the tests hold the two equal) at less cost: scikit-learn's argument
+    checks were a large share of a small report's time (benchmarks/README.md, "Report").
 
     Undefined (None) with no items or when chance agreement is 1 (both raters gave one and the same category). When
     one side is constant kappa is 0 and the table's variance is 0: an interval of zero width says nothing and is

@@ -46,6 +46,7 @@ from analysis.study.tables import TABLES, Table, columns, references
 from annotation.forms import PoolSampleForm
 from annotation.machine import HUMAN
 from annotation.models import Annotation, ExtraneousSpan, Pool, PoolItem, Referent, new_public_id
+from annotation.services.stamp import pool_changed
 from common.audit import CREATE, audit_record
 from common.timestamps import RANGE, timestamp_problem
 from generation.models import Dataset, LanguageModel
@@ -471,6 +472,7 @@ class _Importer:
         StudyPseudonym.objects.bulk_create(
             StudyPseudonym(pool=pool, user_id=uid, pseudonym=name) for name, uid in self.people.items()
         )
+        pool_changed(pools=[pool])
         return Imported(pool=pool, rows=counts, ids=self.ids)
 
 

@@ -113,7 +113,7 @@ def qualification_status(*, pool: Pool, annotator) -> dict:
 
 
 # The annotator API's hot path, in hand-written SQL because a measurement at human pace demands it
-# (benchmarks/README.md, "Annotation API"): the same reads built by the ORM cost the server about 4 times the CPU
+# (benchmarks/README.md, "Annotation API"): the same reads built by the ORM cost the server several times the CPU
 # per request, mostly in compiling the query, and 200 annotators at human pace then saturate 2 cores.
 #
 # One statement finds the annotator's item (the first one not annotated, or one by id) with its text, the pool's

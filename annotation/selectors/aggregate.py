@@ -30,8 +30,9 @@ AGGREGATE_COLUMNS = ["item", "n_ratings", "majority", "dawid_skene", "dawid_sken
 
 # crowd-kit's defaults, but one MACE restart: crowd-kit seeds every restart with the same integer random_state, so
 # its ten default restarts start from one point and end at one answer, and one restart gives that answer (labels and
-# posteriors equal, tests/analysis/test_aggregation.py) in a tenth of the time. The fit is crowd-kit's with its E-step
-# on arrays (annotation/selectors/mace.py: the same numbers, about 4 times faster on a small pool).
+# posteriors equal, tests/analysis/test_aggregation.py) with a tenth of the work. The fit is crowd-kit's with its
+# E-step on arrays (annotation/selectors/mace.py: the same numbers, faster; benchmarks/README.md, "Multi-rater
+# statistics").
 DAWID_SKENE_ITERATIONS = 100
 MACE_RESTARTS = 1
 MACE_SEED = 0

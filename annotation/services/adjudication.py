@@ -10,6 +10,7 @@ from django.db import transaction
 
 from annotation.models import STUDY, Adjudication, PoolItem
 from annotation.referents import ReferentsRejected, referents_check
+from annotation.services.stamp import pool_changed
 from common.audit import CREATE, UPDATE, audit_record
 
 
@@ -87,4 +88,5 @@ def adjudication_save(
             },
             data={"item": item.public_id, "pool": item.pool.name},
         )
+        pool_changed(pools=[item.pool_id])
     return adjudication

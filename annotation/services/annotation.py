@@ -15,6 +15,7 @@ from annotation.models import TRAINING, Annotation, Assignment, ExtraneousSpan, 
 from annotation.referents import ReferentsRejected, referents_check
 from annotation.schema import ALL_FLAGS, FLAG_SETS, TAGS
 from annotation.selectors import FAILED, QualificationFailed, qualification_status
+from annotation.services.stamp import pool_changed
 from common.audit import CREATE, UPDATE, audit_record
 from generation.models import Generation, Instance
 
@@ -358,6 +359,8 @@ def _annotation_write(
             guideline_version=locked.guideline_version,
             stamp=now,  # the aware time: the ORM prepares it for the database itself
         )
+        # Last, so that the pool's stamp row is locked only for the commit (every save in the pool bumps it).
+        pool_changed(pools=[locked.pool_id])
     if locked.distractors:
         # Distractor items: one referent per pronoun token, replaced whole.
         if not created:

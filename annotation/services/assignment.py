@@ -16,6 +16,7 @@ from django.db import transaction
 
 from accounts.roles import ANNOTATOR, has_role
 from annotation.models import GOLD, STUDY, TRAINING, Annotation, Assignment, Participant, Pool, PoolItem
+from annotation.services.stamp import pool_changed
 from common.audit import audit_record
 
 DEFAULT_RATERS = 2
@@ -265,6 +266,7 @@ def _write(*, pool: Pool, layouts: dict[int, tuple[dict[int, int], list[tuple[in
         for item_id, position in creates
     ]
     Assignment.objects.bulk_create(rows, batch_size=2000)
+    pool_changed(pools=[pool])
     return len(rows)
 
 

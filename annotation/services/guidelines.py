@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.db import transaction
 
 from annotation.models import Pool, PoolGuideline
+from annotation.services.stamp import pool_changed
 from common.audit import CREATE, audit_record
 
 MAX_GUIDELINE_CHARS = 200_000
@@ -34,6 +35,7 @@ def pool_guidelines_set(*, pool: Pool, text: str, user=None) -> PoolGuideline:
     version = (current.version if current is not None else 0) + 1
     guideline = PoolGuideline.objects.create(pool=locked, version=version, text=text, created_by=user)
     Pool.objects.filter(pk=pool.pk).update(guideline_version=version)
+    pool_changed(pools=[pool])
     pool.guideline_version = version
     audit_record(
         event="pool.guidelines",

@@ -23,6 +23,7 @@ from django.db import connection, transaction
 from annotation.models import ORIGIN_IMPORTED, STUDY, Annotation, Pool
 from annotation.services.imports.reading import source_name
 from annotation.services.label_files import LabelImportError, Source, Table, pool_items_named, table_read
+from annotation.services.stamp import pool_changed
 from common.audit import CREATE, audit_record
 from common.timestamps import timestamp_problem
 
@@ -351,5 +352,6 @@ def labels_import(
             raise LabelImportError([f"{source_name(source)}: no pool {pool_name!r}"])
         plan = labels_plan(source=source, pool=pool, wide=wide, replace=replace)
         _write(plan, _accounts(pool, plan.annotators))
+        pool_changed(pools=[pool])
         audit_record(event="labels.import", obj=pool, actor=created_by, action=CREATE, data=plan.summary())
     return plan

@@ -17,6 +17,7 @@ from accounts.projects import project_default
 from annotation.models import FREE_SETTING, STUDY, Pool, PoolItem
 from annotation.schema import DIMENSIONS, PAIR_PITFALLS
 from annotation.services.guidelines import pool_guidelines_set
+from annotation.services.stamp import pool_changed
 from common.audit import CREATE, audit_record
 from generation.models import Pair
 from generation.selectors import pair_datasets
@@ -99,6 +100,7 @@ def pair_pool_create(
             )
             for pair in pairs
         )
+        pool_changed(pools=[pool])
         per_dataset = {d: sum(1 for p in pairs if p.dataset.name == d) for d in datasets}
         audit_record(
             event="pool.create",

@@ -34,6 +34,7 @@ from annotation.active import ActiveDrawError, active_draw, inclusion_probabilit
 from annotation.labelset import LabelSetError, labels_check
 from annotation.models import NOMINAL, Pool, PoolItem
 from annotation.schema import DEFAULT_LABELS, MISGENDERING
+from annotation.services.stamp import pool_changed
 from common.audit import CREATE, audit_record
 from generation.contexts import setting_rank
 from generation.datasets.labels import dataset_label
@@ -312,6 +313,7 @@ def _write_pool(
             pool, generations_chosen, probability=active.probability if active else None
         )
         PoolItem.objects.bulk_create(items)
+        pool_changed(pools=[pool])
     return pool, len(items)
 
 
@@ -508,4 +510,5 @@ def pool_create(
               "project": pool.project.name,
               "items": 0},
     )  # fmt: skip
+    pool_changed(pools=[pool])
     return pool

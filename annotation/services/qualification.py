@@ -10,6 +10,7 @@ from django.db import transaction
 
 from annotation.models import TRAINING, Annotation, Assignment, Pool
 from annotation.selectors import FAILED, qualification_status
+from annotation.services.stamp import pool_changed
 from common.audit import audit_record
 
 
@@ -40,6 +41,7 @@ def pool_pass_mark_set(*, pool: Pool, pass_mark: float, user=None) -> Pool:
     if old == pass_mark:
         return locked
     Pool.objects.filter(pk=pool.pk).update(pass_mark=pass_mark)
+    pool_changed(pools=[pool])
     pool.pass_mark = locked.pass_mark = pass_mark
     audit_record(event="pool.pass_mark", obj=locked, actor=user, changes={"pass_mark": [old, pass_mark]})
     return locked
@@ -71,6 +73,7 @@ def qualification_reset(*, pool: Pool, username: str, user=None) -> dict:
     ]
     answers.delete()  # spans and referents go with them
     Assignment.objects.filter(pool=pool, annotator=annotator, item__kind=TRAINING).update(annotated=False)
+    pool_changed(pools=[pool])
     audit_record(
         event="pool.qualification_reset",
         obj=pool,

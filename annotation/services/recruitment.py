@@ -39,6 +39,7 @@ from annotation.models import (
 )
 from annotation.selectors import FAILED, qualification_status
 from annotation.services.assignment import _lay_out, _load_state, _stratified, _write
+from annotation.services.stamp import pool_changed
 from common.audit import CREATE, UPDATE, audit_record
 
 PLATFORMS = (PROLIFIC,)
@@ -231,6 +232,7 @@ def _release_idle(*, recruitment: Recruitment, now) -> int:
         item__kind=STUDY,
     ).delete()
     if released:
+        pool_changed(pools=[recruitment.pool_id])
         audit_record(
             event="pool.participants_idle",
             obj=recruitment.pool,
@@ -367,6 +369,7 @@ def participant_finish(*, participant: Participant) -> Visit:
         outcome = None
         if qualification_status(pool=pool, annotator=user)["status"] == FAILED:
             Assignment.objects.filter(pool=pool, annotator=user, annotated=False, item__kind=STUDY).delete()
+            pool_changed(pools=[pool])
             outcome, code = Participant.SCREENED, recruitment.screened_code
         elif not Assignment.objects.filter(pool=pool, annotator=user, annotated=False).exists():
             done = Assignment.objects.filter(pool=pool, annotator=user, annotated=True, item__kind=STUDY).count()

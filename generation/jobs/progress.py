@@ -19,7 +19,7 @@ from django.utils import timezone
 from generation.jobs.kinds import job_kind_handler
 from generation.jobs.leases import chunk_lease_break
 from generation.models import Job, JobChunk, JobStatus
-from generation.signals import job_finished
+from generation.signals import job_finished, jobs_changed
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +56,7 @@ def job_progress_refresh(*, job_id: int) -> Job:
             fields += ["status", "finished_at"]
             finished = True
         job.save(update_fields=fields)
+        jobs_changed.send(sender=Job, job_ids=[job.pk])
     if finished:
         for receiver, response in job_finished.send_robust(sender=Job, job_id=job.pk, kind=job.kind):
             if isinstance(response, Exception):
@@ -67,9 +68,11 @@ def job_fail(*, job_id: int, error: BaseException | str) -> None:
     """Record a failure with its traceback; a cancelled or finished job keeps its status. `resume_jobs` resumes it."""
     if isinstance(error, BaseException):
         error = "".join(traceback.format_exception(error))
-    Job.objects.filter(pk=job_id, status__in=ACTIVE).update(
-        status=JobStatus.FAILED, error=error, finished_at=timezone.now()
-    )
+    with transaction.atomic():
+        if Job.objects.filter(pk=job_id, status__in=ACTIVE).update(
+            status=JobStatus.FAILED, error=error, finished_at=timezone.now()
+        ):
+            jobs_changed.send(sender=Job, job_ids=[job_id])
 
 
 def job_rows_write(*, job_id: int, write: Callable[[], object]) -> bool:
@@ -98,4 +101,5 @@ def job_requeue(*, job: Job) -> Job:
     job.run_started_at = None
     job.run_done_at_start = job.done_items
     job.save(update_fields=["status", "error", "finished_at", "run_started_at", "run_done_at_start", "resumes"])
+    jobs_changed.send(sender=Job, job_ids=[job.pk])
     return job

@@ -33,6 +33,7 @@ from generation.jobs.runner import (
 )
 from generation.models import Job, JobChunk, JobStatus
 from generation.parameters import JobParameterError, JobParameters, job_parameters_validate
+from generation.signals import jobs_changed
 
 __all__ = [  # job_start, job_fail, job_progress_refresh (progress.py) and the runner's names may be imported from here
     "ACTIVE",
@@ -146,6 +147,7 @@ def job_create(*, created_by=None, queue: bool = True, params: JobParameters | N
             created_by=created_by,
         )
         handler.rows_create(job=job, params=params)
+        jobs_changed.send(sender=Job, job_ids=[job.pk])  # a new run over a pool changes its report
         audit_record(
             event="job.create",
             obj=job,
@@ -187,6 +189,7 @@ def job_record(*, params: JobParameters, units: int, items: int, created_by=None
             created_by=created_by,
         )
         handler.rows_create(job=job, params=params)
+        jobs_changed.send(sender=Job, job_ids=[job.pk])  # a new run over a pool changes its report
     return job
 
 
@@ -201,6 +204,7 @@ def job_cancel(*, job: Job, user=None) -> Job:
         job.status = JobStatus.CANCELLED
         job.finished_at = timezone.now()
         job.save(update_fields=["status", "finished_at"])
+        jobs_changed.send(sender=Job, job_ids=[job.pk])
         audit_record(event="job.cancel", obj=job, actor=user, changes={"status": [before, job.status]})
     return job
 

@@ -24,6 +24,7 @@ from generation.engines.hf.scoring import DEFAULT_PROB_SCORE, score_candidates
 from generation.models import Generation, Job, LanguageModel, TangoTemplate
 from generation.pronouns import BASES
 from generation.rewriting import ContractionChooser, Rewrite, rewrite_continuations, template_fill
+from generation.signals import jobs_changed
 
 
 def contraction_chooser(*, loaded: LoadedModel, contexts: Sequence[str]) -> ContractionChooser:
@@ -121,6 +122,7 @@ def tango_templates_fill(*, job: Job, instance_ids: Sequence[int], loaded: Loade
     ]
     with transaction.atomic():
         TangoTemplate.objects.bulk_create(rows, ignore_conflicts=True)
+        jobs_changed.send(sender=Job, job_ids=[job.pk])
     return len(rows)
 
 

@@ -26,6 +26,7 @@ from annotation.models import Pool
 from annotation.schema import label_display
 from annotation.services.imports.reading import source_name
 from annotation.services.label_files import LabelImportError, Source, pool_items_named, table_read
+from annotation.services.stamp import pool_changed
 from common.audit import CREATE, audit_record
 from generation.models import LanguageModel
 from judging.models import RUN_IMPORTED, Judge, JudgeMode, JudgeRun, MachineLabel
@@ -311,6 +312,7 @@ def judge_labels_import(
             ],
             batch_size=BATCH,
         )
+        pool_changed(pools=[pool])
         audit_record(
             event="judge.import", obj=run, actor=created_by, action=CREATE,
             data={**plan.summary(), "judge": chosen.name, "version": chosen.version},

@@ -1,6 +1,7 @@
 """The annotator API's hot path stays at its measured statement count (benchmarks/README.md, "Annotation API"): with
 a token, the token, its user and their roles are one statement, the next item one more, and a first save of a plain
-item writes without reading anything twice. A change that adds a query per request (an ORM relation loaded lazily, a
+item writes without reading anything twice; each save ends by bumping the pool's change stamp (one upsert), which
+keys the report cache. A change that adds a query per request (an ORM relation loaded lazily, a
 second roles lookup) fails here before it shows in the benchmark. Every save also writes its audit row (one INSERT,
 docs/operations.md, "The audit trail"); the annotation's content type is read once per process and then cached."""
 
@@ -47,15 +48,18 @@ def test_next_is_the_token_and_one_statement(client_with_token, annotator):
 
 
 @pytest.mark.django_db
-def test_a_first_save_is_the_token_a_locking_read_an_upsert_the_mark_and_the_audit_row(client_with_token, annotator):
+def test_a_first_save_is_the_token_a_locking_read_an_upsert_the_mark_the_audit_row_and_the_stamp(
+    client_with_token, annotator
+):
     _, items = pool_for(annotator, items=3)
 
     with CaptureQueriesContext(connection) as captured:
         response = client_with_token.post(SUBMIT, {"item": items[0].public_id, "label": "correct"}, format="json")
 
     assert response.status_code == 201, response.content
-    assert len(statements(captured)) == 5, statements(captured)
-    assert "auditlog_logentry" in statements(captured)[-1]
+    assert len(statements(captured)) == 6, statements(captured)
+    assert "auditlog_logentry" in statements(captured)[-2]
+    assert "annotation_poolstamp" in statements(captured)[-1]
 
 
 @pytest.mark.django_db
@@ -68,5 +72,5 @@ def test_a_second_save_also_reads_the_key_and_replaces_the_spans(client_with_tok
         response = client_with_token.post(SUBMIT, {**body, "label": "misgendering"}, format="json")
 
     assert response.status_code == 200, response.content
-    # token, lock, key, upsert, spans deleted (the old ones returned for the audit row), audit row
-    assert len(statements(captured)) == 6, statements(captured)
+    # token, lock, key, upsert, spans deleted (the old ones returned for the audit row), audit row, stamp
+    assert len(statements(captured)) == 7, statements(captured)

@@ -223,13 +223,12 @@ def test_adding_a_run_over_a_job_in_the_admin_queues_it(client, admin_user, judg
 
 
 def test_a_run_over_the_pools_job_gives_the_report_a_new_version(study):
-    from django.utils import timezone
-
-    from analysis.report.build import report_data_version
+    from analysis.services import report_data_version
+    from generation.jobs.services import job_cancel
 
     before = report_data_version(pool=study.pool)
     other, _ = judge_run_create(job=study.job.pk, judge=study.run.judge.name, rerun=True, queue=False)
     assert report_data_version(pool=study.pool) != before
     during = report_data_version(pool=study.pool)
-    Job.objects.filter(pk=other.job_id).update(status="done", finished_at=timezone.now())
+    job_cancel(job=other.job)  # the run ends: its job's state changed
     assert report_data_version(pool=study.pool) != during

@@ -26,6 +26,7 @@ from annotation.schema import DEFAULT_LABELS
 from annotation.services.imports.free_text import Datasets
 from annotation.services.imports.reading import Source, Stored, Upload, file_rows
 from annotation.services.imports.rows import Row
+from annotation.services.stamp import pool_changed
 from common.audit import CREATE, audit_record
 from generation.datasets.registry import codebook_for
 from generation.heuristic import Verdict, heuristic_verdicts
@@ -278,8 +279,10 @@ def generations_import(
     )
     if pool_created:
         audit_record(event="pool.create", obj=pool, actor=created_by, action=CREATE, data={"by": "import"})
+        pool_changed(pools=[pool])
     elif LabelSet.of(pool) != declared:
         Pool.objects.filter(pk=pool.pk).update(**declared.fields())
+        pool_changed(pools=[pool])
         audit_record(
             event="pool.labels", obj=pool, actor=created_by,
             data={"labels": pool_labels, "positive": declared.positive, "scale": declared.scale,
@@ -298,6 +301,7 @@ def generations_import(
             known = _keys_in_pool(pool, batch)
             items = _new_items(pool, batch, verdicts, existing=known, kind=kind)
             PoolItem.objects.bulk_create(items)
+            pool_changed(pools=[pool])
         created += len(items)
         done += len(batch)
         if progress is not None:

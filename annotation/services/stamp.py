@@ -1,0 +1,38 @@
+"""The pool's change stamp (`PoolStamp`): every write that changes what a pool's report or quality page reads calls
+`pool_changed`, and the report cache is keyed by `pool_stamp` (analysis/services.py).
+
+Bulk writes, queryset updates and the annotator's SQL path send no model signals, so the services call it themselves,
+after their rows are written and inside their transaction: a write that rolls back takes its bump back with it. A job's
+progress reaches the stamp through `generation.signals.jobs_changed` (annotation/apps.py, judging/hooks.py).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+
+from annotation.models import Pool, PoolStamp
+
+
+def pool_changed(*, pools: Iterable[Pool | int]) -> None:
+    """Give each of `pools` (rows or ids) a new stamp, so no report cached under the old one answers again."""
+    ids = sorted({pool if isinstance(pool, int) else pool.pk for pool in pools})
+    if not ids:
+        return
+    PoolStamp.objects.bulk_create(
+        [PoolStamp(pool_id=pk, token=uuid.uuid4().hex) for pk in ids],
+        update_conflicts=True,
+        unique_fields=["pool"],
+        update_fields=["token"],
+    )
+
+
+def pool_stamp(*, pool: Pool | int) -> str:
+    """The pool's stamp: one indexed read. A pool never bumped since it was made reads as "0"."""
+    pk = pool if isinstance(pool, int) else pool.pk
+    return PoolStamp.objects.filter(pool_id=pk).values_list("token", flat=True).first() or "0"
+
+
+def job_pools_changed(*, job_ids: Iterable[int]) -> None:
+    """The pools drawn from these generation jobs changed: their jobs' rows or progress did."""
+    pool_changed(pools=Pool.objects.filter(jobs__in=list(job_ids)).values_list("pk", flat=True).distinct())
