@@ -16,7 +16,8 @@ _hygiene = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_hygiene)
 HttpHygiene = _hygiene.HttpHygiene
 
-SLOW_SECONDS = 2.0
+SLOW_SECONDS = 2.0  # without CONCORD_TEST_SLOW_RELEASE
+RELEASE_WAIT_SECONDS = 300  # the longest /slow waits for its release, should the test be gone
 
 
 def _application(environ, start_response):
@@ -24,7 +25,13 @@ def _application(environ, start_response):
         started = os.environ.get("CONCORD_TEST_SLOW_STARTED")
         if started:  # tells the test that a process holds the request (a file, as the process is another one)
             Path(started).touch()
-        time.sleep(SLOW_SECONDS)
+        release = os.environ.get("CONCORD_TEST_SLOW_RELEASE")
+        if release:  # the page ends when the test says so (it creates the file), however loaded the machine
+            deadline = time.monotonic() + RELEASE_WAIT_SECONDS
+            while not Path(release).exists() and time.monotonic() < deadline:
+                time.sleep(0.01)
+        else:
+            time.sleep(SLOW_SECONDS)
         body = b"slow and whole"
     elif environ["PATH_INFO"] == "/refuse":  # like a 403 that never reads the POST body
         start_response("403 Forbidden", [("Content-Type", "text/plain"), ("Content-Length", "7")])

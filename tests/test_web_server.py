@@ -17,6 +17,9 @@ from tests.conftest import REPO
 
 pytestmark = pytest.mark.slow
 
+# The longest any step waits for the server, however loaded the machine: a bound for a broken server, not a pace.
+WAIT_SECONDS = 120
+
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -30,9 +33,10 @@ def server(monkeypatch, tmp_path):
 
     port = free_port()
     monkeypatch.setenv("CONCORD_TEST_SLOW_STARTED", str(tmp_path / "slow-started"))
+    monkeypatch.setenv("CONCORD_TEST_SLOW_RELEASE", str(tmp_path / "slow-release"))
     monkeypatch.setenv("WEB_BIND", f"127.0.0.1:{port}")
     monkeypatch.setenv("WEB_CONCURRENCY", "2")
-    monkeypatch.setenv("WEB_TIMEOUT", "30")
+    monkeypatch.setenv("WEB_TIMEOUT", str(WAIT_SECONDS))  # no harakiri or mercy ends a request the test holds
     # uWSGI ignores SIGTERM until its master has installed the stop hook, which a loaded machine lets a process
     # outrun: a hook after it creates a file, and the server is ready once that file exists.
     ready = tmp_path / "master-ready"
@@ -41,14 +45,15 @@ def server(monkeypatch, tmp_path):
     process = subprocess.Popen(
         command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=os.environ, start_new_session=True
     )
-    for _ in range(300):
+    deadline = time.monotonic() + WAIT_SECONDS
+    while time.monotonic() < deadline and process.poll() is None:
         if ready.exists():
             try:
                 with socket.create_connection(("127.0.0.1", port), timeout=1):
                     break
             except OSError:
                 pass
-        time.sleep(0.1)
+        time.sleep(0.05)
     else:
         os.killpg(process.pid, signal.SIGKILL)
         pytest.fail("the web server did not start: " + process.communicate()[1].decode()[-2000:])
@@ -61,28 +66,39 @@ def server(monkeypatch, tmp_path):
 
 
 def test_a_stop_lets_the_requests_in_flight_finish(server):
+    """Each step waits for the one before it, not for a time: the request is held by a process (it says so), the stop
+    begins (uWSGI's master says it is gracefully killing its workers), and only then is the page let finish."""
     process, port = server
-    answers, sent = {}, threading.Event()
+    answers, sent, stopping = {}, threading.Event(), threading.Event()
 
     def slow_request():
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=WAIT_SECONDS)
         connection.request("GET", "/slow")
         sent.set()
         response = connection.getresponse()
         answers["slow"] = (response.status, response.read())
 
+    def master_log():
+        for line in process.stderr:
+            if b"Gracefully killing worker" in line:
+                stopping.set()
+
+    threading.Thread(target=master_log, daemon=True).start()
     client = threading.Thread(target=slow_request)
     client.start()
-    assert sent.wait(30)
+    assert sent.wait(WAIT_SECONDS)
     started = Path(os.environ["CONCORD_TEST_SLOW_STARTED"])
-    deadline = time.monotonic() + 30
-    while not started.exists() and time.monotonic() < deadline:  # until a process holds it; the page takes 2 s more
-        time.sleep(0.05)
+    deadline = time.monotonic() + WAIT_SECONDS
+    while not started.exists() and time.monotonic() < deadline:  # until a process holds it
+        time.sleep(0.01)
     assert started.exists(), "no process took the request"
     process.send_signal(signal.SIGTERM)
-    client.join(60)
+    assert stopping.wait(WAIT_SECONDS), "the server did not begin to stop"
+    assert process.poll() is None and "slow" not in answers  # the stop waits on the request in flight
+    Path(os.environ["CONCORD_TEST_SLOW_RELEASE"]).touch()
+    client.join(WAIT_SECONDS)
     assert answers.get("slow") == (200, b"slow and whole")
-    assert process.wait(timeout=60) == 0  # then it stopped, rather than reloading
+    assert process.wait(timeout=WAIT_SECONDS) == 0  # then it stopped, rather than reloading
 
 
 def test_a_response_to_an_unread_post_body_is_never_cut_off(server):

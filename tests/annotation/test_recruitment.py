@@ -449,14 +449,19 @@ def test_saving_from_a_participant_session_needs_the_csrf_token(recruitment, poo
     assert saved.status_code == 201
 
 
-def test_joining_is_rate_limited_per_address(pool, settings):
+def test_joining_is_rate_limited_per_address(pool, settings, monkeypatch):
+    """The clock stands still inside one minute (the count is per address and minute), then moves to the next."""
     settings.CONCORD_STUDY_JOIN_PER_MINUTE = 3
     recruitment = recruitment_open(pool=pool, items_per_person=1, completion_code="C1")
+    now = timezone.now().replace(second=10, microsecond=0)
+    monkeypatch.setattr(timezone, "now", lambda: now)
     client = Client(REMOTE_ADDR="203.0.113.7")
     answers = [client.get(link(recruitment, pid=f"p{n}")).status_code for n in range(4)]
     assert answers == [302, 302, 302, 429]
     assert Participant.objects.count() == 3
     assert Client(REMOTE_ADDR="203.0.113.8").get(link(recruitment, pid="p9")).status_code == 302
+    now += timedelta(minutes=1)  # the next minute counts afresh
+    assert client.get(link(recruitment, pid="p4")).status_code == 302
 
 
 def test_only_a_participant_session_gets_the_finish_page_and_the_finish_hook(pool, annotator):
