@@ -89,7 +89,9 @@ def preview_row(row: Row) -> dict:
     }  # fmt: skip
 
 
-def generations_preview(*, pool: Pool, kind: str, files: list[UploadedFile], options: dict | None = None) -> dict:
+def generations_preview(
+    *, pool: Pool, kind: str, files: list[UploadedFile | Upload], options: dict | None = None
+) -> dict:
     """{"ok", "errors" (FILE:LINE: problem, the first ERRORS_SHOWN), "error_count", "rows" (the first PREVIEW_ROWS),
     "rows_read"}. The rows already in the pool are not told apart here: the import skips them."""
     errors: list[str] = []
@@ -99,12 +101,15 @@ def generations_preview(*, pool: Pool, kind: str, files: list[UploadedFile], opt
     datasets = Datasets(stored_codebook(options.get("codebook")))
     labels = list(options.get("labels") or pool.labels)
     for index, upload in enumerate(files):
-        name = str(upload.name or f"file-{index + 1}.csv").replace("\x00", "")
-        source = Upload(name, upload.read())
+        if isinstance(upload, Upload):
+            source = upload
+        else:
+            source = Upload(str(upload.name or f"file-{index + 1}.csv").replace("\x00", ""), upload.read())
         for row in file_rows(source, kind=kind, labels=labels, errors=errors, datasets=datasets):
             read += 1
             if len(rows) < PREVIEW_ROWS:
                 rows.append(preview_row(row))
-        upload.seek(0)
+        if not isinstance(upload, Upload):
+            upload.seek(0)
     return {"ok": not errors, "errors": errors[:ERRORS_SHOWN], "error_count": len(errors), "rows": rows,
             "rows_read": read}  # fmt: skip
