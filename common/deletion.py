@@ -24,7 +24,9 @@ def _cascades(model: type[models.Model]) -> list[tuple[type[models.Model], str]]
     return [
         (relation.related_model, relation.field.name)
         for relation in model._meta.related_objects
-        if relation.on_delete is models.CASCADE and not relation.many_to_many
+        if relation.on_delete is models.CASCADE
+        and not relation.many_to_many
+        and isinstance(relation.related_model, type)  # never the string "self" once the models are loaded
     ]
 
 
