@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+from collections.abc import Sequence
 
 from annotation.models import INTERVAL, NOMINAL, ORDINAL, Pool
 from annotation.schema import MISGENDERING
@@ -136,3 +137,21 @@ def label_key(label: str) -> str:
     ascii_text = unicodedata.normalize("NFKD", label).encode("ascii", "ignore").decode()
     key = re.sub(r"[^a-z0-9]+", "_", ascii_text.lower()).strip("_")
     return key or "label_" + "_".join(f"{ord(character):x}" for character in label)[:58]
+
+
+def label_keys(labels: Sequence[object], *, reserved: Sequence[str] = ()) -> dict[str, str]:
+    """Each label (as text) -> its key (`label_key`), in order; a label whose key an earlier one, or a column of its
+    own (`reserved`: a table's `n`), took gets `_2`, `_3`, ... after it ("Good" and "good!" are `good` and
+    `good_2`), so that each column is one label's."""
+    keys: dict[str, str] = {}
+    taken: set[str] = set(reserved)
+    for label in map(str, labels):
+        if label in keys:
+            continue
+        key, number = label_key(label), 1
+        while key in taken:
+            number += 1
+            key = f"{label_key(label)}_{number}"
+        keys[label] = key
+        taken.add(key)
+    return keys

@@ -25,6 +25,7 @@ from analysis.metrics.agreement import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED, ZERO_WID
 from analysis.metrics.multirater import _categories, gwet_ac1
 from analysis.metrics.rates import rate_interval
 from analysis.metrics.resampling import resampled_sums
+from annotation.labelset import label_keys
 
 # scipy.stats is imported where it is used (see agreement.py): web processes import this module with their URLs.
 
@@ -76,13 +77,15 @@ def per_class_kappa(
     a: Sequence[Hashable], b: Sequence[Hashable], *, categories: Sequence[Hashable]
 ) -> dict[str, float | None]:
     """Cohen's kappa of each label against the rest (the binary vectors 'is this label' of both raters), keyed by the
-    label as a string; None where it is undefined (no items, or neither rater ever, or both always, gave the label)."""
+    label's key (`annotation.labelset.label_keys`: "Not misgendering" -> `not_misgendering`; a column's name in the
+    CSV); None where it is undefined (no items, or neither rater ever, or both always, gave the label)."""
     labels = _categories([list(a), list(b)], categories)
+    keys = label_keys(labels)
     left, right = np.asarray(a, dtype=object), np.asarray(b, dtype=object)
     return {
-        str(label): cohen_kappa_square((left == label).astype(int), (right == label).astype(int), categories=[0, 1])[
-            "kappa_square"
-        ]
+        keys[str(label)]: cohen_kappa_square(
+            (left == label).astype(int), (right == label).astype(int), categories=[0, 1]
+        )["kappa_square"]
         for label in labels
     }
 
@@ -115,7 +118,7 @@ def chance_corrected(
         "cohen_kappa_boot_ci": None,
         "scott_pi_boot_ci": None,
         "gwet_ac1_boot_ci": None,
-        "per_class_kappa_boot_ci": {str(label): None for label in labels},
+        "per_class_kappa_boot_ci": {key: None for key in label_keys(labels).values()},
     }
     if n < 2:
         return figures
@@ -123,8 +126,10 @@ def chance_corrected(
     figures["cohen_kappa_boot_ci"] = _percentile_ci(_cohen_kappa(tables))
     figures["scott_pi_boot_ci"] = _percentile_ci(_scott_pi(tables))
     figures["gwet_ac1_boot_ci"] = _percentile_ci(_gwet_ac1(tables))
+    keys = label_keys(labels)
     figures["per_class_kappa_boot_ci"] = {
-        str(label): _percentile_ci(_cohen_kappa(_one_vs_rest(tables, index))) for index, label in enumerate(labels)
+        keys[str(label)]: _percentile_ci(_cohen_kappa(_one_vs_rest(tables, index)))
+        for index, label in enumerate(labels)
     }
     return figures
 
@@ -372,10 +377,13 @@ def _alt_test_indicators(
     values: Mapping[str, float] | None = None,
 ) -> dict[str, list[tuple[int, int]]]:
     """Per annotator, (W^f, W^h) on each of their items that has two or more annotations and a judge label; every
-    annotator of such an item appears, with however many items they have. Items are taken in sorted order, so that
-    nothing depends on the order the annotations were read in."""
+    annotator of such an item appears, with however many items they have. Items are taken in sorted order (ids as
+    numbers: in pool order, not by their digits, so that a study stored under other ids gives the same sums), so
+    that nothing depends on the order the annotations were read in."""
     wins: dict[str, list[tuple[int, int]]] = {}
-    for item in sorted(annotations, key=str):
+    for item in sorted(
+        annotations, key=lambda item: (not isinstance(item, int), item if isinstance(item, int) else str(item))
+    ):
         by_annotator = annotations[item]
         if len(by_annotator) < 2 or not judge.get(item):  # a blank judge label is no label
             continue

@@ -27,6 +27,9 @@ from analysis.plots.layout import (
     _stacked,
     _title,
 )
+from analysis.report.parts import LABEL_RESERVED
+from annotation.labelset import label_keys
+from annotation.schema import label_display
 from generation.pronouns import BASES
 
 if TYPE_CHECKING:
@@ -91,19 +94,20 @@ def accuracy(report: dict) -> Figure:
 def label_distribution(report: dict) -> Figure:
     """Figure 7: the human labels' shares per model and pronoun."""
     rows = report.get("label_distribution") or []
-    extra = sorted(
-        {k for row in rows for k in row} - set(report["labels"]) - {"model", "dataset", "setting", "pronoun"}
-    )
-    labels = [*report["labels"], *(k for k in extra if k != "n")]
+    keyed = label_keys(report["labels"], reserved=LABEL_RESERVED)
+    # The rows' columns are the labels' keys (a label given outside the set after the set's, its key as its name).
+    extra = sorted({k for row in rows for k in row} - set(keyed.values()) - set(LABEL_RESERVED))
+    layers = [*keyed.values(), *extra]
+    label_of = {key: label for label, key in keyed.items()}
     spare = [c for c in PALETTE if c not in LABEL_COLOURS.values()]
-    colours = {label: LABEL_COLOURS.get(label) or spare[i % len(spare)] for i, label in enumerate(labels)}
+    colours = {key: LABEL_COLOURS.get(label_of.get(key, key)) or spare[i % len(spare)] for i, key in enumerate(layers)}
     return _stacked(
         report,
         "label_distribution",
-        layers=labels,
+        layers=layers,
         colours=colours,
-        share=lambda row, label: row.get(label, 0) / row["n"] if row["n"] else 0.0,
-        names={label: label.replace("_", " ") for label in labels},
+        share=lambda row, key: row.get(key, 0) / row["n"] if row["n"] else 0.0,
+        names={key: label_display(label_of[key]) if key in label_of else key.replace("_", " ") for key in layers},
         ylabel="share of generations",
     )
 

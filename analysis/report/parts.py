@@ -8,12 +8,32 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from annotation.labelset import label_keys
+from annotation.schema import label_display
+
 # The views of the inter-annotator table, in the order every table of it gives them.
 INTER_ANNOTATOR_VIEWS = {
     "pronoun_label": "pronoun label",
     "pronoun_binary": "misgendering or not",
     "extraneous": "extraneous flag",
 }
+
+
+# The columns beside a label's own in the tables with a column per label (a label "n" is named `n_2` there).
+LABEL_RESERVED = ("model", "dataset", "setting", "pronoun", "n", "first_annotator")
+
+
+def label_titles(report: dict) -> dict[str, str]:
+    """The title of each column named by a label's key (`annotation.labelset.label_keys`): the label as written
+    (docs/domain.md, "Labels as written"); the per-class kappas' columns too."""
+    labels = [str(label) for label in report.get("labels") or []]
+    confusion = ((report.get("inter_annotator") or {}).get("confusion") or {}).get("labels") or []
+    labels += [str(label) for label in confusion if str(label) not in labels]
+    titles = {key: label_display(label) for label, key in label_keys(labels, reserved=LABEL_RESERVED).items()}
+    for label, key in label_keys(labels).items():
+        titles[f"per_class_kappa_{key}"] = f"per class kappa {label_display(label)}"
+        titles[f"per_class_kappa_boot_ci_{key}"] = f"per class kappa boot ci {label_display(label)}"
+    return titles
 
 
 def label_text(label: object) -> str:
@@ -89,8 +109,10 @@ def confusion(report: dict) -> list:
 def confusion_rows(report: dict) -> list[dict]:
     confusion = report["inter_annotator"]["confusion"]
     labels = confusion["labels"]
+    # The columns are named by the labels' keys, their titles the labels as written (`label_titles`).
+    keys = list(label_keys(labels, reserved=LABEL_RESERVED).values())
     return [
-        {"first_annotator": label, **dict(zip(labels, counts, strict=True))}
+        {"first_annotator": label, **dict(zip(keys, counts, strict=True))}
         for label, counts in zip(labels, confusion["matrix"], strict=True)
     ]
 

@@ -39,6 +39,7 @@ from analysis.metrics.multirater import (
     pooled_pairs,
 )
 from analysis.metrics.scales import errors, label_numbers, weighted_kappas
+from analysis.report.parts import LABEL_RESERVED
 from analysis.report.types import (
     AnnotatorPair,
     Disagreement,
@@ -48,7 +49,7 @@ from analysis.report.types import (
     LabelDistributionRow,
     RateRow,
 )
-from annotation.labelset import positive_label
+from annotation.labelset import label_keys, positive_label
 from annotation.models import NOMINAL, STUDY, Adjudication, Annotation, Pool, PoolItem
 from annotation.schema import MISGENDERING, human_binary
 from annotation.selectors.aggregate import AGGREGATES, AggregationError
@@ -79,7 +80,8 @@ def pool_item_frame(*, pool: Pool) -> pd.DataFrame:
     ).rename(columns={"model_name": "model"})
     annotations = pd.DataFrame.from_records(
         Annotation.objects.filter(item__pool=pool, item__kind=STUDY)
-        .order_by("item_id", "created_at", "id")
+        # Annotations made at one time (one import's) are taken by annotator, not in the file's order.
+        .order_by("item_id", "created_at", "annotator__username", "id")
         .values_list("item_id", "annotator__username", "label", "extraneous"),
         columns=["id", "annotator", "label", "extraneous"],
     )
@@ -397,17 +399,20 @@ def extraneous_rate(*, frame: pd.DataFrame) -> list[RateRow]:
 
 
 def label_distribution(*, frame: pd.DataFrame, labels: list[str]) -> list[LabelDistributionRow]:
-    """Human label counts per cell, one column per label (the pool's labels first, then any others seen)."""
+    """Human label counts per cell, one column per label (the pool's labels first, then any others seen), named by
+    its key (`annotation.labelset.label_keys`)."""
     if frame.empty:
         return []
     counts = frame.groupby([*CELL, "human_label"]).size().unstack("human_label", fill_value=0)
     columns = list(labels) + sorted(set(counts.columns) - set(labels))
     counts = counts.reindex(columns=columns, fill_value=0)
+    keys = label_keys(columns, reserved=LABEL_RESERVED)  # the columns' names; their titles are the labels as written
     rows = []
     for cell, values in counts.iterrows():
         rows.append(
-            {**dict(zip(CELL, cell, strict=True)), "n": int(values.sum()), **{k: int(v) for k, v in values.items()}}
-        )
+            {**dict(zip(CELL, cell, strict=True)), "n": int(values.sum()),
+             **{keys[str(k)]: int(v) for k, v in values.items()}}
+        )  # fmt: skip
     return cast(list[LabelDistributionRow], rows)
 
 

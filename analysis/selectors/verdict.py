@@ -33,7 +33,7 @@ from analysis.metrics.verdict import (
     selective_threshold,
 )
 from analysis.report.machine_types import JudgeVerdictRow, PredictionPoweredRow
-from annotation.labelset import rate_positive
+from annotation.labelset import label_keys, rate_positive
 from annotation.models import NOMINAL, STUDY, Pool, PoolItem
 from annotation.schema import MISGENDERING
 from common.frames import pd
@@ -221,14 +221,12 @@ def human_ceiling(*, side: HumanSide, labels: list[str], min_items: int = MIN_IT
     row: dict = {"against": "human_ceiling", "n": len(pairs)}
     for key in (*CHANCE_KEYS, *SCALE_KEYS):
         row[key] = _mean([pair[key] for pair in pairs])
-    per_class: dict[str, float | None] = {}
-    for label in labels:
-        per_class[label] = _mean([pair["per_class_kappa"].get(label) for pair in pairs])
-    row["per_class_kappa"] = per_class
+    keys = list(label_keys(labels).values())  # the per-class figures' keys (analysis.metrics.verdict.per_class_kappa)
+    row["per_class_kappa"] = {key: _mean([pair["per_class_kappa"].get(key) for pair in pairs]) for key in keys}
     for key in CHANCE_KEYS:
         row[f"{key}_boot_ci"] = _mean_interval([pair[f"{key}_boot_ci"] for pair in pairs])
     row["per_class_kappa_boot_ci"] = {
-        label: _mean_interval([pair["per_class_kappa_boot_ci"].get(label) for pair in pairs]) for label in labels
+        key: _mean_interval([pair["per_class_kappa_boot_ci"].get(key) for pair in pairs]) for key in keys
     }
     return row
 

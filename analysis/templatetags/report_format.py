@@ -61,6 +61,7 @@ def presented_all(tables: list[dict]) -> list[dict]:
             if _nothing_measured(table, [c for c in columns if c != first and c not in keys]):
                 continue  # e.g. the probability-based part of an imported pool's accuracy
             part = {
+                "titles": table.get("titles", {}),
                 "fills": table.get("fills", ""),
                 "name": table["name"],
                 "columns": columns,
@@ -116,7 +117,10 @@ def presented(table: dict) -> dict:
         "csv": table["name"],
         "fills": table.get("fills", ""),
         "title": table_title(table["name"]),
-        "columns": [{"name": name, "title": column_title(table["name"], name), "num": None} for name, _ in merged],
+        "columns": [
+            {"name": name, "title": table.get("titles", {}).get(name) or column_title(table["name"], name), "num": None}
+            for name, _ in merged
+        ],
         "rows": rows,
         "note": f"{KAPPA_BEYOND_MARK} {KAPPA_BEYOND_NOTE}" if marked else "",
     }

@@ -105,10 +105,12 @@ def _dawid_skene(data: pd.DataFrame):
 
 def pool_ratings(*, pool: Pool) -> pd.DataFrame:
     """Every annotation of the pool's study items as (task = item id, worker = annotator's name, label), oldest
-    first within an item."""
+    first within an item, those made at one time (one import's) by annotator: crowd-kit's fits read the ratings in
+    order (its majority's ties, MACE's and Dawid-Skene's sums), and no figure may depend on the order of a file's
+    rows (docs/domain.md, "Headline figures")."""
     return pd.DataFrame.from_records(
         Annotation.objects.filter(item__pool=pool, item__kind=STUDY)
-        .order_by("item_id", "created_at", "id")
+        .order_by("item_id", "created_at", "annotator__username", "id")
         .values_list("item_id", "annotator__username", "label"),
         columns=["task", "worker", "label"],
     )

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import make_password
 from django.db import connection, transaction
+from django.utils import timezone
 
 from annotation.models import ORIGIN_IMPORTED, STUDY, Annotation, Pool
 from annotation.services.imports.reading import source_name
@@ -327,8 +328,16 @@ def _write(plan: LabelsPlan, accounts: dict[str, int]) -> None:
         annotation.seconds = annotation.seconds if row.seconds is None else row.seconds
         annotation.notes = annotation.notes if row.note is None else row.note
     Annotation.objects.bulk_create([annotation for annotation, _ in created], batch_size=BATCH)
-    # auto_now_add stamps new rows with the time of the import: a row's own `created_at` is written after, one
-    # parameterised statement for all (bulk_update's CASE per row takes minutes at 100,000 rows).
+    # auto_now_add stamps each new row with the moment it was prepared, which follows the file's row order: a row
+    # without a time of its own gets one time, the import's, so that an item's annotations made by one import tie
+    # and are taken by annotator (docs/domain.md, "Headline figures": nothing depends on the order of a file's rows).
+    untimed = [annotation.pk for annotation, row in created if row.created_at is None]
+    if untimed:
+        moment = timezone.now()
+        for start in range(0, len(untimed), BATCH):
+            Annotation.objects.filter(pk__in=untimed[start : start + BATCH]).update(created_at=moment)
+    # A row's own `created_at` is written after, one parameterised statement for all (bulk_update's CASE per row
+    # takes minutes at 100,000 rows).
     stamps = [(row.created_at, annotation.pk) for annotation, row in created if row.created_at is not None]
     if stamps:
         adapt = connection.ops.adapt_datetimefield_value

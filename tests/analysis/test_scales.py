@@ -13,6 +13,7 @@ import itertools
 import json
 import math
 import random
+import re
 import warnings
 from pathlib import Path
 
@@ -363,3 +364,88 @@ def test_lights_kappa_counts_every_pair_of_a_pool_of_more_raters_than_are_listed
     assert "no pairs listed: the pool has 8 raters" in page
     table = report_render(report=report, fmt="csv", table="inter_annotator").body
     assert "no pairs listed" in table
+
+
+def test_a_column_per_label_is_named_by_its_key_and_titled_as_written(tmp_path):
+    """Labels as a study wrote them: the CSV columns (label counts, the confusion table, the judge's per-class kappa)
+    are the labels' derived keys, the page's column titles the labels as written."""
+    from analysis.report.build import report_data
+    from analysis.report.exports.render import report_render
+
+    labels = ["Not misgendering", "Misgendering!", "n"]  # "n" is the count column's name: its key is n_2
+    pool = PoolFactory(name="spelled", labels=labels, positive_label="Misgendering!")
+    rng = random.Random(5)
+    rows, judged = [], []
+    for n in range(40):
+        PoolItemFactory(pool=pool, external_id=f"s{n}", dataset="study", continuation=f"text {n}")
+        rows += [[f"s{n}", name, rng.choice(labels)] for name in ("amy", "zed")]
+        judged.append([f"s{n}", rng.choice(labels)])
+    _command("import_labels", _write(tmp_path / "p.csv", ["item", "annotator", "label"], rows), "--pool", "spelled")
+    _command(
+        "import_judge_labels", _write(tmp_path / "j.csv", ["item", "label"], judged), "--pool", "spelled", "--judge",
+        "api-judge",
+    )  # fmt: skip
+    report = report_data(pool=pool)
+    keys = ["not_misgendering", "misgendering", "n_2"]
+    (distribution,) = report["label_distribution"]
+    assert set(keys) <= set(distribution) and not set(labels[:2]) & set(distribution)
+    header = next(csv.reader(io.StringIO(report_render(report=report, fmt="csv", table="label_distribution").body)))
+    assert set(keys) <= set(header)
+    confusion = next(csv.reader(io.StringIO(report_render(report=report, fmt="csv", table="confusion").body)))
+    assert confusion == ["first_annotator", *keys]
+    (verdict,) = report["judge_verdict"]
+    per_class = ["not_misgendering", "misgendering", "n"]  # after a prefix: no column of its own to take
+    assert list(verdict["agreement"][0]["per_class_kappa"]) == per_class
+    agreement = next(
+        csv.reader(io.StringIO(report_render(report=report, fmt="csv", table="judge_verdict_agreement").body))
+    )
+    assert {f"per_class_kappa_{key}" for key in per_class} <= set(agreement)
+    page = report_render(report=report, fmt="html").body
+    assert re.search(r"<th[^>]*>\s*Not misgendering\s*</th>", page)
+    assert re.search(r"<th[^>]*>\s*per class kappa Misgendering!\s*</th>", page)
+
+
+def _normalised(report: dict, pool: str) -> object:
+    """The whole report with what names the pool rather than the study taken out: the pool's name (in it and in
+    its annotators' pseudonyms), its items' public ids (as the file's item ids) and the database's ids of its items
+    and runs, each replaced by its rank."""
+    from annotation.models import PoolItem
+
+    text = json.dumps(report, sort_keys=True).replace(pool, "POOL")
+    for public_id, external_id in PoolItem.objects.filter(pool__name=pool).values_list("public_id", "external_id"):
+        text = text.replace(public_id, f"item:{external_id}")
+    data = json.loads(text)
+    ids: dict[str, set[int]] = {}
+
+    def collect(value, key=None):
+        if isinstance(value, dict):
+            for k, v in value.items():
+                collect(v, k)
+        elif isinstance(value, list):
+            for v in value:
+                collect(v, key)
+        elif key in ID_KEYS and isinstance(value, int):
+            ids.setdefault(ID_KEYS[key], set()).add(value)
+
+    def rank(value, key=None):
+        if isinstance(value, dict):
+            return {k: rank(v, k) for k, v in value.items()}
+        if isinstance(value, list):
+            return [rank(v, key) for v in value]
+        if key in ID_KEYS and isinstance(value, int):
+            return sorted(ids[ID_KEYS[key]]).index(value)
+        return value
+
+    collect(data)
+    return rank(data)
+
+
+ID_KEYS = {"id": "item", "item": "item", "item_id": "item", "run": "run", "judge_run": "run"}
+
+
+def test_the_whole_report_is_the_same_whatever_the_order_of_the_files_rows(tmp_path):
+    """The same study imported twice, its people's and judge's rows in another order the second time: every figure
+    and row of the report is the same (docs/domain.md, "Headline figures": nothing depends on the order of rows)."""
+    (_, _, first) = _build(tmp_path, name="rows-in-order", positive_at_least="Very good")
+    (_, _, second) = _build(tmp_path, name="rows-shuffled", shuffle=9, positive_at_least="Very good")
+    assert _normalised(second, "rows-shuffled") == _normalised(first, "rows-in-order")

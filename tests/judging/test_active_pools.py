@@ -150,6 +150,14 @@ class TestActiveDraw:
         with pytest.raises(CommandError, match=message):
             call_command("sample_pool", "--name", "x", "--jobs", str(verdict_study.job.pk), "--active", *extra)
 
+    def test_a_label_set_is_refused_beside_an_active_draw(self, verdict_study):
+        with pytest.raises(CommandError, match="an active draw is labelled with the schema's labels"):
+            call_command(
+                "sample_pool", "--name", "x", "--jobs", str(verdict_study.job.pk), "--active", "--judge-run",
+                str(verdict_study.run.pk), "--budget", "3", "--labels", "1,2,3", "--scale", "ordinal",
+            )  # fmt: skip
+        assert not Pool.objects.filter(name="x").exists()
+
     def test_the_pool_form_draws_an_active_pool_and_shows_a_refusal(self, client, admin_user, verdict_study):
         client.force_login(admin_user)
         form = {"name": "web-active", "jobs": str(verdict_study.job.pk), "seed": SEED, "active": "on",

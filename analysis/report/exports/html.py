@@ -9,7 +9,7 @@ from django.template.loader import render_to_string
 
 from analysis.plots import report_figures_inline
 from analysis.report.exports.csv import report_table_rows
-from analysis.report.parts import clean, label_text
+from analysis.report.parts import clean, label_text, label_titles
 from analysis.report.tables import TABLES
 from analysis.selectors.active import budget_sentences
 from analysis.selectors.verdict import NOTE as VERDICT_NOTE
@@ -37,6 +37,7 @@ def report_html(*, report: dict) -> str:
 def report_tables_for_display(*, report: dict) -> list[dict]:
     """The tables shown as plain tables, as headers + rows of strings, for the page and the standalone HTML."""
     tables = []
+    titles = label_titles(report)  # columns named by a label's key read as the label as written
     for table in TABLES:
         if not table.shown:
             continue
@@ -58,6 +59,7 @@ def report_tables_for_display(*, report: dict) -> list[dict]:
                     for row in rows
                 ],
                 "fills": table.fills(report),
+                "titles": {c: titles[c] for c in columns if c in titles},
             }
         )
     return tables

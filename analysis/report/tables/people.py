@@ -52,6 +52,8 @@ AGREEMENT = (
             "fleiss_n_items": "items (Fleiss)",
             "krippendorff_alpha": "Krippendorff's α",
             "krippendorff_alpha_all": "Krippendorff's α (all raters)",
+            "light_pairs": "annotator pairs (Light's κ)",
+            "pairwise_note": "pairs per annotator pair",
         },
         latex=LatexTable("inter_annotator", latex.latex_inter_annotator),
         # Split on the page so that each part fits it: the headline figures over every pair of annotations
@@ -69,6 +71,7 @@ AGREEMENT = (
                     "gwet_ac1_ci_low",
                     "gwet_ac1_ci_high",
                     "krippendorff_alpha_all",
+                    "pairwise_note",
                 ),
             ),
         ),  # fmt: skip
