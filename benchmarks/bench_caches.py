@@ -3,15 +3,13 @@ waits for after a change to the pool), with and without the cache, taking turns,
 `bench_report.py --scale demo` (4 models x both datasets, 16,000 generations, a 320-item pool, 80 items annotated
 twice) in its own PostgreSQL database.
 
-    python benchmarks/bench_caches.py [--rounds 3] [--reuse] [--caches kappa,resamples,grouping,strings]
+    python benchmarks/bench_caches.py [--rounds 3] [--reuse] [--caches kappa,resamples,strings]
 
 The caches, and what "without" is:
 
 - kappa: `analysis.metrics.agreement._kappa_of_table`'s LRU of statsmodels' kappa per table; without, every table is
   computed again (`__wrapped__`).
 - resamples: `analysis.metrics.resampling`'s resamples kept per size; without, no room (`RESAMPLE_CACHE_BYTES = 0`).
-- grouping: `analysis.cells.cell_groups` grouping small frames in one pass of Python; without, pandas' `groupby`
-  for every frame (`PYTHON_GROUPING_ROWS = 0`).
 - strings: `common.frames` keeping strings as Python objects (`mode.string_storage = "python"`); without, pandas'
   default (pyarrow), set before each request so that the frames it makes use it.
 
@@ -38,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-CACHES = ("kappa", "resamples", "grouping", "strings")
+CACHES = ("kappa", "resamples", "strings")
 
 
 def _parse() -> argparse.Namespace:
@@ -75,15 +73,6 @@ def _without(name: str) -> Iterator[None]:
             yield
         finally:
             resampling.RESAMPLE_CACHE_BYTES = room
-    elif name == "grouping":
-        from analysis import cells
-
-        rows = cells.PYTHON_GROUPING_ROWS
-        cells.PYTHON_GROUPING_ROWS = 0
-        try:
-            yield
-        finally:
-            cells.PYTHON_GROUPING_ROWS = rows
     elif name == "strings":
         from common.frames import pd
 

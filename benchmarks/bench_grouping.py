@@ -1,6 +1,6 @@
 """Time grouping a report's frames by cell: `analysis.cells.cell_groups` against iterating pandas'
-`groupby(CELL, sort=True)` groups, side by side, on frames of 10 rows (a test's pool), 1,500 and 2,500 (either side of
-`PYTHON_GROUPING_ROWS`) and 120,000 (a paper-scale study's instances). No database.
+`groupby(CELL, sort=True)` groups, side by side, on frames of 10 rows (a test's pool), 1,500, 2,500 and 120,000 (a
+paper-scale study's instances). No database. `bench_caches.py` times what the grouping is worth in a whole report.
 
     python benchmarks/bench_grouping.py [--runs 5]
 

@@ -138,6 +138,22 @@ class GenerationFactory(factory.django.DjangoModelFactory):
         verdict = factory.LazyAttribute(_verdict)  # the heuristic run once per generation, read by the three fields
 
 
+class _PoolWrite(factory.django.DjangoModelFactory):
+    """A row of a pool, made as the services make it: the pool's change stamp is bumped (annotation/services/stamp.py),
+    so a report cached before it is built again."""
+
+    class Meta:
+        abstract = True
+
+    @classmethod
+    def _create(cls, model_class, *args, **kwargs):
+        from annotation.services.stamp import pool_changed
+
+        row = super()._create(model_class, *args, **kwargs)
+        pool_changed(pools=[row.pool_id if hasattr(row, "pool_id") else row.item.pool_id])
+        return row
+
+
 class PoolFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = Pool
@@ -145,7 +161,7 @@ class PoolFactory(factory.django.DjangoModelFactory):
     name = factory.Sequence(lambda n: f"pool-{n}")
 
 
-class PoolItemFactory(factory.django.DjangoModelFactory):
+class PoolItemFactory(_PoolWrite):
     class Meta:
         model = PoolItem
 
@@ -162,7 +178,7 @@ class PoolItemFactory(factory.django.DjangoModelFactory):
     first_pronoun = "Xe"
 
 
-class AssignmentFactory(factory.django.DjangoModelFactory):
+class AssignmentFactory(_PoolWrite):
     class Meta:
         model = Assignment
 
@@ -172,7 +188,7 @@ class AssignmentFactory(factory.django.DjangoModelFactory):
     position = factory.Sequence(lambda n: n)
 
 
-class AnnotationFactory(factory.django.DjangoModelFactory):
+class AnnotationFactory(_PoolWrite):
     class Meta:
         model = Annotation
 

@@ -12,8 +12,9 @@ from django.db import transaction
 from analysis.gifi.scorers import SCORERS, Scorer, ScorerUnavailable
 from analysis.gifi.selectors import gifi_rows
 from analysis.models import GifiScore
+from annotation.services.stamp import job_pools_changed
 from generation.datasets.gifi import COUNTERFACTUAL
-from generation.models import LanguageModel
+from generation.models import Generation, LanguageModel
 
 WRITE_BATCH = 500
 
@@ -61,4 +62,9 @@ def gifi_scores_fill(
                 batch_size=WRITE_BATCH,
                 ignore_conflicts=True,
             )
+            # The reports of the pools drawn from these generations' jobs read their scores.
+            job_ids = Generation.objects.filter(pk__in=[row.generation for row in todo]).values_list(
+                "job_id", flat=True
+            )
+            job_pools_changed(job_ids=job_ids.distinct())
     return unavailable

@@ -198,7 +198,7 @@ def _statsmodels_kappa(table: np.ndarray) -> tuple[float | None, float | None, f
 
 # statsmodels freezes two scipy distributions for every result (nearly all of a call's time), and a report
 # rebuilt after a new annotation computes mostly the same tables again: the figures are kept per table (a few hundred
-# bytes each).
+# bytes each; what it saves of a report: benchmarks/README.md, "Caches on the paths people drive").
 KAPPA_MEMO_SIZE = 4096
 
 

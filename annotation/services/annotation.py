@@ -315,8 +315,8 @@ def _annotation_write(
     The assignment's lock covers the annotation too: every save of it takes that lock first. This path is the mark's
     only writer besides `assign` (the admin is read-only), in the same transaction as the annotation. Spans and
     referents are deleted only from an earlier annotation (a new one has none) and inserted only when there are
-    some; the mark is written only when it changes. The audit row (`_audit`) goes last, with the old spans that
-    their DELETE returned.
+    some; the mark is written only when it changes. The audit row (`_audit`) follows, with the old spans that
+    their DELETE returned, and the pool's change stamp is bumped last (the report cache's key).
     """
     sql = _sql()
     now = timezone.now()

@@ -8,7 +8,6 @@ import random
 import numpy as np
 import pytest
 
-from analysis import cells
 from analysis.cells import CELL, cell_groups
 from common.frames import pd
 
@@ -29,10 +28,8 @@ def _frame(seed: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-@pytest.mark.parametrize("python_rows", [10_000, 0], ids=["grouped in Python", "grouped by pandas"])
 @pytest.mark.parametrize("seed", range(20))
-def test_it_gives_pandas_cells_in_pandas_order_with_each_cells_rows_in_frame_order(seed, python_rows, monkeypatch):
-    monkeypatch.setattr(cells, "PYTHON_GROUPING_ROWS", python_rows)
+def test_it_gives_pandas_cells_in_pandas_order_with_each_cells_rows_in_frame_order(seed):
     frame = _frame(seed)
     expected = [
         (dict(zip(CELL, key, strict=True)), group["value"].to_numpy(), group["label"].tolist())
