@@ -77,9 +77,13 @@ def test_a_stop_lets_the_requests_in_flight_finish(server):
         sent.set()
         response = connection.getresponse()
         answers["slow"] = (response.status, response.read())
+        connection.close()
+
+    log: list[bytes] = []
 
     def master_log():
         for line in process.stderr:
+            log.append(line)
             if b"Gracefully killing worker" in line:
                 stopping.set()
 
@@ -98,7 +102,10 @@ def test_a_stop_lets_the_requests_in_flight_finish(server):
     Path(os.environ["CONCORD_TEST_SLOW_RELEASE"]).touch()
     client.join(WAIT_SECONDS)
     assert answers.get("slow") == (200, b"slow and whole")
-    assert process.wait(timeout=WAIT_SECONDS) == 0  # then it stopped, rather than reloading
+    try:
+        assert process.wait(timeout=WAIT_SECONDS) == 0  # then it stopped, rather than reloading
+    except subprocess.TimeoutExpired:
+        pytest.fail("the server did not stop: " + b"".join(log).decode(errors="replace")[-3000:])
 
 
 def test_a_response_to_an_unread_post_body_is_never_cut_off(server):
