@@ -19,6 +19,7 @@ from analysis.selectors.quality import quality_dashboard
 from analysis.selectors.verdict import DEFAULT_ALPHA, DEFAULT_DELTA, VerdictParameters, human_side, verdict_parameters
 from annotation.models import Pool, PoolItem
 from common.audit import CREATE, audit_record
+from common.errors import ServiceError
 from generation.datasets.labels import dataset_label
 from generation.models import Generation
 from judging.models import JudgeRun, MachineLabel
@@ -117,7 +118,7 @@ def quality_dashboard_cached(*, pool: Pool) -> dict:
 # --- escalation (docs/domain.md, 'The judge's verdict': selective judging) --------------------------------------------
 
 
-class EscalationError(ValueError):
+class EscalationError(ServiceError, ValueError):
     """The escalation cannot be made as asked; nothing was written."""
 
 

@@ -26,25 +26,24 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.projects import ProjectError, project_choose
+from accounts.projects import project_choose
 from accounts.roles import ADMIN, IsAdmin, IsResearcher, has_role
 from annotation.access import MayAssignPool, pool_visible_or_404, pools_visible_to
 from annotation.label_imports import JUDGE_LABELS, LABELS, label_import_kind
 from annotation.labelset import SCALES, positive_label
 from annotation.models import GOLD, NOMINAL, STUDY, TRAINING, ImportJob, Pool
 from annotation.selectors import research
-from annotation.services import AssignmentError, PoolSampleError, assignments_create, pool_sample
+from annotation.services import assignments_create, pool_sample
 from annotation.services.assignment import DEFAULT_RATERS
-from annotation.services.imports.jobs import ImportJobError, import_job_create, import_job_progress
-from annotation.services.label_files import LabelImportError, Upload
+from annotation.services.imports.jobs import import_job_create, import_job_progress
+from annotation.services.label_files import Upload
 from annotation.services.pool import (
     DRAW_INSTANCES,
     DRAW_PER_SAMPLE_INDEX,
     POOL_SEED,
-    PoolCreateError,
     pool_create,
 )
-from annotation.services.preview import GENERATIONS, UploadOptionsError, generation_options, generations_preview
+from annotation.services.preview import GENERATIONS, generation_options, generations_preview
 from common.renderers import CsvRenderer
 
 
@@ -255,30 +254,24 @@ class PoolListCreateApi(APIView):
         data = serializer.validated_data
         if files:
             return self._pool_of_files(request, data)
-        try:
-            project = project_choose(name=data["project"], user=request.user)
-        except ProjectError as exc:
-            return Response({"project": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
-        try:
-            result = pool_sample(
-                project=project,
-                name=data["name"],
-                job_ids=data.get("jobs") or None,
-                draw=data["draw"],
-                instances=data["instances"],
-                per_cell=data["per_cell"],
-                seed=data["seed"],
-                allow_short=data["allow_short"],
-                created_by=request.user,
-                active=data["active"],
-                judge_run=data["judge_run"],
-                budget=data["budget"],
-                labels=data.get("labels"),
-                scale=data["scale"],
-                positive=data["positive"],
-            )
-        except PoolSampleError as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        project = project_choose(name=data["project"], user=request.user)
+        result = pool_sample(
+            project=project,
+            name=data["name"],
+            job_ids=data.get("jobs") or None,
+            draw=data["draw"],
+            instances=data["instances"],
+            per_cell=data["per_cell"],
+            seed=data["seed"],
+            allow_short=data["allow_short"],
+            created_by=request.user,
+            active=data["active"],
+            judge_run=data["judge_run"],
+            budget=data["budget"],
+            labels=data.get("labels"),
+            scale=data["scale"],
+            positive=data["positive"],
+        )
         assert result.pool is not None
         body = {
             "pool": PoolDetailSerializer(_pool_detail(result.pool)).data,
@@ -287,18 +280,11 @@ class PoolListCreateApi(APIView):
         return Response(body, status=status.HTTP_201_CREATED)
 
     def _pool_of_files(self, request, data: dict) -> Response:
-        try:
-            project = project_choose(name=data["project"], user=request.user)
-        except ProjectError as exc:
-            return Response({"project": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
-        try:
-            pool = pool_create(
-                name=data["name"], labels=data["labels"], positive=data["positive"], scale=data["scale"],
-                project=project, created_by=request.user,
-            )  # fmt: skip
-        except PoolCreateError as exc:
-            field, _, message = str(exc).partition(": ")
-            return Response({field: [message]}, status=status.HTTP_400_BAD_REQUEST)
+        project = project_choose(name=data["project"], user=request.user)
+        pool = pool_create(
+            name=data["name"], labels=data["labels"], positive=data["positive"], scale=data["scale"],
+            project=project, created_by=request.user,
+        )  # fmt: skip
         body = {"pool": PoolDetailSerializer(_pool_detail(pool)).data, "short_cells": []}
         return Response(body, status=status.HTTP_201_CREATED)
 
@@ -402,24 +388,16 @@ class PoolImportListCreateApi(APIView):
         kind = STUDY if values["kind"] == GENERATIONS else values["kind"]
         if kind in (LABELS, JUDGE_LABELS):
             return _label_import(pool, kind, values, request.user)
-        try:
-            options = generation_options(
-                labels=values.get("labels", ""),
-                positive=values.get("positive", ""),
-                codebook=values.get("codebook"),
-                scale=values.get("scale", ""),
-                positive_at_least=values.get("positive_at_least", ""),
-            )
-        except UploadOptionsError as exc:
-            return Response({"detail": str(exc), "errors": []}, status=status.HTTP_400_BAD_REQUEST)
+        options = generation_options(
+            labels=values.get("labels", ""),
+            positive=values.get("positive", ""),
+            codebook=values.get("codebook"),
+            scale=values.get("scale", ""),
+            positive_at_least=values.get("positive_at_least", ""),
+        )
         if values["preview"]:
             return Response(generations_preview(pool=pool, kind=kind, files=values["files"], options=options))
-        try:
-            job = import_job_create(
-                pool=pool, kind=kind, files=values["files"], created_by=request.user, options=options
-            )
-        except ImportJobError as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        job = import_job_create(pool=pool, kind=kind, files=values["files"], created_by=request.user, options=options)
         return Response(ImportJobSerializer(import_job_progress(job=job)).data, status=status.HTTP_202_ACCEPTED)
 
 
@@ -432,12 +410,7 @@ def _label_import(pool: Pool, kind: str, values: dict, user) -> Response:
     handler = label_import_kind(kind)
     if values["preview"]:
         return Response(handler.preview(pool=pool, upload=source, options=values))
-    try:
-        summary = handler.run(pool=pool, upload=source, options=values, user=user)
-    except LabelImportError as exc:
-        return Response(
-            {"detail": "import failed, nothing was written", "errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST
-        )
+    summary = handler.run(pool=pool, upload=source, options=values, user=user)
     return Response({"kind": kind, **summary}, status=status.HTTP_201_CREATED)
 
 
@@ -489,17 +462,14 @@ class PoolAssignApi(APIView):
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        try:
-            result = assignments_create(
-                pool=pool,
-                usernames=list(dict.fromkeys(data["annotators"])),
-                overlap=data["overlap"],
-                raters=data["raters"],
-                seed=data["seed"],
-                user=request.user,
-            )
-        except AssignmentError as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        result = assignments_create(
+            pool=pool,
+            usernames=list(dict.fromkeys(data["annotators"])),
+            overlap=data["overlap"],
+            raters=data["raters"],
+            seed=data["seed"],
+            user=request.user,
+        )
         body = {
             "created": result.created,
             "overlap_items": result.overlap_items,

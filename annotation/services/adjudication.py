@@ -11,9 +11,10 @@ from django.db import transaction
 from annotation.models import STUDY, Adjudication, PoolItem
 from annotation.referents import ReferentsRejected, referents_check
 from common.audit import CREATE, UPDATE, audit_record
+from common.errors import ServiceError
 
 
-class AdjudicationError(ValueError):
+class AdjudicationError(ServiceError, ValueError):
     pass
 
 

@@ -35,6 +35,7 @@ from annotation.labelset import LabelSetError, labels_check
 from annotation.models import NOMINAL, Pool, PoolItem
 from annotation.schema import DEFAULT_LABELS, MISGENDERING
 from common.audit import CREATE, audit_record
+from common.errors import FieldError, ServiceError
 from generation.contexts import setting_rank
 from generation.datasets.labels import dataset_label
 from generation.models import Generation, Job, JobStatus
@@ -48,7 +49,7 @@ POOL_SEED = 131719  # the seed's `random_state`: with it, a full job's pool hold
 Cell = tuple[str, str, str, str]  # model, dataset kind, setting, pronoun
 
 
-class PoolSampleError(ValueError):
+class PoolSampleError(ServiceError, ValueError):
     """The pool cannot be drawn as asked; nothing was written."""
 
 
@@ -440,8 +441,8 @@ def _in_project(project: Project | None) -> dict:
     return {} if project is None else {"project": project}
 
 
-class PoolCreateError(ValueError):
-    """The pool cannot be made as asked; nothing was written."""
+class PoolCreateError(FieldError, ValueError):
+    """The pool cannot be made as asked (`FIELD: WHY`); nothing was written."""
 
 
 @transaction.atomic

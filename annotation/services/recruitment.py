@@ -40,6 +40,7 @@ from annotation.models import (
 from annotation.selectors import FAILED, qualification_status
 from annotation.services.assignment import _lay_out, _load_state, _stratified, _write
 from common.audit import CREATE, UPDATE, audit_record
+from common.errors import ServiceError
 
 PLATFORMS = (PROLIFIC,)
 DEFAULT_TIMEOUT_MINUTES = 60
@@ -51,7 +52,7 @@ PROLIFIC_PARAMETERS = "PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&S
 PROLIFIC_COMPLETE = "https://app.prolific.com/submissions/complete?cc="
 
 
-class RecruitmentError(ValueError):
+class RecruitmentError(ServiceError, ValueError):
     """The recruitment cannot be opened or changed as asked; nothing was written."""
 
 
