@@ -15,8 +15,9 @@ Anything that is not a `ServiceError` is a bug: it stays a 500 and is logged as 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from django.contrib import messages
@@ -88,26 +89,43 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
     return exception_handler(exc, context)
 
 
+@dataclass
+class Refusal:
+    """What a `refusal_on` or `refusal_shown` block was refused with, if it was (for a view whose answer differs)."""
+
+    error: ServiceError | None = None
+
+
+Say = str | Callable[[str], str]  # "Not saved: {}." or a function of the message
+
+
+def _said(say: Say, message: str) -> str:
+    return say(message) if callable(say) else say.format(message)
+
+
 @contextmanager
-def refusal_on(form: forms.Form, *, say: str = "{}") -> Iterator[None]:
+def refusal_on(form: forms.Form, *, say: Say = "{}") -> Iterator[Refusal]:
     """Run the block; a `ServiceError` in it becomes the form's errors (each on its field where the form has that
-    field, else on the whole form, formatted by `say`). The view goes on
-    after the block and renders the form again."""
+    field, else on the whole form, as `say` puts it). The view goes on after the block and renders the form again."""
+    refusal = Refusal()
     try:
-        yield
+        yield refusal
     except ServiceError as exc:
+        refusal.error = exc
         for field, on_field, on_form in exc.form_errors():
             if field is not None and field in form.fields:
                 form.add_error(field, on_field)
             else:
-                form.add_error(None, say.format(on_form))
+                form.add_error(None, _said(say, on_form))
 
 
 @contextmanager
-def refusal_shown(request: HttpRequest, *, say: str = "{}") -> Iterator[None]:
-    """Run the block; a `ServiceError` in it becomes an error message on the next page (`say` formats it). The view
+def refusal_shown(request: HttpRequest, *, say: Say = "{}") -> Iterator[Refusal]:
+    """Run the block; a `ServiceError` in it becomes an error message on the next page, as `say` puts it. The view
     goes on after the block, to the redirect it makes either way."""
+    refusal = Refusal()
     try:
-        yield
+        yield refusal
     except ServiceError as exc:
-        messages.error(request, say.format(exc))
+        refusal.error = exc
+        messages.error(request, _said(say, str(exc)))
