@@ -16,10 +16,14 @@ from django.db.models import QuerySet
 from accounts.models import DEFAULT_PROJECT, Project
 from accounts.roles import ADMIN, has_role
 from common.audit import CREATE, UPDATE, audit_record
+from common.errors import ServiceError
 
 
-class ProjectError(ValueError):
+class ProjectError(ServiceError, ValueError):
     """A project that does not exist, or is not the person's, or a member who does not exist."""
+
+    def body(self) -> dict[str, object]:
+        return {"project": [str(self)]}  # the API's `project` field
 
 
 def projects_of(*, user) -> QuerySet[Project]:

@@ -21,7 +21,6 @@ from analysis.selectors.human import HUMAN_VERDICTS
 from analysis.selectors.verdict import VerdictQuery, verdict_parameters
 from analysis.services import quality_dashboard_cached, report_build
 from annotation.access import pool_visible_or_404
-from annotation.selectors.aggregate import AggregationError
 from common.openapi import FILE, Detail, FieldErrors
 from common.renderers import CsvRenderer
 
@@ -159,15 +158,12 @@ class ReportApi(APIView):
         pool_row = pool_visible_or_404(user=request.user, name=pool)
         fmt = request.accepted_renderer.format
         verdict = verdict_query(request.query_params)
-        try:
-            report = report_build(
-                pool=pool_row,
-                examples_seed=_seed(request.query_params.get("seed")),
-                human_verdict=_human(request.query_params.get("human")),
-                **verdict,
-            )
-        except AggregationError as error:
-            raise ValidationError({"human": [f"{str(error).capitalize()}."]}) from None
+        report = report_build(
+            pool=pool_row,
+            examples_seed=_seed(request.query_params.get("seed")),
+            human_verdict=_human(request.query_params.get("human")),
+            **verdict,
+        )
         response = report_download(report=report, fmt=fmt, table=request.query_params.get("table"))
         if fmt == "json":
             del response["Content-Disposition"]

@@ -21,6 +21,7 @@ from annotation.models import Pool, PoolItem
 from annotation.services.pool import pool_items_from_generations
 from annotation.services.stamp import pool_changed, pool_stamp
 from common.audit import CREATE, audit_record
+from common.errors import ServiceError
 from generation.models import Generation
 from judging.models import JudgeRun, MachineLabel
 from judging.selectors import run_pool_labels
@@ -128,7 +129,7 @@ def quality_dashboard_cached(*, pool: Pool) -> dict:
 # --- escalation (docs/domain.md, 'The judge's verdict': selective judging) --------------------------------------------
 
 
-class EscalationError(ValueError):
+class EscalationError(ServiceError, ValueError):
     """The escalation cannot be made as asked; nothing was written."""
 
 

@@ -28,7 +28,6 @@ from analysis.selectors.verdict import MIN_ITEMS as CEILING_MIN_ITEMS
 from analysis.selectors.verdict import NOTE as VERDICT_NOTE
 from analysis.selectors.verdict import VerdictQuery, verdict_page_rows, verdict_parameters
 from analysis.services import (
-    EscalationError,
     pool_escalate,
     quality_dashboard_cached,
     report_build,
@@ -37,7 +36,7 @@ from analysis.services import (
 from analysis.study.export import study_export
 from annotation.access import pool_may_assign, pool_visible_or_404, pools_visible_to
 from annotation.models import Pool
-from annotation.selectors.aggregate import AggregationError
+from common.errors import refusal_shown
 from judging.models import JudgeRun
 
 
@@ -109,12 +108,9 @@ def report_study_bundle(request: HttpRequest, pool: str) -> HttpResponse:
 @role_required(RESEARCHER)
 def report_export(request: HttpRequest, pool: str, fmt: str) -> HttpResponse:
     pool_row = pool_visible_or_404(user=request.user, name=pool)
-    try:
-        report = report_build(
-            pool=pool_row, examples_seed=_seed(request), human_verdict=_human(request), **_verdict(request)
-        )
-    except AggregationError as error:
-        raise BadRequest(f"{str(error).capitalize()}.") from None
+    report = report_build(
+        pool=pool_row, examples_seed=_seed(request), human_verdict=_human(request), **_verdict(request)
+    )
     return report_download(report=report, fmt=fmt, table=request.GET.get("table"))
 
 
@@ -176,13 +172,12 @@ def report_escalate(request: HttpRequest, pool: str) -> HttpResponse:
     except (ValueError, JudgeRun.DoesNotExist):
         messages.error(request, "Choose a judge run over the pool's generation job, and numbers for alpha and delta.")
         return redirect("report-detail", pool=pool_row.name)
-    try:
+    with refusal_shown(request, say="Not escalated: {}.") as refused:
         result = pool_escalate(
             pool=pool_row, run=run, name=request.POST.get("name", "").strip(), alpha=alpha, delta=delta,
             created_by=request.user,
         )  # fmt: skip
-    except EscalationError as error:
-        messages.error(request, f"Not escalated: {error}.")
+    if refused.error:
         return redirect("report-detail", pool=pool_row.name)
     if result.pool is None:
         messages.warning(request, result.message)
@@ -383,12 +378,9 @@ def judge_card_export(request: HttpRequest, run: int, fmt: str) -> HttpResponse:
 
 
 def _card(request: HttpRequest, run: int) -> dict:
-    from analysis.selectors.card import CardError, judge_card
+    from analysis.selectors.card import judge_card
 
     row = get_object_or_404(JudgeRun.objects.select_related("judge__model", "pool", "job"), pk=run)
     if row.pool_id is not None and not pools_visible_to(user=request.user).filter(pk=row.pool_id).exists():
         raise Http404("No such judge run.")  # a run over another project's pool, as one that does not exist
-    try:
-        return judge_card(run=row, pool=request.GET.get("pool") or None, visible=pools_visible_to(user=request.user))
-    except CardError as exc:
-        raise BadRequest(str(exc)) from None
+    return judge_card(run=row, pool=request.GET.get("pool") or None, visible=pools_visible_to(user=request.user))

@@ -26,8 +26,7 @@ from rest_framework.views import APIView
 
 from accounts.roles import IsAnnotator
 from annotation import selectors
-from annotation.selectors import QualificationFailed
-from annotation.services import AnnotationRejected, IdempotencyConflict, Submitted, annotation_submit
+from annotation.services import Submitted, annotation_submit
 from common.openapi import Detail, named
 
 MAX_SPANS = 500
@@ -171,11 +170,6 @@ def _saved(submitted: Submitted) -> dict:
     }
 
 
-def _closed(exc: QualificationFailed) -> Response:
-    """403 for a study or gold item of a pool whose qualification round the caller failed."""
-    return Response(exc.body(), status=status.HTTP_403_FORBIDDEN)
-
-
 class AnnotateNextApi(APIView):
     """GET the first item of the caller's queue they have not annotated: 200 with the item, 204 when all are done,
     403 with the qualification when the caller failed the pool's training round. `?pool=NAME` scopes the item and
@@ -192,10 +186,7 @@ class AnnotateNextApi(APIView):
         },
     )
     def get(self, request):
-        try:
-            payload = selectors.assignment_next(user=request.user, pool_name=request.query_params.get("pool") or None)
-        except QualificationFailed as exc:
-            return _closed(exc)
+        payload = selectors.assignment_next(user=request.user, pool_name=request.query_params.get("pool") or None)
         if payload is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
         return Response(payload)
@@ -216,12 +207,9 @@ class AnnotateItemApi(APIView):
         },
     )
     def get(self, request, public_id: str):
-        try:
-            payload = selectors.assignment_item(
-                user=request.user, public_id=public_id, pool_name=request.query_params.get("pool") or None
-            )
-        except QualificationFailed as exc:
-            return _closed(exc)
+        payload = selectors.assignment_item(
+            user=request.user, public_id=public_id, pool_name=request.query_params.get("pool") or None
+        )
         if payload is None:
             # Unknown and not-yours look the same, so ids cannot be probed.
             raise NotFound("no such item among yours")
@@ -284,25 +272,18 @@ class AnnotationSubmitApi(APIView):
                 {"detail": "the Idempotency-Key header and idempotency_key differ", "field": "idempotency_key"},
                 status=status.HTTP_400_BAD_REQUEST,
             )
-        try:
-            submitted = annotation_submit(
-                user=request.user,
-                public_id=values["item"],
-                label=values["label"],
-                extraneous=values["extraneous"],
-                spans=values["extraneous_spans"],
-                notes=values["notes"],
-                tags=values["tags"],
-                seconds=values["seconds"],
-                idempotency_key=body_key or header,
-                referents=values["referents"],
-            )
-        except IdempotencyConflict as exc:
-            return Response({"detail": str(exc), "field": exc.field, "conflicts": exc.conflicts}, status=exc.status)
-        except AnnotationRejected as exc:
-            return Response({"detail": str(exc), "field": exc.field}, status=exc.status)
-        except QualificationFailed as exc:
-            return _closed(exc)
+        submitted = annotation_submit(
+            user=request.user,
+            public_id=values["item"],
+            label=values["label"],
+            extraneous=values["extraneous"],
+            spans=values["extraneous_spans"],
+            notes=values["notes"],
+            tags=values["tags"],
+            seconds=values["seconds"],
+            idempotency_key=body_key or header,
+            referents=values["referents"],
+        )
         response = Response(
             _saved(submitted), status=status.HTTP_201_CREATED if submitted.created else status.HTTP_200_OK
         )

@@ -26,25 +26,22 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.projects import ProjectError, project_choose
+from accounts.projects import project_choose
 from accounts.roles import ADMIN, IsAdmin, IsResearcher, has_role
 from annotation.access import MayAssignPool, pool_visible_or_404, pools_visible_to
 from annotation.labelset import SCALES, positive_label
 from annotation.models import NOMINAL, STUDY, ImportJob, Pool
 from annotation.selectors import research
-from annotation.services import AssignmentError, PoolSampleError, assignments_create, pool_sample
+from annotation.services import assignments_create, pool_sample
 from annotation.services.assignment import DEFAULT_RATERS
 from annotation.services.imports.catalog import JUDGE_LABELS, LABELS, import_format, import_formats
-from annotation.services.imports.jobs import ImportJobError, import_job_progress
-from annotation.services.label_files import LabelImportError
+from annotation.services.imports.jobs import import_job_progress
 from annotation.services.pool import (
     DRAW_INSTANCES,
     DRAW_PER_SAMPLE_INDEX,
     POOL_SEED,
-    PoolCreateError,
     pool_create,
 )
-from annotation.services.preview import UploadOptionsError
 from common.renderers import CsvRenderer
 
 
@@ -263,31 +260,25 @@ class PoolListCreateApi(APIView):
         data = serializer.validated_data
         if files:
             return self._pool_of_files(request, data)
-        try:
-            project = project_choose(name=data["project"], user=request.user)
-        except ProjectError as exc:
-            return Response({"project": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
-        try:
-            result = pool_sample(
-                project=project,
-                name=data["name"],
-                job_ids=data.get("jobs") or None,
-                draw=data["draw"],
-                instances=data["instances"],
-                per_cell=data["per_cell"],
-                seed=data["seed"],
-                allow_short=data["allow_short"],
-                created_by=request.user,
-                active=data["active"],
-                judge_run=data["judge_run"],
-                budget=data["budget"],
-                labels=data.get("labels"),
-                scale=data["scale"],
-                positive=data["positive"],
-                positive_at_least=data["positive_at_least"],
-            )
-        except PoolSampleError as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        project = project_choose(name=data["project"], user=request.user)
+        result = pool_sample(
+            project=project,
+            name=data["name"],
+            job_ids=data.get("jobs") or None,
+            draw=data["draw"],
+            instances=data["instances"],
+            per_cell=data["per_cell"],
+            seed=data["seed"],
+            allow_short=data["allow_short"],
+            created_by=request.user,
+            active=data["active"],
+            judge_run=data["judge_run"],
+            budget=data["budget"],
+            labels=data.get("labels"),
+            scale=data["scale"],
+            positive=data["positive"],
+            positive_at_least=data["positive_at_least"],
+        )
         assert result.pool is not None
         body = {
             "pool": PoolDetailSerializer(_pool_detail(result.pool)).data,
@@ -296,18 +287,11 @@ class PoolListCreateApi(APIView):
         return Response(body, status=status.HTTP_201_CREATED)
 
     def _pool_of_files(self, request, data: dict) -> Response:
-        try:
-            project = project_choose(name=data["project"], user=request.user)
-        except ProjectError as exc:
-            return Response({"project": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
-        try:
-            pool = pool_create(
-                name=data["name"], labels=data["labels"], positive=data["positive"], scale=data["scale"],
-                positive_at_least=data["positive_at_least"], project=project, created_by=request.user,
-            )  # fmt: skip
-        except PoolCreateError as exc:
-            field, _, message = str(exc).partition(": ")
-            return Response({field: [message]}, status=status.HTTP_400_BAD_REQUEST)
+        project = project_choose(name=data["project"], user=request.user)
+        pool = pool_create(
+            name=data["name"], labels=data["labels"], positive=data["positive"], scale=data["scale"],
+            positive_at_least=data["positive_at_least"], project=project, created_by=request.user,
+        )  # fmt: skip
         body = {"pool": PoolDetailSerializer(_pool_detail(pool)).data, "short_cells": []}
         return Response(body, status=status.HTTP_201_CREATED)
 
@@ -399,21 +383,10 @@ class PoolImportListCreateApi(APIView):
                 {"detail": f"a {values['kind']} import takes one file", "errors": []},
                 status=status.HTTP_400_BAD_REQUEST,
             )
-        try:
-            options = entry.options_from(values)
-        except UploadOptionsError as exc:
-            return Response({"detail": str(exc), "errors": []}, status=status.HTTP_400_BAD_REQUEST)
+        options = entry.options_from(values)  # refusals answer through common.errors.api_exception_handler
         if values["preview"]:
             return Response(entry.preview(pool, values["files"], options, values["kind"]))
-        try:
-            outcome = entry.run(pool, values["files"], options, values["kind"], request.user)
-        except ImportJobError as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
-        except LabelImportError as exc:
-            return Response(
-                {"detail": "import failed, nothing was written", "errors": exc.errors},
-                status=status.HTTP_400_BAD_REQUEST,
-            )
+        outcome = entry.run(pool, values["files"], options, values["kind"], request.user)
         if outcome.job is not None:  # queued: its state, which GET .../imports/{id}/ follows
             return Response(
                 ImportJobSerializer(import_job_progress(job=outcome.job)).data, status=status.HTTP_202_ACCEPTED
@@ -469,17 +442,14 @@ class PoolAssignApi(APIView):
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        try:
-            result = assignments_create(
-                pool=pool,
-                usernames=list(dict.fromkeys(data["annotators"])),
-                overlap=data["overlap"],
-                raters=data["raters"],
-                seed=data["seed"],
-                user=request.user,
-            )
-        except AssignmentError as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        result = assignments_create(
+            pool=pool,
+            usernames=list(dict.fromkeys(data["annotators"])),
+            overlap=data["overlap"],
+            raters=data["raters"],
+            seed=data["seed"],
+            user=request.user,
+        )
         body = {
             "created": result.created,
             "overlap_items": result.overlap_items,

@@ -33,6 +33,7 @@ from annotation.services.recruitment import (
     recruitment_close,
     recruitment_open,
 )
+from common.errors import refusal_shown
 
 _REFUSED_STATUS = {"bad_id": 400, "unknown": 404, "closed": 410, "full": 409, "no_items": 409}
 _REFUSED_TITLE = {
@@ -172,7 +173,7 @@ def pool_recruit(request, name: str):
     if request.method != "POST":
         return redirect(back)
     action = request.POST.get("action", "open")
-    try:
+    with refusal_shown(request, say=_not_changed):
         if action == "close":
             recruitment_close(pool=pool, user=request.user)
             messages.success(request, "Recruitment closed: the link lets nobody new in.")
@@ -192,9 +193,11 @@ def pool_recruit(request, name: str):
                 user=request.user,
             )
             messages.success(request, "Recruitment open: the study URL is below.")
-    except RecruitmentError as exc:
-        messages.error(request, f"Not changed: {str(exc).replace('--', '')}.")
     return redirect(back)
+
+
+def _not_changed(message: str) -> str:
+    return f"Not changed: {message.replace('--', '')}."  # the service names the command's flags
 
 
 def _number(data, name: str, title: str) -> int | None:

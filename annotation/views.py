@@ -22,26 +22,22 @@ from annotation.referents import item_people
 from annotation.schema import ITEM_SHAPES, LABEL_NAMES, label_guideline
 from annotation.selectors import research
 from annotation.services import (
-    AssignmentError,
-    PoolSampleError,
     adjudication_save,
     assignments_create,
     pool_sample,
 )
-from annotation.services.adjudication import AdjudicationError
-from annotation.services.guidelines import GuidelineError, pool_guideline, pool_guidelines_set
+from annotation.services.guidelines import pool_guideline, pool_guidelines_set
 from annotation.services.imports.catalog import import_format
-from annotation.services.imports.jobs import ImportJobError, import_job_cancel, import_job_progress
-from annotation.services.pool import PoolCreateError, pool_create
-from annotation.services.preview import GENERATIONS, UploadOptionsError
+from annotation.services.imports.jobs import import_job_cancel, import_job_progress
+from annotation.services.pool import pool_create
+from annotation.services.preview import GENERATIONS
 from annotation.services.qualification import (
-    QualificationError,
     pass_mark_parse,
     pool_pass_mark_set,
     qualification_reset,
 )
 from annotation.services.recruitment import study_path
-from generation.services.upload_runs import UploadRunStateError
+from common.errors import refusal_on, refusal_shown
 
 
 @require_safe
@@ -136,10 +132,8 @@ def pool_import(request, name: str):
     options: dict = {}
     if form.is_valid():
         # The label set and codebook of free-text generations, checked first (the catalog's options).
-        try:
+        with refusal_on(form, say="Import failed, nothing was written: {}."):
             options = entry.options_from(form.cleaned_data)
-        except UploadOptionsError as exc:
-            form.add_error(None, f"Import failed, nothing was written: {exc}.")
     if form.is_valid() and request.POST.get("preview") == "true":
         # Check every row and show the first ones; nothing is written.
         data = form.cleaned_data
@@ -151,11 +145,8 @@ def pool_import(request, name: str):
     if form.is_valid():
         # Run in the background (annotation/services/imports/jobs.py): the page answers at once and shows its state.
         data = form.cleaned_data
-        try:
+        with refusal_on(form, say="Import failed, nothing was written: {}."):
             outcome = entry.run(pool, data["csv_files"], options, data["kind"], request.user)
-        except ImportJobError as exc:
-            form.add_error(None, f"Import failed, nothing was written: {exc}.")
-        else:
             messages.success(request, outcome.message)
             return redirect(f"{reverse('annotation:pool-detail', kwargs={'name': pool.name})}#import")
     response = render(request, "annotation/pool_detail.html", _pool_detail_context(pool, form, request.user))
@@ -168,11 +159,8 @@ def pool_import(request, name: str):
 def pool_import_cancel(request, name: str, job_id: int):
     """Cancel a queued or running import of the pool (its uploader's role): it stops at its next batch."""
     job = get_object_or_404(ImportJob, pk=job_id, pool=pool_visible_or_404(user=request.user, name=name))
-    try:
+    with refusal_shown(request):
         import_job_cancel(job=job, user=request.user)
-    except UploadRunStateError as exc:
-        messages.error(request, str(exc))
-    else:
         messages.success(request, f"Import {job.pk} cancelled; the rows it had written stay in the pool.")
     return redirect(f"{reverse('annotation:pool-detail', kwargs={'name': name})}#import")
 
@@ -185,14 +173,12 @@ def pool_guidelines(request, name: str):
     status = 200
     text = request.POST.get("text", "") if request.method == "POST" else ""
     if request.method == "POST":
-        try:
+        with refusal_shown(request, say="Not saved: {}.") as refused:
             guideline = pool_guidelines_set(pool=pool, text=text, user=request.user)
-        except GuidelineError as exc:
-            messages.error(request, f"Not saved: {exc}.")
-            status = 400
-        else:
             messages.success(request, f"Saved as version {guideline.version}.")
             return redirect("annotation:pool-guidelines", name=pool.name)
+        if refused.error:
+            status = 400
     versions = list(pool.guidelines.order_by("-version"))
     current = versions[0].text if versions else ""
     context = {"pool": pool, "versions": versions, "text": text or current}
@@ -208,7 +194,7 @@ def pool_qualification(request, name: str):
     back = f"{reverse('annotation:pool-detail', kwargs={'name': pool.name})}#by-annotator"
     if request.method != "POST":
         return redirect(back)
-    try:
+    with refusal_shown(request, say="Not changed: {}."):
         if "reset" in request.POST:
             username = request.POST["reset"]
             if "\x00" in username:  # no one is named so, and PostgreSQL cannot even look the name up
@@ -223,8 +209,6 @@ def pool_qualification(request, name: str):
             mark = pass_mark_parse(request.POST.get("pass_mark", ""))
             pool_pass_mark_set(pool=pool, pass_mark=mark, user=request.user)
             messages.success(request, f"The pass mark is now {mark:.0%}.")
-    except QualificationError as exc:
-        messages.error(request, f"Not changed: {exc}.")
     return redirect(back)
 
 
@@ -249,7 +233,7 @@ def _adjudication_post(request, pool: Pool):
     if not form.is_valid():
         messages.error(request, f"Not saved: {form.errors.as_text()}")
         return item
-    try:
+    with refusal_shown(request, say="Not saved: {}"):
         adjudication_save(
             item=item,
             label=form.cleaned_data["label"],
@@ -259,9 +243,6 @@ def _adjudication_post(request, pool: Pool):
             adjudicator=request.user,
             referents=form.referents_decided(),
         )
-    except AdjudicationError as exc:
-        messages.error(request, f"Not saved: {exc}")
-    else:
         messages.success(request, "Adjudication saved.")
     return item
 
@@ -355,6 +336,11 @@ def _page_links(request, page: research.DisagreementPage) -> dict[str, str]:
     return links
 
 
+def _short_cells_ticked(message: str) -> str:
+    # The service names the command's flag; on this page the same choice is the "Allow short" checkbox.
+    return message.replace("use --allow-short", 'tick "Allow short" below')
+
+
 @require_http_methods(["GET", "HEAD", "POST"])
 @role_required(ADMIN)
 def pool_sample_page(request):
@@ -366,7 +352,7 @@ def pool_sample_page(request):
     )
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        try:
+        with refusal_on(form, say=_short_cells_ticked):
             result = pool_sample(
                 project=data["project"] or project_default(),
                 name=data["name"],
@@ -381,10 +367,6 @@ def pool_sample_page(request):
                 judge_run=data["judge_run"],
                 budget=data["budget"],
             )
-        except PoolSampleError as exc:
-            # The service names the command's flag; on this page the same choice is the "Allow short" checkbox.
-            form.add_error(None, str(exc).replace("use --allow-short", 'tick "Allow short" below'))
-        else:
             for cell in result.short:
                 messages.warning(request, f"Short cell: {cell}")
             assert result.pool is not None  # pool_sample returns the pool it wrote, or raises
@@ -403,7 +385,7 @@ def pool_assign_page(request, name: str):
     form = AssignForm(request.POST or None, usernames=usernames)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        try:
+        with refusal_on(form):
             result = assignments_create(
                 pool=pool,
                 usernames=data["annotators"],
@@ -412,9 +394,6 @@ def pool_assign_page(request, name: str):
                 seed=data["seed"],
                 user=request.user,
             )
-        except AssignmentError as exc:
-            form.add_error(None, str(exc))
-        else:
             messages.success(
                 request,
                 f"{result.created} new assignments; {result.overlap_items} overlap items ({result.raters} annotators"
@@ -438,15 +417,11 @@ def pool_files_page(request):
     form = PoolFilesForm(request.POST or None, projects=projects, initial=initial)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        try:
+        with refusal_on(form):
             pool = pool_create(
                 name=data["name"], labels=data["labels"], positive=data["positive"], scale=data["scale"],
                 positive_at_least=data["positive_at_least"], project=data["project"], created_by=request.user,
             )  # fmt: skip
-        except PoolCreateError as exc:
-            field, _, message = str(exc).partition(": ")
-            form.add_error(field if field in form.fields else None, message if field in form.fields else str(exc))
-        else:
             messages.success(
                 request,
                 f"Pool {pool.name} is made in project {pool.project.name}, with labels {', '.join(pool.labels)}. "

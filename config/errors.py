@@ -1,7 +1,8 @@
 """Error pages: styled, with the site's navigation, and JSON under /api/ (users never see a debug or a bare page).
 
 Django renders 400, 403, 404 and 500 through the handlers named in config/urls.py; a 405 is an empty
-HttpResponseNotAllowed from `require_http_methods` and the class-based views, so a middleware gives it a page.
+HttpResponseNotAllowed from `require_http_methods` and the class-based views, so a middleware gives it a page. A
+service's refusal (`common.errors.ServiceError`) that a page lets through gets its status and a page saying why.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import logging
 from django.core.exceptions import BadRequest
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template import loader
+
+from common.errors import ServiceError
 
 logger = logging.getLogger(__name__)
 
@@ -30,11 +33,12 @@ def _is_api(request: HttpRequest) -> bool:
 def _page(request: HttpRequest, status: int, **context) -> HttpResponse:
     if _is_api(request):
         return JsonResponse({"detail": TITLES[status]}, status=status)
+    template = f"{status}.html" if status in TITLES else "400.html"  # a 409 or 503 refusal reads as a 400's page
     try:
-        body = loader.render_to_string(f"{status}.html", {"status": status, **context}, request=request)
+        body = loader.render_to_string(template, {"status": status, **context}, request=request)
     except Exception:  # the page itself failed (a database that is down, say): a plain one is better than none
         logger.exception("the %s page could not be rendered", status)
-        body = loader.render_to_string("error_plain.html", {"status": status, "title": TITLES[status]})
+        body = loader.render_to_string("error_plain.html", {"status": status, "title": TITLES.get(status, TITLES[400])})
     return HttpResponse(body, status=status)
 
 
@@ -81,3 +85,26 @@ class MethodNotAllowedPageMiddleware:
         if allowed:
             page["Allow"] = allowed
         return page
+
+
+def _sentence(message: str) -> str:
+    message = message.strip()
+    return f"{message[:1].upper()}{message[1:]}{'' if message.endswith(('.', '?', '!')) else '.'}"
+
+
+class ServiceErrorPageMiddleware:
+    """A page view that lets a `ServiceError` through answers its status with a page that says why (the error's
+    message as a sentence); under /api/, its JSON body. Any other exception is left to Django (a 500, logged)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if not isinstance(exception, ServiceError):
+            return None
+        if _is_api(request):
+            return JsonResponse(exception.body(), status=exception.status)
+        return _page(request, exception.status, reason=_sentence(str(exception)))

@@ -55,6 +55,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "config.errors.MethodNotAllowedPageMiddleware",  # an empty 405 gets the styled page (config/errors.py)
+    "config.errors.ServiceErrorPageMiddleware",  # a service's refusal a page lets through: its 4xx page
     "config.retry.RetryReadMiddleware",  # a read whose database connection dropped is run once more (config/retry.py)
     "axes.middleware.AxesMiddleware",  # last: turns a locked-out login into its 429 answer
 ]
@@ -216,6 +217,8 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_METADATA_CLASS": "config.security.MethodsOnlyMetadata",  # OPTIONS: name and methods, no fields
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # A service's refusal (common.errors.ServiceError) as its status and JSON body; anything else stays a 500.
+    "EXCEPTION_HANDLER": "common.errors.api_exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
 

@@ -15,9 +15,6 @@ from accounts.roles import IsAdmin, IsResearcher
 from common.openapi import Detail, FieldErrors, named
 from generation.jobs.kinds import job_kind_get
 from generation.jobs.services import (
-    JobDispatchError,
-    JobParameterError,
-    JobStateError,
     job_cancel,
     job_create,
     job_resume,
@@ -197,13 +194,6 @@ def _not_found(job_id: int) -> Response:
     return Response({"detail": f"no generation job {job_id}"}, status=status.HTTP_404_NOT_FOUND)
 
 
-def _broker_down(exc: JobDispatchError) -> Response:
-    """503: the job is kept (failed, resumable) and the answer says so."""
-    return Response(
-        {"detail": str(exc), "job": exc.job_id, "resumable": True}, status=status.HTTP_503_SERVICE_UNAVAILABLE
-    )
-
-
 BrokerDown = OpenApiResponse(
     inline_serializer(
         name="BrokerDown",
@@ -240,12 +230,7 @@ class JobListCreateApi(APIView):
         serializer = self.InputSerializer(data=request.data)
         if not serializer.is_valid():
             return Response(serializer.errors, status=status.HTTP_400_BAD_REQUEST)
-        try:
-            job = job_create(created_by=request.user, params=serializer.to_parameters())
-        except JobParameterError as exc:
-            return Response({field: [message] for field, message in exc.errors.items()}, status=400)
-        except JobDispatchError as exc:
-            return _broker_down(exc)
+        job = job_create(created_by=request.user, params=serializer.to_parameters())
         return Response(JobOutputSerializer(job).data, status=status.HTTP_201_CREATED)
 
 
@@ -272,10 +257,7 @@ class JobCancelApi(APIView):
         job = job_get(job_id=job_id)
         if job is None:
             return _not_found(job_id)
-        try:
-            job = job_cancel(job=job, user=request.user)
-        except JobStateError as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        job = job_cancel(job=job, user=request.user)
         return Response(JobOutputSerializer(job_get(job_id=job.pk)).data)
 
 
@@ -295,12 +277,7 @@ class JobResumeApi(APIView):
         job = job_get(job_id=job_id)
         if job is None:
             return _not_found(job_id)
-        try:
-            job_resume(job_id=job.pk, user=request.user)
-        except JobStateError as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
-        except JobDispatchError as exc:
-            return _broker_down(exc)
+        job_resume(job_id=job.pk, user=request.user)
         return Response(JobOutputSerializer(job_get(job_id=job.pk)).data)
 
 
@@ -383,8 +360,5 @@ class ModelListCreateApi(APIView):
             key: (value if value != "" else None) for key, value in serializer.validated_data.items()
         }
         values["api_key_env"] = values.get("api_key_env") or ""
-        try:
-            model = model_add(created_by=request.user, **values)
-        except JobParameterError as exc:
-            return Response({field: [message] for field, message in exc.errors.items()}, status=400)
+        model = model_add(created_by=request.user, **values)
         return Response(ModelOutputSerializer(model).data, status=status.HTTP_201_CREATED)

@@ -32,6 +32,7 @@ from django.conf import settings as django_settings
 from django.db.models import Q
 from rest_framework import serializers
 
+from common.errors import FieldErrors
 from generation.contexts import ALL_SETTINGS, SETTINGS
 from generation.datasets.gifi import PARTS as GIFI_PARTS
 from generation.datasets.registry import dataset_kind
@@ -46,12 +47,8 @@ MAX_SEED = 2**32 - 1
 _FAMILY = re.compile(r"^[a-z]{1,8}$")
 
 
-class JobParameterError(ValueError):
+class JobParameterError(FieldErrors, ValueError):
     """Bad job parameters; `errors` maps each bad field to what is wrong with it."""
-
-    def __init__(self, errors: dict[str, str]):
-        self.errors = errors
-        super().__init__("; ".join(f"{name}: {message}" for name, message in errors.items()))
 
 
 @dataclass(frozen=True)

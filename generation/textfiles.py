@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from common.errors import ServiceError
+
 MAX_ERRORS_SHOWN = 20
 
 
-class InputErrors(ValueError):
+class InputErrors(ServiceError, ValueError):
     """Problems found in input files, each "PATH:LINE: problem"; nothing was written. The message lists the first
     few; `errors` keeps them all."""
 
@@ -21,6 +23,12 @@ class InputErrors(ValueError):
         if len(self.errors) > MAX_ERRORS_SHOWN:
             lines.append(f"{self.indent}... and {len(self.errors) - MAX_ERRORS_SHOWN} more")
         super().__init__(self.heading + "\n".join(lines))
+
+    def body(self) -> dict[str, object]:
+        return {"detail": "import failed, nothing was written", "errors": self.errors}
+
+    def form_errors(self) -> list[tuple[str | None, str, str]]:
+        return [(None, error, error) for error in self.errors[:MAX_ERRORS_SHOWN]]
 
 
 class UnreadableFile(ValueError):

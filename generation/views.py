@@ -11,16 +11,14 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from accounts.roles import ADMIN, RESEARCHER, has_role, role_required
+from common.errors import refusal_on, refusal_shown
 from common.safe_csv import SafeDictWriter
-from generation.datasets.files import ImportFailed
 from generation.datasets.templates import templates_upload_import
 from generation.forms import JobForm, TemplatesImportForm
 from generation.jobs.kinds import job_kind_get, job_kind_handler
 from generation.jobs.services import (
     ACTIVE,
     JobDispatchError,
-    JobParameterError,
-    JobStateError,
     job_cancel,
     job_create,
     job_resume,
@@ -46,13 +44,10 @@ from generation.selectors import (
 )
 from generation.services.dataset_import_run import dataset_import_progress
 from generation.services.dataset_imports import (
-    DatasetImportError,
     dataset_import_cancel,
     dataset_import_create,
     upload_is_large,
 )
-from generation.services.upload_runs import UploadRunStateError
-from generation.textfiles import MAX_ERRORS_SHOWN
 
 PAGE_SIZE = 50
 
@@ -107,17 +102,12 @@ def job_new_page(request):
         if form.parameters.model.is_endpoint:  # and what it would send, before anything is
             estimate = job_estimate(params=form.parameters)
     elif request.method == "POST" and form.is_valid():
-        try:
+        with refusal_on(form) as refused:
             job = job_create(created_by=request.user, params=form.parameters)
-        except JobParameterError as exc:
-            for field, message in exc.errors.items():
-                form.add_error(field if field in form.fields else None, message)
-        except JobDispatchError as exc:  # the job is kept, failed and resumable: say so and offer Resume
-            form.add_error(None, str(exc))
-            unsent = _job_row(_job_or_404(exc.job_id), can_manage=True)
-        else:
             messages.success(request, f"Job {job.pk} queued: {job.total_units} instances.")
             return redirect("generation-jobs")
+        if isinstance(refused.error, JobDispatchError):  # the job is kept, failed and resumable: offer Resume
+            unsent = _job_row(_job_or_404(refused.error.job_id), can_manage=True)
     context: dict[str, object] = {
         "form": form, "unsent": unsent, "size": size, "sizing": job_sizing(), "estimate": estimate,
     }  # fmt: skip
@@ -145,7 +135,7 @@ def dataset_list_page(request):
             names=data["names"],
             names_per_template=data["names_per_template"],
         ):
-            try:
+            with refusal_on(form):
                 job = dataset_import_create(
                     name=data["name"],
                     codebook=data["codebook"],
@@ -155,15 +145,12 @@ def dataset_list_page(request):
                     seed=data["seed"],
                     created_by=request.user,
                 )
-            except DatasetImportError as exc:
-                form.add_error(None, str(exc))
-            else:
                 messages.success(
                     request, f"Import {job.pk} of {job.name} queued: it runs in the background; its progress is below."
                 )
                 return redirect(f"{reverse('generation-datasets')}#dataset-imports")
     if form is not None and request.method == "POST" and form.is_valid() and not form.errors:
-        try:
+        with refusal_on(form):
             result = templates_upload_import(
                 name=form.cleaned_data["name"],
                 codebook=form.cleaned_data["codebook"],
@@ -172,10 +159,6 @@ def dataset_list_page(request):
                 names_per_template=form.cleaned_data["names_per_template"],
                 seed=form.cleaned_data["seed"],
             )
-        except ImportFailed as exc:
-            for line in exc.errors[:MAX_ERRORS_SHOWN]:
-                form.add_error(None, line)
-        else:
             verb = "Imported" if result.created else "Already imported, unchanged:"
             messages.success(request, f"{verb} {result.dataset.name}: {result.instances} instances.")
             return redirect("generation-datasets")
@@ -198,11 +181,8 @@ def dataset_list_page(request):
 @role_required(ADMIN)
 def dataset_import_cancel_page(request, job_id: int):
     """Cancel a background upload of a templates dataset (the admin's, as uploading is): it writes nothing."""
-    try:
+    with refusal_shown(request):
         dataset_import_cancel(job_id=job_id, user=request.user)
-    except UploadRunStateError as exc:
-        messages.error(request, str(exc))
-    else:
         messages.success(request, f"Import {job_id} cancelled: nothing written.")
     return redirect(f"{reverse('generation-datasets')}#dataset-imports")
 
@@ -211,11 +191,8 @@ def dataset_import_cancel_page(request, job_id: int):
 @role_required(ADMIN)
 def job_cancel_page(request, job_id: int):
     job = _job_or_404(job_id, request.user)
-    try:
+    with refusal_shown(request):
         job_cancel(job=job, user=request.user)
-    except JobStateError as exc:
-        messages.error(request, str(exc))
-    else:
         messages.success(request, f"Job {job.pk} cancelled.")
     return redirect("generation-jobs")
 
@@ -224,11 +201,8 @@ def job_cancel_page(request, job_id: int):
 @role_required(ADMIN)
 def job_resume_page(request, job_id: int):
     job = _job_or_404(job_id, request.user)
-    try:
+    with refusal_shown(request):
         job = job_resume(job_id=job.pk, user=request.user)
-    except (JobStateError, JobDispatchError) as exc:
-        messages.error(request, str(exc))
-    else:
         messages.success(request, f"Job {job.pk} resumed: {job.done_items} of {job.total_items} kept.")
     if request.POST.get("back") == "job":  # a fixed choice, never an address from the form
         return redirect("generation-job-results", job_id=job.pk)

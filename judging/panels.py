@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from django.db import transaction
 
 from common.audit import CREATE, audit_record
+from common.errors import ServiceError
 from generation.jobs.services import job_record
 from generation.models import Job
 from generation.parameters import JobParameters
@@ -28,7 +29,7 @@ from judging.scoring import option_probabilities
 from judging.services.judges import NAME, judge_latest
 
 
-class PanelError(ValueError):
+class PanelError(ServiceError, ValueError):
     def __init__(self, errors: list[str]):
         super().__init__("; ".join(errors))
         self.errors = errors

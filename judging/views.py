@@ -8,7 +8,7 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from accounts.roles import ADMIN, RESEARCHER, role_required
-from generation.jobs.services import JobDispatchError, JobParameterError
+from common.errors import refusal_shown
 from judging.services.runs import judge_run_create
 
 
@@ -16,13 +16,8 @@ from judging.services.runs import judge_run_create
 @role_required(ADMIN)
 def job_judge_page(request, job_id: int):
     """Queue a run of the named judge over every generation of the job (or resume the equal unfinished run)."""
-    try:
+    with refusal_shown(request, say="Judge run not queued: {}"):
         run, created = judge_run_create(job=job_id, judge=request.POST.get("judge", ""), created_by=request.user)
-    except JobParameterError as exc:
-        messages.error(request, f"Judge run not queued: {exc}")
-    except JobDispatchError as exc:
-        messages.error(request, str(exc))
-    else:
         if created:
             messages.success(
                 request, f"Judge run {run.pk} queued: {run.judge} over {run.total_items} generations of job {job_id}."
@@ -37,7 +32,7 @@ def job_judge_page(request, job_id: int):
 def pool_panel_page(request, name: str):
     """Make a panel of the chosen judge runs (judging/panels.py); back to the pool page with what happened."""
     from annotation.access import pool_visible_or_404
-    from judging.panels import PanelError, panel_create
+    from judging.panels import panel_create
     from judging.selectors import covering_runs
 
     pool = pool_visible_or_404(user=request.user, name=name)
@@ -46,12 +41,9 @@ def pool_panel_page(request, name: str):
     if outside := [value for value in chosen if value not in covering]:
         messages.error(request, f"Panel not made: run {', '.join(outside)} does not cover pool {pool.name}.")
         return redirect("annotation:pool-detail", name=name)
-    try:
+    with refusal_shown(request, say="Panel not made: {}"):
         run, ties = panel_create(name=request.POST.get("name", ""), runs=request.POST.getlist("runs"),
                                  created_by=request.user)  # fmt: skip
-    except PanelError as exc:
-        messages.error(request, "Panel not made: " + "; ".join(exc.errors))
-    else:
         messages.success(
             request, f"Panel {run.judge.name}: run {run.pk} with {run.labels.count()} labels ({ties} ties, no label)."
         )

@@ -15,6 +15,7 @@ from django.db.models import QuerySet
 
 from analysis.selectors.verdict import selective_sentence, verdict_sentence
 from annotation.models import Pool
+from common.errors import ServiceError
 from judging.models import RUN_PANEL, JudgeRun
 from judging.panels import panel_members
 
@@ -22,7 +23,7 @@ from judging.panels import panel_members
 COST_FIELDS = ("requests", "tokens_in", "tokens_out", "cost_usd")
 
 
-class CardError(ValueError):
+class CardError(ServiceError, ValueError):
     pass
 
 

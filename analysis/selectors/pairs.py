@@ -14,11 +14,12 @@ from typing import Any
 from analysis.metrics.pairs import balanced_score, benchmark_agreement, bias_score, pair_dimension
 from annotation.models import STUDY, Annotation, Pool, PoolItem
 from annotation.schema import DIMENSION_PRECEDENCE, DIMENSIONS
+from common.errors import ServiceError
 from generation.models import PairScore
 from generation.selectors import pair_datasets
 
 
-class PairReportError(ValueError):
+class PairReportError(ServiceError, ValueError):
     """The report cannot be built as asked (unknown datasets, more than two benchmarks to compare)."""
 
 

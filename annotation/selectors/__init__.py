@@ -26,6 +26,7 @@ from annotation.models import (
     json_column,
 )
 from annotation.referents import item_people
+from common.errors import ServiceError
 from generation.models import Generation, Instance
 
 # Qualification (docs/domain.md, 'Assignment and the annotator's queue'): what `qualification_status` says about one annotator.
@@ -35,8 +36,10 @@ PASSED = "passed"
 FAILED = "failed"
 
 
-class QualificationFailed(PermissionError):
-    """The annotator's training score is below the pool's pass mark: its study and gold items stay closed."""
+class QualificationFailed(ServiceError, PermissionError):
+    """The annotator's training score is below the pool's pass mark: its study and gold items stay closed (403)."""
+
+    status = 403
 
     def __init__(self, qualification: dict):
         self.qualification = qualification

@@ -22,6 +22,7 @@ import numpy as np
 from django.core.cache import cache
 
 from annotation.models import STUDY, Annotation, Pool, PoolItem
+from common.errors import ServiceError
 from common.frames import pd
 
 AGGREGATES = ("majority", "dawid_skene", "mace")
@@ -46,8 +47,12 @@ AGGREGATE_MEMO_SIZE = 32  # a paper-scale pool's aggregates are about 0.2 MB (2,
 _memo: OrderedDict[str, Any] = OrderedDict()
 
 
-class AggregationError(ValueError):
+class AggregationError(ServiceError, ValueError):
     """The pool's ratings cannot be aggregated (no item rated twice)."""
+
+    def body(self) -> dict[str, object]:
+        message = str(self)
+        return {"human": [f"{message[:1].upper()}{message[1:]}."]}  # the reports' `human` parameter asked for it
 
 
 def ratings_aggregate(*, ratings: pd.DataFrame) -> pd.DataFrame:

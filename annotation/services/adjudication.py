@@ -12,9 +12,10 @@ from annotation.models import STUDY, Adjudication, PoolItem
 from annotation.referents import ReferentsRejected, referents_check
 from annotation.services.stamp import pool_changed
 from common.audit import CREATE, UPDATE, audit_record
+from common.errors import ServiceError
 
 
-class AdjudicationError(ValueError):
+class AdjudicationError(ServiceError, ValueError):
     pass
 
 

@@ -17,18 +17,22 @@ from annotation.schema import ALL_FLAGS, FLAG_SETS, TAGS
 from annotation.selectors import FAILED, QualificationFailed, qualification_status
 from annotation.services.stamp import pool_changed
 from common.audit import CREATE, UPDATE, audit_record
+from common.errors import ServiceError
 from generation.models import Generation, Instance
 
 MAX_SECONDS_PER_VISIT = 24 * 3600
 
 
-class AnnotationRejected(ValueError):
+class AnnotationRejected(ServiceError, ValueError):
     """The submission breaks a rule; `field` names the offending input, `status` the HTTP status it maps to."""
 
     def __init__(self, message: str, *, field: str | None = None, status: int = 400):
         super().__init__(message)
         self.field = field
         self.status = status
+
+    def body(self) -> dict[str, object]:
+        return {"detail": str(self), "field": self.field}
 
 
 class IdempotencyConflict(AnnotationRejected):
@@ -38,6 +42,9 @@ class IdempotencyConflict(AnnotationRejected):
     def __init__(self, message: str, *, conflicts: list[str]):
         super().__init__(message, field="idempotency_key", status=422)
         self.conflicts = conflicts
+
+    def body(self) -> dict[str, object]:
+        return {**super().body(), "conflicts": self.conflicts}
 
 
 @dataclass(frozen=True)

@@ -18,11 +18,12 @@ from accounts.roles import ANNOTATOR, has_role
 from annotation.models import GOLD, STUDY, TRAINING, Annotation, Assignment, Participant, Pool, PoolItem
 from annotation.services.stamp import pool_changed
 from common.audit import audit_record
+from common.errors import ServiceError
 
 DEFAULT_RATERS = 2
 
 
-class AssignmentError(ValueError):
+class AssignmentError(ServiceError, ValueError):
     """The assignment cannot be made as asked; nothing was written."""
 
 

@@ -8,11 +8,12 @@ from django.db import transaction
 from annotation.models import Pool, PoolGuideline
 from annotation.services.stamp import pool_changed
 from common.audit import CREATE, audit_record
+from common.errors import ServiceError
 
 MAX_GUIDELINE_CHARS = 200_000
 
 
-class GuidelineError(ValueError):
+class GuidelineError(ServiceError, ValueError):
     """The text cannot become a version (empty, too long, or the same as the current one)."""
 
 

@@ -36,6 +36,7 @@ from annotation.models import NOMINAL, Pool, PoolItem
 from annotation.schema import DEFAULT_LABELS, MISGENDERING
 from annotation.services.stamp import pool_changed
 from common.audit import CREATE, audit_record
+from common.errors import FieldError, ServiceError
 from generation.contexts import setting_rank
 from generation.datasets.labels import dataset_label
 from generation.models import Generation, Job, JobStatus
@@ -49,7 +50,7 @@ POOL_SEED = 131719  # the seed's `random_state`: with it, a full job's pool hold
 Cell = tuple[str, str, str, str]  # model, dataset kind, setting, pronoun
 
 
-class PoolSampleError(ValueError):
+class PoolSampleError(ServiceError, ValueError):
     """The pool cannot be drawn as asked; nothing was written."""
 
 
@@ -470,8 +471,8 @@ def _in_project(project: Project | None) -> dict:
     return {} if project is None else {"project": project}
 
 
-class PoolCreateError(ValueError):
-    """The pool cannot be made as asked; nothing was written."""
+class PoolCreateError(FieldError, ValueError):
+    """The pool cannot be made as asked (`FIELD: WHY`); nothing was written."""
 
 
 @transaction.atomic

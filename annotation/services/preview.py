@@ -15,6 +15,7 @@ from annotation.models import NOMINAL, Pool
 from annotation.services.imports.free_text import Datasets
 from annotation.services.imports.reading import Upload, file_rows
 from annotation.services.imports.rows import Row
+from common.errors import ServiceError
 from generation.datasets.files import ImportFailed
 from generation.datasets.templates_files import codebook_read
 from generation.pronouns import Codebook
@@ -24,8 +25,11 @@ PREVIEW_ROWS = 5
 ERRORS_SHOWN = 100
 
 
-class UploadOptionsError(ValueError):
+class UploadOptionsError(ServiceError, ValueError):
     """The label set or the codebook sent with generation files cannot be used; the message says why."""
+
+    def body(self) -> dict[str, object]:
+        return {"detail": str(self), "errors": []}
 
 
 def _codebook(name: str, text: str) -> Codebook:

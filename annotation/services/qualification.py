@@ -12,9 +12,10 @@ from annotation.models import TRAINING, Annotation, Assignment, Pool
 from annotation.selectors import FAILED, qualification_status
 from annotation.services.stamp import pool_changed
 from common.audit import audit_record
+from common.errors import ServiceError
 
 
-class QualificationError(ValueError):
+class QualificationError(ServiceError, ValueError):
     """The pass mark or the reset cannot be applied; the message says why and what to do."""
 
 

@@ -41,6 +41,7 @@ from annotation.selectors import FAILED, qualification_status
 from annotation.services.assignment import _lay_out, _load_state, _stratified, _write
 from annotation.services.stamp import pool_changed
 from common.audit import CREATE, UPDATE, audit_record
+from common.errors import ServiceError
 
 PLATFORMS = (PROLIFIC,)
 DEFAULT_TIMEOUT_MINUTES = 60
@@ -52,7 +53,7 @@ PROLIFIC_PARAMETERS = "PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&S
 PROLIFIC_COMPLETE = "https://app.prolific.com/submissions/complete?cc="
 
 
-class RecruitmentError(ValueError):
+class RecruitmentError(ServiceError, ValueError):
     """The recruitment cannot be opened or changed as asked; nothing was written."""
 
 

@@ -25,6 +25,7 @@ from django.conf import settings as django_settings
 from django.db import connections, transaction
 from django.utils import timezone
 
+from common.errors import ServiceError
 from generation.engines import ENGINES
 from generation.jobs.chunks import TRANSIENT_ERRORS, Progress, chunk_run
 from generation.jobs.leases import (
@@ -48,12 +49,17 @@ BROKER_DOWN = (
 )
 
 
-class JobDispatchError(RuntimeError):
+class JobDispatchError(ServiceError, RuntimeError):
     """The broker did not take the job's chunks; the job (`job_id`) is marked failed (resumable) with this message."""
+
+    status = 503
 
     def __init__(self, message: str, *, job_id: int):
         self.job_id = job_id
         super().__init__(message)
+
+    def body(self) -> dict[str, object]:
+        return {"detail": str(self), "job": self.job_id, "resumable": True}  # the job is kept, and says so
 
 
 def job_dispatch(*, job_id: int) -> None:

@@ -22,6 +22,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from common.audit import CREATE, audit_record
+from common.errors import ServiceError
 from generation.jobs.kinds import job_kind_handler
 from generation.jobs.progress import ACTIVE, job_fail, job_progress_refresh, job_requeue, job_start
 from generation.jobs.runner import (
@@ -60,8 +61,10 @@ __all__ = [  # job_start, job_fail, job_progress_refresh (progress.py) and the r
 TARGET_CHUNKS = 20
 
 
-class JobStateError(ValueError):
-    """The job is not in a state that allows the action (cancel a finished job, resume a cancelled one, ...)."""
+class JobStateError(ServiceError, ValueError):
+    """The job is not in a state that allows the action (cancel a finished job, resume a cancelled one, ...): 409."""
+
+    status = 409
 
 
 @dataclasses.dataclass(frozen=True)

@@ -19,6 +19,7 @@ from datetime import datetime
 from django.db import transaction
 
 from common.audit import CREATE, audit_record
+from common.errors import ServiceError
 from generation.datasets.templates import upload_name
 from generation.models import DatasetImport
 from generation.services.dataset_import_run import DATASET_IMPORT_RUNS, dataset_import_run
@@ -37,7 +38,7 @@ THREAD_PREFIX = DATASET_IMPORT_RUNS.thread_prefix  # tests/conftest.py lets thre
 INLINE_INSTANCES_MAX = 50_000
 
 
-class DatasetImportError(ValueError):
+class DatasetImportError(ServiceError, ValueError):
     """The upload cannot be queued (too large); nothing was written."""
 
 

@@ -33,6 +33,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from common.audit import audit_record
+from common.errors import ServiceError
 from generation.jobs.leases import Heartbeat, chunk_lease_stale, lease_owner_gone, lease_owner_new, lease_seconds
 from generation.textfiles import InputErrors
 
@@ -81,7 +82,7 @@ class UploadRuns(Generic[Run]):
         return self.pieces._default_manager.filter(job_id=run_id)
 
 
-class UploadRunStateError(ValueError):
+class UploadRunStateError(ServiceError, ValueError):
     """The run is not in a state that allows this (a cancel of one that ended)."""
 
 

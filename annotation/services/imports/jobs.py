@@ -28,6 +28,7 @@ from annotation.models import ImportJob, Pool
 from annotation.services.imports import KINDS
 from annotation.services.imports.job_run import IMPORT_RUNS, import_job_progress, import_job_run
 from common.audit import CREATE, audit_record
+from common.errors import ServiceError
 from generation.services.upload_runs import (
     PIECE_BYTES,
     run_cancel,
@@ -47,7 +48,7 @@ class UploadedFile(Protocol):
     def chunks(self, chunk_size: int | None = None) -> Iterable[bytes]: ...
 
 
-class ImportJobError(ValueError):
+class ImportJobError(ServiceError, ValueError):
     """The import cannot be queued (no files, too large, an unknown kind); nothing was written."""
 
 
