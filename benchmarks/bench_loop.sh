@@ -22,8 +22,8 @@ run() {  # label checkout database redis-index
     /usr/bin/time -f "TIME %e %U %S" -o "$out.time" .venv/bin/python -m pytest -n "${TEST_WORKERS:-2}" \
     --dist worksteal -p no:cacheprovider -q "${args[@]}" >"$out" 2>&1) || true
   read -r _ wall user sys < <(grep "^TIME " "$out.time")
-  printf '%-4s %-40s load %5s  wall %7.1f s  CPU %7.1f s (user %.1f, sys %.1f)  %s\n' "$label" "$(git -C "$dir" log -1 \
-    --format=%h)" "$load" "$wall" "$(echo "$user + $sys" | bc)" "$user" "$sys" "$(grep -E '^[0-9]+ (passed|failed)|passed|failed' "$out" | tail -1)"
+  printf '%-4s %-8s load %5s  wall %7.1f s  CPU %7.1f s (user %.1f, sys %.1f)  %s\n' "$label" "$(git -C "$dir" log -1 \
+    --format=%h)" "$load" "$wall" "$(echo "$user + $sys" | bc)" "$user" "$sys" "$(grep -E ' in [0-9.]+s' "$out" | tail -1)"
   if [ -n "${BENCH_KEEP:-}" ]; then mkdir -p "$BENCH_KEEP" && mv "$out" "$BENCH_KEEP/$label-$pair.txt"; fi
   rm -f "$out" "$out.time"
 }
