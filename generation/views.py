@@ -26,7 +26,7 @@ from generation.jobs.services import (
     job_resume,
     job_size,
 )
-from generation.models import GENERATION_KIND, DatasetImport, Generation, JobStatus, ProbResult, TangoTemplate
+from generation.models import GENERATION_KIND, Generation, JobStatus, ProbResult, TangoTemplate
 from generation.selectors import (
     EXPORT_COLUMNS,
     dataset_rows,
@@ -44,14 +44,14 @@ from generation.selectors import (
     job_tango_results,
     job_timing,
 )
-from generation.services.dataset_import_run import dataset_import_progress
 from generation.services.dataset_imports import (
     DatasetImportError,
     dataset_import_cancel,
     dataset_import_create,
+    dataset_import_progress,
+    dataset_imports,
     upload_is_large,
 )
-from generation.services.upload_runs import UploadRunStateError
 from generation.textfiles import MAX_ERRORS_SHOWN
 
 PAGE_SIZE = 50
@@ -179,7 +179,7 @@ def dataset_list_page(request):
             verb = "Imported" if result.created else "Already imported, unchanged:"
             messages.success(request, f"{verb} {result.dataset.name}: {result.instances} instances.")
             return redirect("generation-datasets")
-    imports = [dataset_import_progress(job=job) for job in DatasetImport.objects.order_by("-created_at", "-pk")[:10]]
+    imports = [dataset_import_progress(job=job) for job in dataset_imports()]
     return render(
         request,
         "generation/dataset_list.html",
@@ -200,7 +200,7 @@ def dataset_import_cancel_page(request, job_id: int):
     """Cancel a background upload of a templates dataset (the admin's, as uploading is): it writes nothing."""
     try:
         dataset_import_cancel(job_id=job_id, user=request.user)
-    except UploadRunStateError as exc:
+    except JobStateError as exc:
         messages.error(request, str(exc))
     else:
         messages.success(request, f"Import {job_id} cancelled: nothing written.")
