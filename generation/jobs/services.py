@@ -224,7 +224,8 @@ def job_submit(
     """A job of a kind without a model or a dataset (an upload's import, `JobKind.needs_model`): one unit in one
     chunk; `write(job)` stores what the kind keeps of it (its input, `generation/jobs/inputs.py`, its own row, the
     audit entry) in the transaction that creates it. It is handed to its runner once that transaction commits."""
-    handler = job_kind_handler(kind)
+    if job_kind_handler(kind).needs_model:
+        raise TypeError(f"job kind {kind} needs a model: create its jobs with job_create")
     with transaction.atomic():
         job = Job.objects.create(
             kind=kind, model=None, options=dict(options or {}), total_units=1, total_items=1, created_by=created_by
@@ -233,7 +234,6 @@ def job_submit(
         if write is not None:
             write(job)
         transaction.on_commit(lambda: _submitted_dispatch(job_id=job.pk))
-    assert not handler.needs_model, f"job kind {kind} needs a model: create it with job_create"
     return job
 
 

@@ -20,7 +20,7 @@ from django.db import models
 
 from generation.jobs.inputs import JobInputGone
 from generation.jobs.kinds import JobKind
-from generation.jobs.progress import JobStopped
+from generation.jobs.progress import JobStopped, job_rows_write
 from generation.models import Job, JobChunk, JobStatus
 from generation.textfiles import InputErrors
 
@@ -68,7 +68,10 @@ class UploadKind(JobKind[Any]):
             if not isinstance(exc, TRANSIENT_ERRORS):
                 rows.update(errors=[f"{self.stopped}: {type(exc).__name__}: {exc}"], error_count=1)
             raise
-        rows.update(written=True, errors=[], error_count=0, **values)
+        if not job_rows_write(
+            job_id=job.pk, write=lambda: rows.update(written=True, errors=[], error_count=0, **values)
+        ):
+            return False  # cancelled as its last batch committed: its outcome is not written
         step_done()
         return True
 

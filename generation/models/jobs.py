@@ -117,7 +117,7 @@ class Job(models.Model):
     )
     # Empty only for a kind without a model (an upload's import, `JobKind.needs_model`), whose job is never listed
     # with the jobs that read it: typed as the model the listed kinds always have.
-    model: models.ForeignKey[LanguageModel, LanguageModel] = models.ForeignKey(  # type: ignore[assignment]
+    model: models.ForeignKey[LanguageModel, LanguageModel] = models.ForeignKey(  # type: ignore[misc]
         LanguageModel, on_delete=models.PROTECT, related_name="jobs", null=True, blank=True
     )
     batch_size = models.PositiveIntegerField(null=True, blank=True, help_text="units per chunk; empty: the model's")

@@ -726,3 +726,31 @@ class TestImportsLeftByAStoppedProcess:
         join_import_threads()
 
         assert pool_import(left_writing.pk).status == "done"
+
+
+@pytest.mark.django_db
+def test_an_import_the_task_queue_cannot_take_fails_saying_so_and_keeps_no_files(
+    researcher, settings, monkeypatch, pre_file, django_capture_on_commit_callbacks
+):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from annotation.services.imports import jobs
+    from generation.jobs import runner
+    from generation.models import JobInput
+    from tests.factories import PoolFactory
+    from tests.import_jobs import pool_import
+
+    settings.CELERY_TASK_ALWAYS_EAGER = False  # a broker, out of reach
+
+    def unreachable(chunk_ids):
+        raise ConnectionError("connection refused")
+
+    monkeypatch.setattr(runner, "_chunks_send", unreachable)
+    upload = SimpleUploadedFile("gens.csv", pre_file.read_bytes(), content_type="text/csv")
+    with django_capture_on_commit_callbacks(execute=True):
+        job = jobs.import_job_create(pool=PoolFactory(name="unsent"), kind="study", files=[upload])
+
+    job = pool_import(job.pk)
+    assert (job.status, job.error_count) == ("failed", 1)
+    assert job.errors == ["the task queue could not be reached (ConnectionError: connection refused); try again"]
+    assert not JobInput.objects.exists() and not PoolItem.objects.exists()

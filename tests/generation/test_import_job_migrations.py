@@ -12,7 +12,7 @@ from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
 BEFORE = [("generation", "0022_merge_endpoints"), ("annotation", "0021_merge_scales")]
-AFTER = [("generation", "0023_dataset_imports_as_jobs"), ("annotation", "0022_pool_imports_as_jobs")]
+AFTER = [("generation", "0024_dataset_imports_as_jobs"), ("annotation", "0023_pool_imports_as_jobs")]
 
 
 def migrate(targets):
