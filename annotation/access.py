@@ -61,7 +61,7 @@ def audit_hidden(reader) -> Q | None:
     (common.audit's hook; an admin sees them all)."""
     from django.contrib.contenttypes.models import ContentType
 
-    from annotation.models import Adjudication, Annotation, ImportJob
+    from annotation.models import Adjudication, Annotation, PoolImport
 
     if has_role(reader, ADMIN):
         return None
@@ -69,7 +69,7 @@ def audit_hidden(reader) -> Q | None:
     hidden = Q()
     for model, rows in (
         (Pool, visible),
-        (ImportJob, ImportJob.objects.filter(pool__in=visible)),
+        (PoolImport, PoolImport.objects.filter(pool__in=visible)),
         (Annotation, Annotation.objects.filter(item__pool__in=visible)),
         (Adjudication, Adjudication.objects.filter(item__pool__in=visible)),
     ):

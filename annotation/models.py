@@ -365,57 +365,37 @@ class Adjudication(models.Model):
         return f"adjudication of item {self.item_id}"
 
 
-class ImportJob(models.Model):
-    """An import of generation files into a pool, run in the background (docs/domain.md, "The annotation pool"):
-    its files are stored as `ImportFileChunk`s until it ends, so that a worker on another machine reads them."""
+# What an import's pages and API call its state: its job's status, and its phase while it runs.
+IMPORT_STATUSES = ("queued", "reading", "writing", "done", "failed", "cancelled")
 
-    QUEUED, READING, WRITING, DONE, FAILED = "queued", "reading", "writing", "done", "failed"
-    CANCELLED = "cancelled"  # as a job's
-    STATUS_CHOICES = [(s, s) for s in (QUEUED, READING, WRITING, DONE, FAILED, CANCELLED)]
 
+class PoolImport(models.Model):
+    """An import of generation files into a pool, run in the background (docs/domain.md, "The annotation pool"): a
+    job of the `pool_import` kind (annotation/services/imports/import_kind.py), whose input is the uploaded files
+    (`generation.JobInput`, by their index) and whose own row is this one: its arguments and its outcome. Its state
+    is its job's (status, phase, times, and the lease of its chunk)."""
+
+    job = models.OneToOneField(Job, on_delete=models.CASCADE, primary_key=True, related_name="pool_import")
     pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="import_jobs")
     kind = models.CharField(max_length=8, choices=ITEM_KINDS, default=STUDY)
-    status = models.CharField(max_length=9, choices=STATUS_CHOICES, default=QUEUED)
     file_names = models.JSONField(default=list)
     bytes_total = models.BigIntegerField(default=0)
     rows_read = models.PositiveIntegerField(default=0)
     rows_written = models.PositiveIntegerField(default=0)
     items_created = models.PositiveIntegerField(default=0)
     heuristic_mismatches = models.PositiveIntegerField(default=0)
+    written = models.BooleanField(default=False, help_text="the import ended with every row written")
     errors = models.JSONField(default=list, help_text="FILE:LINE: problem, the first ones (the import wrote nothing)")
     error_count = models.PositiveIntegerField(default=0)
     # What `import_generations` takes besides the files (docs/domain.md, "Bring your own study"): `labels` (the
     # declared label set, or absent), `positive`, and `codebook` ({"name", "text"}: a free-text dataset's families).
     options = models.JSONField(default=dict, blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    # The lease of the runner reading or writing it, as a generation chunk's (generation/jobs/leases.py): renewed
-    # by a heartbeat, taken over by the workers' sweeper once it expires (its worker died).
-    lease_owner = models.CharField(max_length=200, blank=True)
-    lease_expires_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        ordering = ["-created_at", "-pk"]
+        ordering = ["-job_id"]
 
     def __str__(self) -> str:
-        return f"import {self.pk} into pool {self.pool_id} ({self.status})"
-
-
-class ImportFileChunk(models.Model):
-    """A piece of an uploaded file of an import job, in order; deleted when the job ends."""
-
-    job = models.ForeignKey(ImportJob, on_delete=models.CASCADE, related_name="chunks")
-    file_index = models.PositiveSmallIntegerField()
-    seq = models.PositiveIntegerField()
-    data = models.BinaryField()
-
-    class Meta:
-        constraints = [models.UniqueConstraint(fields=["job", "file_index", "seq"], name="import_chunk_unique")]
-
-    def __str__(self) -> str:
-        return f"import {self.job_id} file {self.file_index} chunk {self.seq}"
+        return f"import {self.pk} into pool {self.pool_id}"
 
 
 PROLIFIC = "prolific"

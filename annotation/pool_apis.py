@@ -30,7 +30,7 @@ from accounts.projects import project_choose
 from accounts.roles import ADMIN, IsAdmin, IsResearcher, has_role
 from annotation.access import MayAssignPool, pool_visible_or_404, pools_visible_to
 from annotation.labelset import SCALES, positive_label
-from annotation.models import NOMINAL, STUDY, ImportJob, Pool
+from annotation.models import IMPORT_STATUSES, NOMINAL, STUDY, Pool, PoolImport
 from annotation.selectors import research
 from annotation.services import assignments_create, pool_sample
 from annotation.services.assignment import DEFAULT_RATERS
@@ -103,7 +103,7 @@ class ImportJobSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     pool = serializers.CharField()
     kind = serializers.CharField()
-    status = serializers.ChoiceField(choices=[choice for choice, _ in ImportJob.STATUS_CHOICES])
+    status = serializers.ChoiceField(choices=list(IMPORT_STATUSES))
     files = serializers.ListField(child=serializers.CharField())
     bytes = serializers.IntegerField()
     rows_read = serializers.IntegerField()
@@ -359,7 +359,7 @@ class PoolImportListCreateApi(APIView):
     @extend_schema(responses={200: ImportJobSerializer(many=True), 404: None})
     def get(self, request, name: str):
         pool = pool_visible_or_404(user=request.user, name=name)
-        jobs = pool.import_jobs.select_related("pool")[:100]
+        jobs = pool.import_jobs.select_related("pool", "job")[:100]
         return Response(ImportJobSerializer([import_job_progress(job=job) for job in jobs], many=True).data)
 
     @extend_schema(
@@ -403,7 +403,9 @@ class PoolImportDetailApi(APIView):
     @extend_schema(responses={200: ImportJobSerializer, 404: None})
     def get(self, request, name: str, job_id: int):
         job = get_object_or_404(
-            ImportJob.objects.select_related("pool"), pk=job_id, pool=pool_visible_or_404(user=request.user, name=name)
+            PoolImport.objects.select_related("pool", "job"),
+            pk=job_id,
+            pool=pool_visible_or_404(user=request.user, name=name),
         )
         return Response(ImportJobSerializer(import_job_progress(job=job)).data)
 

@@ -17,7 +17,7 @@ from annotation.active import judge_runs_to_draw_from
 from annotation.forms import AdjudicationForm, AssignForm, ImportGenerationsForm, PoolFilesForm, PoolSampleForm
 from annotation.machine import machine_labels
 from annotation.middleware import PARTICIPANT_SESSION_KEY
-from annotation.models import ImportJob, Pool, PoolItem, Recruitment
+from annotation.models import Pool, PoolImport, PoolItem, Recruitment
 from annotation.referents import item_people
 from annotation.schema import ITEM_SHAPES, LABEL_NAMES, label_guideline
 from annotation.selectors import research
@@ -100,7 +100,7 @@ def _pool_detail_context(pool: Pool, import_form: ImportGenerationsForm, user) -
         "items": pool.items.count(),
         "kinds": research.pool_kind_counts(pool=pool),
         "import_form": import_form,
-        "import_jobs": [import_job_progress(job=job) for job in pool.import_jobs.select_related("pool")[:10]],
+        "import_jobs": [import_job_progress(job=job) for job in pool.import_jobs.select_related("pool", "job")[:10]],
         **_recruitment_context(pool),
     }
 
@@ -158,7 +158,7 @@ def pool_import(request, name: str):
 @role_required(RESEARCHER)
 def pool_import_cancel(request, name: str, job_id: int):
     """Cancel a queued or running import of the pool (its uploader's role): it stops at its next batch."""
-    job = get_object_or_404(ImportJob, pk=job_id, pool=pool_visible_or_404(user=request.user, name=name))
+    job = get_object_or_404(PoolImport, pk=job_id, pool=pool_visible_or_404(user=request.user, name=name))
     with refusal_shown(request):
         import_job_cancel(job=job, user=request.user)
         messages.success(request, f"Import {job.pk} cancelled; the rows it had written stay in the pool.")

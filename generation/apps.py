@@ -1,24 +1,6 @@
 from django.apps import AppConfig
 
 
-def _dataset_imports_restart(sender, *, started_before, **kwargs) -> list[int]:
-    from generation.services.dataset_imports import dataset_imports_resume_on_start
-
-    return dataset_imports_resume_on_start(started_before=started_before)
-
-
-def _dataset_imports_sweep(sender, **kwargs) -> list[int]:
-    from generation.services.dataset_imports import dataset_imports_requeue_stale
-
-    return dataset_imports_requeue_stale()
-
-
-def _dataset_imports_resume(sender, *, foreground: bool, **kwargs) -> list[dict]:
-    from generation.services.dataset_imports import dataset_imports_resume
-
-    return dataset_imports_resume(foreground=foreground)
-
-
 class GenerationConfig(AppConfig):
     name = "generation"
     default_auto_field = "django.db.models.BigAutoField"
@@ -45,10 +27,7 @@ class GenerationConfig(AppConfig):
 
         job_kind_register(PAIR_SCORE_KIND, PairScoreKind())
 
-        # Templates datasets uploaded in the background hold leases as chunks do: restarted with the embedded
-        # default, taken over by the workers' sweeper and by `resume_jobs` when their runner is gone.
-        from generation.signals import resuming_jobs, resuming_on_start, sweeping
+        # Templates datasets uploaded in the background (generation/jobs/dataset_import_kind.py).
+        from generation.jobs.dataset_import_kind import DATASET_IMPORT_KIND, DatasetImportKind
 
-        resuming_on_start.connect(_dataset_imports_restart, dispatch_uid="generation-dataset-imports-restart")
-        sweeping.connect(_dataset_imports_sweep, dispatch_uid="generation-dataset-imports-sweep")
-        resuming_jobs.connect(_dataset_imports_resume, dispatch_uid="generation-dataset-imports-resume")
+        job_kind_register(DATASET_IMPORT_KIND, DatasetImportKind())

@@ -14,7 +14,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from generation.datasets.registry import dataset_kind
-from generation.jobs.kinds import job_kind_handler, job_kinds
+from generation.jobs.kinds import job_kind_handler, job_kinds, job_kinds_unlisted
 from generation.models import (
     Dataset,
     Generation,
@@ -43,7 +43,11 @@ def job_list(*, reader=None) -> QuerySet[Job]:
     """Every job, newest first; with `reader`, those the registered hooks do not hide from them."""
     # Each kind's own row is read with its job (`JobKind.rows_related`).
     related = [path for name in job_kinds() for path in job_kind_handler(name).rows_related]
-    jobs = Job.objects.select_related("model", "created_by", *related).order_by("-created_at", "-id")
+    jobs = (
+        Job.objects.exclude(kind__in=job_kinds_unlisted())  # uploads' imports: their own pages show them
+        .select_related("model", "created_by", *related)
+        .order_by("-created_at", "-id")
+    )
     for hook in JOBS_HIDDEN if reader is not None else ():
         hidden = hook(reader)
         if hidden is not None:
@@ -212,7 +216,7 @@ def job_run_order(*, job_ids=None) -> list[int]:
     """The queued and running jobs of every kind (generation, judge, ...) in the order they run: running jobs first,
     then each queued job by when its chunks were handed to a runner (the broker's queue is first in, first out; the
     embedded runner takes its jobs in this same order, generation/jobs/runner.py), then by creation."""
-    active = Job.objects.filter(status__in=(JobStatus.QUEUED, JobStatus.RUNNING))
+    active = Job.objects.filter(status__in=(JobStatus.QUEUED, JobStatus.RUNNING)).exclude(kind__in=job_kinds_unlisted())
     if job_ids is not None:
         active = active.filter(pk__in=job_ids)
     ordered = active.annotate(

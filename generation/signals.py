@@ -17,20 +17,3 @@ jobs_changed = Signal()  # kwargs: job_ids: list[int]
 
 # A job ended with every row written (status "done").
 job_finished = Signal()  # kwargs: job_id: int
-
-# The embedded default (no broker) is resuming what a stopped web process left unfinished, in its resume thread,
-# before the generation jobs; other apps restart their own background work (annotation: imports). Sent with
-# `sender=None` and `started_before`, the time this server started: anything of theirs created earlier was left by an
-# earlier process.
-resuming_on_start = Signal()  # kwargs: started_before: datetime
-
-# A Celery worker's sweeper is looking for work whose runner is gone, every few seconds (generation/jobs/runner.py,
-# after the chunks); other apps take over their own leased work (annotation: imports whose worker died). Sent with
-# `sender=None`; a receiver returns the ids it queued again.
-sweeping = Signal()
-
-# `resume_jobs` is resuming what did not finish, after the generation jobs' stale chunks; other apps resume their own
-# (annotation: imports left queued, reading or writing by a runner that is gone). Sent with `sender=None` and
-# `foreground` (True without a broker: run them here, to their end); a receiver returns a list of
-# {"import": id, "status": ...} dicts, one per thing resumed.
-resuming_jobs = Signal()  # kwargs: foreground: bool

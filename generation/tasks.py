@@ -13,12 +13,3 @@ from generation.jobs.chunks import chunk_run
 @shared_task(name="generation.tasks.chunk_run_task")
 def chunk_run_task(chunk_id: int) -> None:
     chunk_run(chunk_id=chunk_id)
-
-
-@shared_task(name="generation.tasks.dataset_import_run_task", acks_late=True, bind=True)
-def dataset_import_run_task(self, job_id: int, restart: bool = False) -> None:
-    # A message delivered again after its worker died (acks_late) takes over the import whose runner is gone.
-    from generation.services.dataset_import_run import dataset_import_run
-
-    redelivered = bool((self.request.delivery_info or {}).get("redelivered"))
-    dataset_import_run(job_id=job_id, restart=restart or redelivered)

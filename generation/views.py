@@ -24,7 +24,7 @@ from generation.jobs.services import (
     job_resume,
     job_size,
 )
-from generation.models import GENERATION_KIND, DatasetImport, Generation, JobStatus, ProbResult, TangoTemplate
+from generation.models import GENERATION_KIND, Generation, JobStatus, ProbResult, TangoTemplate
 from generation.selectors import (
     EXPORT_COLUMNS,
     dataset_rows,
@@ -42,10 +42,11 @@ from generation.selectors import (
     job_tango_results,
     job_timing,
 )
-from generation.services.dataset_import_run import dataset_import_progress
 from generation.services.dataset_imports import (
     dataset_import_cancel,
     dataset_import_create,
+    dataset_import_progress,
+    dataset_imports,
     upload_is_large,
 )
 
@@ -162,7 +163,7 @@ def dataset_list_page(request):
             verb = "Imported" if result.created else "Already imported, unchanged:"
             messages.success(request, f"{verb} {result.dataset.name}: {result.instances} instances.")
             return redirect("generation-datasets")
-    imports = [dataset_import_progress(job=job) for job in DatasetImport.objects.order_by("-created_at", "-pk")[:10]]
+    imports = [dataset_import_progress(job=job) for job in dataset_imports()]
     return render(
         request,
         "generation/dataset_list.html",

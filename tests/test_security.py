@@ -468,8 +468,9 @@ class TestBadInputIsRefusedAndWritesNothing:
     def test_a_nul_in_an_imported_cell_or_model_name_is_a_file_line_error(self, researcher):
         import threading
 
-        from annotation.models import ImportJob, PoolItem
+        from annotation.models import PoolItem
         from tests.factories import PoolFactory
+        from tests.import_jobs import pool_import
 
         pool = PoolFactory(name="imported")
         client = Client()
@@ -484,11 +485,11 @@ class TestBadInputIsRefusedAndWritesNothing:
         upload = SimpleUploadedFile("nul.csv", body.encode(), content_type="text/csv")
         response = client.post(f"/pools/{pool.name}/import/", {"csv_files": upload, "kind": "study"})
         for thread in threading.enumerate():
-            if thread.name.startswith("concord-job-import-"):
+            if thread.name.startswith("concord-job-"):
                 thread.join(timeout=60)
 
         assert response.status_code == 302
-        job = ImportJob.objects.get()
+        job = pool_import()
         assert job.status == "failed"
         assert job.errors == ["nul.csv:2: model holds a NUL character", "nul.csv:3: template holds a NUL character"]
         html = client.get(response.url).content.decode()

@@ -20,11 +20,15 @@ def task_route(name: str, args: Any, kwargs: Any, options: Any, task: Any = None
     chunk_id = (args or [None])[0] if not kwargs else kwargs.get("chunk_id")
     if chunk_id is None:
         return None
+    from generation.jobs.kinds import job_kind_get
     from generation.models import JobChunk
 
-    engine_name = (
-        JobChunk.objects.filter(pk=chunk_id).values_list("job__generation_run__engine", flat=True).first() or ""
-    )
-    engine = ENGINES.get(engine_name)
+    kind, engine_name = JobChunk.objects.filter(pk=chunk_id).values_list(
+        "job__kind", "job__generation_run__engine"
+    ).first() or ("", "")
+    handler = job_kind_get(kind)
+    if handler is not None and handler.queue:
+        return {"queue": handler.queue}  # a kind's own queue (a pool's imports: the default queue)
+    engine = ENGINES.get(engine_name or "")
     queue = engine.queue() if engine is not None else None
     return {"queue": queue} if queue else None

@@ -9,6 +9,9 @@
 - `chunks.py`: running one chunk under its lease, with bounded retries of transient errors.
 - `runner.py`: where a job runs (Celery workers, or a thread of the web process), the workers' sweeper, the
   start-up resume.
+- `inputs.py`: a job's input, the files an upload's job was given, stored in pieces with the job until it ends.
+- `uploads.py`: the upload kinds' common part (one chunk, not listed with the jobs, a failure final); the templates
+  dataset's kind is `dataset_import_kind.py`, a pool's import annotation's `pool_import` kind.
 - `cli.py`: the progress bars of the commands that run or follow a job (`generate`, `resume_jobs`, `judge`).
 
 Layers (no import cycle): kinds, leases <- progress <- chunks <- runner <- services <- cli; a kind's module imports

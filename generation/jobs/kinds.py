@@ -27,6 +27,14 @@ its work is, through a handler, a subclass of `JobKind`:
   `nothing_to_do(params=...)` to say why a job has no units, and `unit_label` / `item_label` ("units" / "items";
   generation: "instances" / "generations"), `facts(job=...)` for the job's page (name -> value).
 
+An upload's kinds (a pool's import, a templates dataset's) run on the same machinery with a few switches:
+`needs_model = False` (the job's `model` is empty), `listed = False` (not on the jobs page and API, nor among the
+jobs `resume_jobs` lists: their own pages show them, and `resume_jobs` lists them under "imports", `resume_entry`),
+`runs_alone = False` (without a broker, a thread of its own rather than a turn in the one-at-a-time run order that
+the model-loading kinds share), `queue` (the Celery queue of its chunks; None: the generation queue and its engine
+routing), and `failure_final = True` (a failed one is not resumed: its stored input is deleted as it fails, as when
+it is done or cancelled; generation/jobs/inputs.py). A kind that stores input keeps it in `JobInput` rows.
+
 Register from the owning app's `AppConfig.ready()`: `job_kind_register("judge", JudgeKind())`. Create a job with
 `generation.jobs.services.job_create(kind="judge", model=..., options={...})`.
 """
@@ -52,6 +60,11 @@ class JobKind(Generic[Params]):
     rows_related: tuple[str, ...] = ()
     unit_label: str = "units"
     item_label: str = "items"
+    needs_model: bool = True
+    listed: bool = True
+    runs_alone: bool = True
+    queue: str | None = None
+    failure_final: bool = False
 
     def options_validate(self, *, options: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
         return options
@@ -88,6 +101,10 @@ class JobKind(Generic[Params]):
         """What the job's page says of its results beyond progress (a judge run: its unparsed replies)."""
         return {}
 
+    def resume_entry(self, *, job: Job) -> dict[str, Any]:
+        """What `resume_jobs` prints of an unlisted kind's job it resumed, under "imports"."""
+        return {"job": job.pk, "status": job.status}
+
     def nothing_to_do(self, *, params: Params) -> dict[str, str] | None:
         """Why a job has no units, under the field to blame; None: the job services say it in general terms."""
         return None
@@ -117,3 +134,8 @@ def job_kind_handler(name: str) -> JobKind[Any]:
 
 def job_kinds() -> list[str]:
     return sorted(_KINDS)
+
+
+def job_kinds_unlisted() -> list[str]:
+    """The kinds whose jobs the jobs page, the jobs API and the jobs `resume_jobs` lists leave out (uploads)."""
+    return sorted(name for name, handler in _KINDS.items() if not handler.listed)

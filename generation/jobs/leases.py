@@ -20,7 +20,7 @@ import uuid
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import DatabaseError, connections, models
+from django.db import DatabaseError, connections
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -141,15 +141,11 @@ class Heartbeat:
     `lost` is set when the lease was taken over by another runner (ours had expired): the chunk then stops at its
     next step. A database error in a beat is logged and the beat tried again; the lease expires only if the database
     stays out of reach for the whole lease.
-
-    `model` is the leased row's model: a JobChunk, or any row with the same `lease_owner`, `lease_expires_at` and
-    `finished_at` columns (annotation's import jobs).
     """
 
-    def __init__(self, *, chunk_id: int, owner: str, model: type[models.Model] = JobChunk):
+    def __init__(self, *, chunk_id: int, owner: str):
         self.chunk_id = chunk_id
         self.owner = owner
-        self.model = model
         self.lost = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"concord-lease-{chunk_id}", daemon=True)
@@ -164,7 +160,7 @@ class Heartbeat:
 
     def beat(self) -> None:
         expires = timezone.now() + timedelta(seconds=lease_seconds())
-        manager = self.model._default_manager
+        manager = JobChunk.objects
         rows = manager.filter(pk=self.chunk_id, lease_owner=self.owner, finished_at__isnull=True)
         if rows.update(lease_expires_at=expires):
             return

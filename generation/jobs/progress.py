@@ -16,6 +16,7 @@ from django.db import transaction
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from generation.jobs.inputs import job_input_delete
 from generation.jobs.kinds import job_kind_handler
 from generation.jobs.leases import chunk_lease_break
 from generation.models import Job, JobChunk, JobStatus
@@ -24,6 +25,11 @@ from generation.signals import job_finished, jobs_changed
 logger = logging.getLogger(__name__)
 
 ACTIVE = (JobStatus.QUEUED, JobStatus.RUNNING)
+
+
+class JobStopped(Exception):
+    """Raised inside a kind's chunk when `stop()` says True mid-step (cancelled, or the lease lost): what the step had
+    not committed is rolled back, and the kind's `run_chunk` returns False."""
 
 
 def job_start(*, job_id: int) -> None:
@@ -57,6 +63,8 @@ def job_progress_refresh(*, job_id: int) -> Job:
             finished = True
         job.save(update_fields=fields)
         jobs_changed.send(sender=Job, job_ids=[job.pk])
+        if finished:
+            job_input_delete(job_id=job.pk)
     if finished:
         for receiver, response in job_finished.send_robust(sender=Job, job_id=job.pk, kind=job.kind):
             if isinstance(response, Exception):
@@ -69,10 +77,29 @@ def job_fail(*, job_id: int, error: BaseException | str) -> None:
     if isinstance(error, BaseException):
         error = "".join(traceback.format_exception(error))
     with transaction.atomic():
-        if Job.objects.filter(pk=job_id, status__in=ACTIVE).update(
-            status=JobStatus.FAILED, error=error, finished_at=timezone.now()
-        ):
+        failed = Job.objects.filter(pk=job_id, status__in=ACTIVE).update(
+            status=JobStatus.FAILED, error=error, finished_at=timezone.now(), phase=""
+        )
+        if failed:
             jobs_changed.send(sender=Job, job_ids=[job_id])
+        kind = Job.objects.filter(pk=job_id).values_list("kind", flat=True).first()
+        if failed and kind is not None and job_kind_handler(kind).failure_final:
+            job_input_delete(job_id=job_id)  # never resumed: its input goes as it fails
+
+
+def job_phase(*, job_id: int, phase: str, **values: object) -> None:
+    """Note what a running job is doing now (its kind's word: reading, checking, writing); JobStopped when it is no
+    longer running (cancelled meanwhile)."""
+    if not Job.objects.filter(pk=job_id, status__in=ACTIVE).update(phase=phase, **values):
+        raise JobStopped
+
+
+def job_seal(*, job_id: int) -> None:
+    """Inside the transaction of a kind's last write, before it commits: mark the job ended (`finished_at`), so
+    that a cancel waits for the commit and then finds it ended; JobStopped (the write rolled back) when it was
+    cancelled first."""
+    if not Job.objects.filter(pk=job_id, status__in=ACTIVE).update(finished_at=timezone.now()):
+        raise JobStopped
 
 
 def job_rows_write(*, job_id: int, write: Callable[[], object]) -> bool:
@@ -100,6 +127,9 @@ def job_requeue(*, job: Job) -> Job:
     job.finished_at = None
     job.run_started_at = None
     job.run_done_at_start = job.done_items
-    job.save(update_fields=["status", "error", "finished_at", "run_started_at", "run_done_at_start", "resumes"])
+    job.phase = ""
+    job.save(
+        update_fields=["status", "error", "finished_at", "run_started_at", "run_done_at_start", "resumes", "phase"]
+    )
     jobs_changed.send(sender=Job, job_ids=[job.pk])
     return job

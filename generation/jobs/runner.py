@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import timedelta
 
 from django.conf import settings as django_settings
@@ -28,6 +28,7 @@ from django.utils import timezone
 from common.errors import ServiceError
 from generation.engines import ENGINES
 from generation.jobs.chunks import TRANSIENT_ERRORS, Progress, chunk_run
+from generation.jobs.kinds import job_kind_handler, job_kinds, job_kinds_unlisted
 from generation.jobs.leases import (
     chunk_lease_break,
     chunk_lease_live,
@@ -37,7 +38,6 @@ from generation.jobs.leases import (
 )
 from generation.jobs.progress import ACTIVE, job_fail, job_progress_refresh, job_requeue
 from generation.models import Job, JobChunk, JobStatus
-from generation.signals import resuming_on_start, sweeping
 
 logger = logging.getLogger(__name__)
 
@@ -148,7 +148,9 @@ def job_run(*, job_id: int, progress: Progress | None = None) -> Job:
     A chunk held by another live runner is left to it and looked at again every few seconds: when its lease goes
     stale (that runner is gone), it is run here. `progress` is called with the job after each written step.
     """
-    with _in_process.turn(job_id):
+    kind = Job.objects.filter(pk=job_id).values_list("kind", flat=True).first()
+    alone = kind is None or job_kind_handler(kind).runs_alone
+    with _in_process.turn(job_id) if alone else nullcontext():
         while True:
             job = Job.objects.get(pk=job_id)
             if job.status not in ACTIVE:
@@ -180,10 +182,26 @@ def job_run_in_background(*, job_id: int) -> None:
         connections.close_all()  # this thread's connections only (they are per thread)
 
 
-def jobs_unfinished(*, include_failed: bool) -> list[int]:
-    """Jobs left queued or running (and failed ones, if asked), oldest first; never a cancelled one."""
-    statuses = [*ACTIVE, JobStatus.FAILED] if include_failed else list(ACTIVE)
-    return list(Job.objects.filter(status__in=statuses).order_by("created_at", "id").values_list("id", flat=True))
+def jobs_unfinished(*, include_failed: bool, listed: bool = True) -> list[int]:
+    """Jobs left queued or running (and failed ones, if asked), oldest first; never a cancelled one. `listed`: of the
+    kinds the jobs page lists; False: of the others (uploads' imports), whose failure is final."""
+    statuses = [*ACTIVE, JobStatus.FAILED] if include_failed and listed else list(ACTIVE)
+    jobs = Job.objects.filter(status__in=statuses)
+    unlisted = job_kinds_unlisted()
+    jobs = jobs.exclude(kind__in=unlisted) if listed else jobs.filter(kind__in=unlisted)
+    return list(jobs.order_by("created_at", "id").values_list("id", flat=True))
+
+
+def jobs_left_by_runners_gone(*, listed: bool) -> list[int]:
+    """`resume_jobs`: the jobs left queued, or running with no live runner on any unfinished chunk (its runner is
+    gone), oldest first. One whose runner is alive is left to it."""
+    now = timezone.now()
+    gone = []
+    for job_id in jobs_unfinished(include_failed=False, listed=listed):
+        chunks = JobChunk.objects.filter(job_id=job_id, finished_at__isnull=True)
+        if not any(chunk_lease_live(chunk, now=now) for chunk in chunks):
+            gone.append(job_id)
+    return gone
 
 
 def chunks_requeue_stale() -> list[int]:
@@ -194,6 +212,8 @@ def chunks_requeue_stale() -> list[int]:
     freed = [chunk.pk for chunk in candidates if chunk_lease_stale(chunk, now=now) and chunk_lease_break(chunk=chunk)]
     if freed:
         logger.warning("chunks %s: their runners are gone; queued again", freed)
+        for job_id, kind in Job.objects.filter(chunks__in=freed).distinct().values_list("pk", "kind"):
+            logger.warning("job %s (%s): its runner is gone; queued again", job_id, kind)
         _chunks_send(freed)
     return freed
 
@@ -212,6 +232,7 @@ def chunk_queues() -> list[str]:
                 str(target["queue"]) for target in route.values() if isinstance(target, dict) and "queue" in target
             )
     queues.update(queue for engine in ENGINES.values() if (queue := engine.queue()))
+    queues.update(queue for name in job_kinds() if (queue := job_kind_handler(name).queue))
     return sorted(queues)
 
 
@@ -273,11 +294,8 @@ def chunks_sweep() -> list[int]:
 
 
 def work_sweep() -> None:
-    """One round of the workers' sweeper: the chunks, then what other apps lease (imports; signals.sweeping)."""
+    """One round of the workers' sweeper: the chunks of every kind's jobs (generation, judges, imports)."""
     chunks_sweep()
-    for receiver, response in sweeping.send_robust(sender=None):
-        if isinstance(response, Exception):
-            logger.warning("sweep: %r failed: %r", receiver, response)
 
 
 def stale_chunk_sweeper_start() -> threading.Thread:
@@ -334,13 +352,30 @@ def jobs_resume_on_start() -> None:
     _resume_thread_start()
 
 
+def uploads_resume_on_start(*, started_before, kinds: list[str] | None = None) -> list[int]:
+    """On the embedded default, run again the unlisted kinds' jobs (uploads' imports) an earlier process left
+    queued or running, each in a thread of its own as a new one runs; their ids. Only jobs created before this server
+    started (`started_before`): none of its own is among them. `kinds`: of these kinds only."""
+    left = Job.objects.filter(status__in=ACTIVE, kind__in=job_kinds_unlisted(), created_at__lt=started_before)
+    if kinds is not None:
+        left = left.filter(kind__in=kinds)
+    restarted = []
+    for job_id in left.order_by("pk").values_list("pk", flat=True):
+        logger.warning("restarting job %s, an import left unfinished by an earlier process", job_id)
+        if job_requeue_unfinished(job_id=job_id):
+            job_dispatch(job_id=job_id)
+            restarted.append(job_id)
+    return restarted
+
+
 def _resume_thread_start() -> None:
     started = timezone.now()
 
     def resume_all() -> None:
-        for receiver, response in resuming_on_start.send_robust(sender=None, started_before=started):
-            if isinstance(response, Exception):
-                logger.error("resuming at start-up: %r failed: %r", receiver, response)
+        try:
+            uploads_resume_on_start(started_before=started)
+        except Exception:
+            logger.exception("resuming unfinished imports failed")
         try:
             # Every job left over is queued again first, oldest first, so that the queue places shown while the
             # first runs are the order they run in (and a job queued meanwhile comes after them).

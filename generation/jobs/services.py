@@ -16,13 +16,16 @@ the Celery tasks import the chunk runner, and the runner imports the tasks only 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
+from collections.abc import Callable
 
 from django.db import transaction
 from django.utils import timezone
 
 from common.audit import CREATE, audit_record
 from common.errors import ServiceError
+from generation.jobs.inputs import job_input_delete
 from generation.jobs.kinds import job_kind_handler
 from generation.jobs.progress import ACTIVE, job_fail, job_progress_refresh, job_requeue, job_start
 from generation.jobs.runner import (
@@ -30,11 +33,14 @@ from generation.jobs.runner import (
     chunks_requeue_stale,
     job_dispatch,
     job_run,
+    jobs_left_by_runners_gone,
     jobs_unfinished,
 )
 from generation.models import Job, JobChunk, JobStatus
 from generation.parameters import JobParameterError, JobParameters, job_parameters_validate
 from generation.signals import jobs_changed
+
+logger = logging.getLogger(__name__)
 
 __all__ = [  # job_start, job_fail, job_progress_refresh (progress.py) and the runner's names may be imported from here
     "ACTIVE",
@@ -46,6 +52,7 @@ __all__ = [  # job_start, job_fail, job_progress_refresh (progress.py) and the r
     "job_cancel",
     "job_create",
     "job_record",
+    "job_submit",
     "job_dispatch",
     "job_fail",
     "job_parameters_validate",
@@ -196,20 +203,54 @@ def job_record(*, params: JobParameters, units: int, items: int, created_by=None
     return job
 
 
-def job_cancel(*, job: Job, user=None) -> Job:
+def job_cancel(*, job: Job, user=None, event: str = "job.cancel", shown: str = "", audited=None) -> Job:
     """Stop a queued or running job, for good: chunks not yet started are skipped, a running chunk writes nothing
-    more and stops at its next batch, and nothing resumes it (docs/domain.md, 'Crash recovery')."""
+    more and stops at its next batch, its stored input is deleted, and nothing resumes it (docs/domain.md, 'Crash
+    recovery'). A job whose last write is committing (`job_seal`) has ended: it is not cancelled. `event` names the
+    audit entry, `audited` the row it is on (the job's; an upload's: its kind's row); `shown` the status the refusal
+    names (the kind's word for a running job)."""
     with transaction.atomic():
         job = Job.objects.select_for_update().get(pk=job.pk)
-        if job.status not in ACTIVE:
-            raise JobStateError(f"job {job.pk} is {job.status}; only queued or running jobs can be cancelled")
+        if job.status not in ACTIVE or job.finished_at is not None:
+            status = job.status if job.status not in ACTIVE else "ending"
+            raise JobStateError(f"job {job.pk} is {shown or status}; only queued or running jobs can be cancelled")
         before = job.status
         job.status = JobStatus.CANCELLED
         job.finished_at = timezone.now()
-        job.save(update_fields=["status", "finished_at"])
+        job.phase = ""
+        job.save(update_fields=["status", "finished_at", "phase"])
         jobs_changed.send(sender=Job, job_ids=[job.pk])
-        audit_record(event="job.cancel", obj=job, actor=user, changes={"status": [before, job.status]})
+        job_input_delete(job_id=job.pk)
+        audit_record(event=event, obj=audited or job, actor=user, changes={"status": [before, job.status]})
     return job
+
+
+def job_submit(
+    *, kind: str, created_by=None, options: dict | None = None, write: Callable[[Job], object] | None = None
+) -> Job:
+    """A job of a kind without a model or a dataset (an upload's import, `JobKind.needs_model`): one unit in one
+    chunk; `write(job)` stores what the kind keeps of it (its input, `generation/jobs/inputs.py`, its own row, the
+    audit entry) in the transaction that creates it. It is handed to its runner once that transaction commits."""
+    if job_kind_handler(kind).needs_model:
+        raise TypeError(f"job kind {kind} needs a model: create its jobs with job_create")
+    with transaction.atomic():
+        job = Job.objects.create(
+            kind=kind, model=None, options=dict(options or {}), total_units=1, total_items=1, created_by=created_by
+        )
+        JobChunk.objects.create(job=job, index=0, unit_ids=[0])
+        if write is not None:
+            write(job)
+        transaction.on_commit(lambda: _submitted_dispatch(job_id=job.pk))
+    return job
+
+
+def _submitted_dispatch(*, job_id: int) -> None:
+    """An upload's job is answered for at once: a broker out of reach fails it (saying so on the job, where its
+    page shows it) rather than the request that stored it."""
+    try:
+        job_dispatch(job_id=job_id)
+    except JobDispatchError as exc:
+        logger.error("%s", exc)
 
 
 RESUMABLE = (JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.FAILED)
@@ -229,6 +270,8 @@ def job_resume(*, job_id: int, queue: bool = True, user=None) -> Job:
             raise JobStateError(f"no generation job {job_id}")
         if job.status == JobStatus.CANCELLED:
             raise JobStateError(f"job {job.pk} was cancelled; a cancelled job is never resumed (queue a new one)")
+        if job.status == JobStatus.FAILED and job_kind_handler(job.kind).failure_final:
+            raise JobStateError(f"job {job.pk} failed; a failed {job.kind} job is never resumed (submit it again)")
         if job.status not in RESUMABLE:
             raise JobStateError(f"job {job.pk} is {job.status}; only unfinished jobs can be resumed")
         audit_record(event="job.resume", obj=job, actor=user, data={"status": job.status})
@@ -239,3 +282,23 @@ def job_resume(*, job_id: int, queue: bool = True, user=None) -> Job:
     if queue:
         transaction.on_commit(lambda: job_dispatch(job_id=job.pk))
     return job_progress_refresh(job_id=job.pk)
+
+
+def uploads_resume(*, foreground: bool, kinds: list[str] | None = None) -> list[dict]:
+    """`resume_jobs`: the uploads' imports (the kinds the jobs page does not list) left queued, or running by a
+    runner that is gone, run again: here, to their end (`foreground`, no broker), or queued for the workers. One
+    whose runner is alive is left to it; a cancelled or failed one is never resumed. Each kind's `resume_entry` of
+    each, oldest first. `kinds`: of these kinds only."""
+    resumed = []
+    for job_id in jobs_left_by_runners_gone(listed=False):
+        job = Job.objects.get(pk=job_id)
+        if kinds is not None and job.kind not in kinds:
+            continue
+        try:
+            job = job_resume(job_id=job_id, queue=not foreground)
+        except JobStateError:
+            continue  # it ended meanwhile
+        if foreground:
+            job = job_run(job_id=job.pk)
+        resumed.append(job_kind_handler(job.kind).resume_entry(job=job))
+    return resumed

@@ -1,4 +1,4 @@
-from generation.models.dataset_imports import DatasetImport, DatasetImportFile
+from generation.models.dataset_imports import DatasetUpload
 from generation.models.datasets import Dataset, DatasetKind, Instance, PronounForm, Template
 from generation.models.endpoints import EndpointReply, ModelEndpoint
 from generation.models.jobs import (
@@ -10,6 +10,7 @@ from generation.models.jobs import (
     GenerationRun,
     Job,
     JobChunk,
+    JobInput,
     JobStatus,
     LanguageModel,
     ProbResult,
@@ -21,8 +22,7 @@ __all__ = [
     "DEFAULT_MODEL_FIELDS",
     "DEFAULT_MODEL_NAME",
     "Dataset",
-    "DatasetImport",
-    "DatasetImportFile",
+    "DatasetUpload",
     "DatasetKind",
     "EndpointReply",
     "GENERATION_KIND",
@@ -32,6 +32,7 @@ __all__ = [
     "Instance",
     "JOB_DEFAULTS",
     "JobChunk",
+    "JobInput",
     "JobStatus",
     "LanguageModel",
     "ModelEndpoint",

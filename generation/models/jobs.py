@@ -115,7 +115,11 @@ class Job(models.Model):
     options = models.JSONField(
         default=dict, blank=True, help_text="the parameters of a kind without a table of its own (validated by it)"
     )
-    model = models.ForeignKey(LanguageModel, on_delete=models.PROTECT, related_name="jobs")
+    # Empty only for a kind without a model (an upload's import, `JobKind.needs_model`), whose job is never listed
+    # with the jobs that read it: typed as the model the listed kinds always have.
+    model: models.ForeignKey[LanguageModel, LanguageModel] = models.ForeignKey(  # type: ignore[misc]
+        LanguageModel, on_delete=models.PROTECT, related_name="jobs", null=True, blank=True
+    )
     batch_size = models.PositiveIntegerField(null=True, blank=True, help_text="units per chunk; empty: the model's")
 
     status = models.CharField(max_length=10, choices=JobStatus.choices, default=JobStatus.QUEUED)
@@ -126,6 +130,9 @@ class Job(models.Model):
     total_items = models.PositiveIntegerField(default=0)
     done_items = models.PositiveIntegerField(default=0)
     error = models.TextField(blank=True, help_text="traceback of the failure")
+    phase = models.CharField(
+        max_length=16, blank=True, help_text="what a running job is doing, in its kind's words (an import: reading)"
+    )
 
     created_by = models.ForeignKey(django_settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -284,3 +291,20 @@ class JobChunk(models.Model):
 
     def __str__(self) -> str:
         return f"job {self.job_id} chunk {self.index}"
+
+
+class JobInput(models.Model):
+    """A piece of a file a job was given (an upload's import), in order: `name` is which file (its index or its
+    key), `seq` the piece. Stored in the database, not on a disk a worker on another machine may not share, and
+    deleted when the job ends (generation/jobs/inputs.py)."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="inputs")
+    name = models.CharField(max_length=16, help_text="which of the job's files: its index, or its key")
+    seq = models.PositiveIntegerField()
+    data = models.BinaryField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["job", "name", "seq"], name="job_input_piece_unique")]
+
+    def __str__(self) -> str:
+        return f"job {self.job_id} input {self.name} piece {self.seq}"

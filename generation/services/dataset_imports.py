@@ -1,38 +1,27 @@
 """Templates datasets uploaded on the datasets page (docs/domain.md, 'Your own templates'): a small upload is imported
-in the request; a large one (`upload_is_large`: more instances than a request should write) runs in the
-background, as a pool's imports and the generation jobs do. The request stores the files in the database
-(`DatasetImportFile`, 1 MiB pieces, for a worker on another machine) and answers at once; a Celery worker
-(production) or a thread of the web process (the embedded default, no broker) runs `dataset_import_run`, and the
-datasets page shows its progress and its `FILE:LINE: field` errors. The import checks every line before it writes
-and writes in one transaction: nothing is half-written, and a run taken over after its runner died starts again. An
-admin may cancel a queued or running import: it writes nothing. The storing, the lease, the sweep and the cancel are
-a pool import's too (generation/services/upload_runs.py).
-
-This module stores, queues and sweeps an import; generation/services/dataset_import_run.py runs it (the Celery
-task imports only that one).
+in the request; a large one (`upload_is_large`: more instances than a request should write) is a job of the
+`dataset_import` kind (generation/jobs/dataset_import_kind.py), run in the background as the generation jobs are, with
+their chunks, lease, cancel, sweep and resume. The request stores the files as the job's input (in the database, for
+a worker on another machine) and answers at once; the datasets page shows its progress and its `FILE:LINE: field`
+errors. The import checks every line before it writes and writes in one transaction: nothing is half-written, and a
+run taken over after its runner died starts again. An admin may cancel a queued or running import: it writes
+nothing.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
-
-from django.db import transaction
+from django.core.cache import cache
 
 from common.audit import CREATE, audit_record
 from common.errors import ServiceError
 from generation.datasets.templates import upload_name
-from generation.models import DatasetImport
-from generation.services.dataset_import_run import DATASET_IMPORT_RUNS, dataset_import_run
-from generation.services.upload_runs import (
-    run_cancel,
-    run_dispatch,
-    runs_left_unfinished,
-    runs_requeue_stale,
-    runs_to_resume,
-    upload_store,
-)
+from generation.jobs.dataset_import_kind import CHECKING, DATASET_IMPORT_KIND, WRITING, DatasetImportKind, progress_key
+from generation.jobs.inputs import job_input_store
+from generation.jobs.progress import ACTIVE
+from generation.jobs.services import JobStateError, job_cancel, job_submit
+from generation.models import DatasetUpload, Job, JobStatus
 
-THREAD_PREFIX = DATASET_IMPORT_RUNS.thread_prefix  # tests/conftest.py lets threads named concord-job-* finish
+THREAD_PREFIX = "concord-job-"  # the job threads without a broker (tests/conftest.py lets them finish)
 # An upload whose instances (template lines x codebook families x name draws, counted from the files' lines) pass
 # this is imported in the background: a large file outlived the HTTP timeout (benchmarks/README.md, "Imports and bundles").
 INLINE_INSTANCES_MAX = 50_000
@@ -65,21 +54,28 @@ def upload_is_large(*, codebook, templates, names, names_per_template: int) -> b
 
 def dataset_import_create(
     *, name: str, codebook, templates, names=None, names_per_template: int, seed: int, created_by=None
-) -> DatasetImport:
-    """Store the uploaded files and queue their import; it runs once this transaction commits."""
+) -> DatasetUpload:
+    """Store the uploaded files as a `dataset_import` job's input and queue it; it runs once this transaction
+    commits. DatasetImportError (nothing written) when they are too large."""
     uploads = {"codebook": codebook, "templates": templates, **({"names": names} if names is not None else {})}
     defaults = {"codebook": "codebook.csv", "templates": "templates.csv", "names": "names.txt"}
     file_names = {key: upload_name(upload, defaults[key]) for key, upload in uploads.items()}
-    with transaction.atomic():
-        job = DatasetImport.objects.create(
-            name=name,
-            names_per_template=names_per_template,
-            seed=seed,
-            file_names=file_names,
-            created_by=created_by,
+    rows: list[DatasetUpload] = []
+
+    def write(job: Job) -> None:
+        total = job_input_store(
+            job=job, files={key: upload.chunks() for key, upload in uploads.items()}, too_large=DatasetImportError
         )
-        files = {key: upload.chunks() for key, upload in uploads.items()}
-        total = upload_store(DATASET_IMPORT_RUNS, run=job, files=files, too_large=DatasetImportError)
+        rows.append(
+            DatasetUpload.objects.create(
+                job=job,
+                name=name,
+                names_per_template=names_per_template,
+                seed=seed,
+                file_names=file_names,
+                bytes_total=total,
+            )
+        )
         audit_record(
             event="dataset.import",
             obj=job,
@@ -87,45 +83,60 @@ def dataset_import_create(
             action=CREATE,
             data={"dataset": name, "files": list(file_names.values()), "bytes": total},
         )
-        transaction.on_commit(lambda: dataset_import_dispatch(job_id=job.pk))
-    return job
 
-
-def dataset_import_dispatch(*, job_id: int, restart: bool = False) -> None:
-    """Hand a committed import to whoever runs it: a Celery worker, or a thread here without a broker."""
-
-    def send() -> None:
-        from generation.tasks import dataset_import_run_task
-
-        dataset_import_run_task.delay(job_id, restart=restart)
-
-    run_dispatch(DATASET_IMPORT_RUNS, run_id=job_id, restart=restart, run=dataset_import_run, send=send)
+    job_submit(kind=DATASET_IMPORT_KIND, created_by=created_by, write=write)
+    return rows[0]
 
 
 def dataset_import_cancel(*, job_id: int, user=None) -> None:
     """Stop a queued, checking or writing import for good, its stored files deleted: it writes nothing (its write is
-    one transaction, rolled back). UploadRunStateError when it has ended."""
-    run_cancel(DATASET_IMPORT_RUNS, run_id=job_id, user=user, event="dataset.import.cancel")
+    one transaction, rolled back). JobStateError when it has ended."""
+    job = Job.objects.filter(pk=job_id, kind=DATASET_IMPORT_KIND).first()
+    if job is None:
+        raise JobStateError(f"no dataset import {job_id}")
+    try:
+        job_cancel(job=job, user=user, event="dataset.import.cancel")
+    except JobStateError:
+        job.refresh_from_db()
+        status = KIND.status(job=job) if job.status not in ACTIVE else "ending"
+        raise JobStateError(
+            f"dataset import {job_id} is {status}; only a queued or running one can be cancelled"
+        ) from None
 
 
-def dataset_imports_requeue_stale() -> list[int]:
-    """Queue again the imports left checking or writing by a runner that is gone (the workers' sweeper)."""
-    return runs_requeue_stale(DATASET_IMPORT_RUNS, dispatch=dataset_import_dispatch)
+KIND = DatasetImportKind()
 
 
-def dataset_imports_resume(*, foreground: bool) -> list[dict]:
-    """`resume_jobs`: the imports left queued, or checking or writing by a runner that is gone, run again."""
-    resumed = []
-    for job_id in runs_to_resume(DATASET_IMPORT_RUNS):
-        if foreground:
-            dataset_import_run(job_id=job_id, restart=True)
-        else:
-            dataset_import_dispatch(job_id=job_id, restart=True)
-        job = DatasetImport.objects.get(pk=job_id)
-        resumed.append({"import": f"dataset-{job_id}", "status": job.status, "instances": job.instances_written})
-    return resumed
+def dataset_imports() -> list[DatasetUpload]:
+    """The latest background uploads, newest first, with their jobs."""
+    return list(DatasetUpload.objects.select_related("job").order_by("-job__created_at", "-pk")[:10])
 
 
-def dataset_imports_resume_on_start(*, started_before: datetime) -> list[int]:
-    """On the embedded default, run again the imports an earlier process left unfinished."""
-    return runs_left_unfinished(DATASET_IMPORT_RUNS, started_before=started_before, dispatch=dataset_import_dispatch)
+def dataset_import_progress(*, job: DatasetUpload) -> dict:
+    """The import's state for the datasets page: status, what was checked and written, and its outcome."""
+    run = job.job
+    status = KIND.status(job=run)
+    checked = written = None
+    if status == CHECKING:
+        checked = cache.get(progress_key(run.pk, CHECKING))
+    if status == WRITING:
+        written = cache.get(progress_key(run.pk, WRITING))
+    if status == JobStatus.DONE:
+        written = job.instances_written
+    errors, error_count = KIND.errors(job=run, row=job)
+    return {
+        "id": run.pk,
+        "name": job.name,
+        "status": status,
+        "files": [job.file_names[key] for key in ("codebook", "templates", "names") if key in job.file_names],
+        "bytes": job.bytes_total,
+        "templates_checked": int(checked or 0),
+        "instances_expected": job.instances_expected,
+        "instances_written": int(written or 0),
+        "created_dataset": job.created_dataset,
+        "errors": errors,
+        "error_count": error_count,
+        "created_at": run.created_at,
+        "finished_at": run.finished_at,
+        "cancellable": run.status in ACTIVE,
+    }

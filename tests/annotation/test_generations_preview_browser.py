@@ -6,7 +6,7 @@ import shutil
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from annotation.models import ImportJob
+from annotation.models import PoolImport
 from tests.annotation.test_research_browser import log_in
 from tests.browser_support import CHROMIUM
 from tests.conftest import DEMO
@@ -29,7 +29,7 @@ def test_the_preview_says_whether_the_files_are_kept(client, researcher, header,
         "/pools/gens/import/", {"csv_files": _upload(), "kind": "study", "preview": "true"}, headers=header
     ).content.decode()
     assert f"Nothing written yet: {ROWS} rows read" in page and said in page
-    assert not ImportJob.objects.exists()
+    assert not PoolImport.objects.exists()
 
 
 @pytest.mark.slow
@@ -49,8 +49,8 @@ def test_a_previewed_file_is_imported_without_choosing_it_again(live_server, res
     expect(form.locator(".generations-preview-summary")).to_contain_text("the files stay chosen")
     assert page.url.endswith("/pools/gens/")  # shown in place: no page was loaded
     assert form.locator("input[name=csv_files]").evaluate("(input) => input.files.length") == 1
-    assert not ImportJob.objects.exists()
+    assert not PoolImport.objects.exists()
     form.get_by_role("button", name="Import", exact=True).click()
     expect(page.locator(".messages, [role=status]").first).to_contain_text("generations_pre.csv")
-    assert ImportJob.objects.get().file_names == ["generations_pre.csv"]
+    assert PoolImport.objects.get().file_names == ["generations_pre.csv"]
     assert errors == []

@@ -361,13 +361,13 @@ class TestImportJobs:
     def test_a_file_stored_in_small_pieces_imports_exactly_as_read_from_disk(self, researcher, monkeypatch, tmp_path):
         from django.core.files.uploadedfile import SimpleUploadedFile
 
-        from annotation.models import ImportJob
         from annotation.services.imports import jobs
-        from generation.services import upload_runs
+        from generation.jobs import inputs
         from tests.factories import PoolFactory
+        from tests.import_jobs import pool_import
 
         # Pieces of 7 bytes cut multi-byte characters (é, the emoji) and CRLF line ends in two.
-        monkeypatch.setattr(upload_runs, "PIECE_BYTES", 7)
+        monkeypatch.setattr(inputs, "PIECE_BYTES", 7)
         rows = [
             [MIS, MIS_PRE + "Xe smiled at the café \U0001f389.", "1.0", "xe", "modèle-a"],
             [MIS, MIS_PRE + "He left.\r\nThen xe came back.", "1.0", "xe", "modèle-a"],
@@ -379,10 +379,10 @@ class TestImportJobs:
 
         job = jobs.import_job_create(pool=pool, kind="study", files=[upload], created_by=researcher)
         for thread in __import__("threading").enumerate():
-            if thread.name.startswith("concord-job-import-"):
+            if thread.name.startswith("concord-job-"):
                 thread.join(timeout=60)
 
-        job = ImportJob.objects.get(pk=job.pk)
+        job = pool_import(job.pk)
         assert (job.status, job.rows_read, job.items_created, job.heuristic_mismatches) == ("done", 2, 2, 1)
         items = PoolItem.objects.filter(pool=pool).order_by("source_line")
         assert [item.continuation for item in items] == [
@@ -395,12 +395,12 @@ class TestImportJobs:
     def test_a_bad_byte_far_into_a_stored_file_is_named_with_its_line(self, researcher, monkeypatch, tmp_path):
         from django.core.files.uploadedfile import SimpleUploadedFile
 
-        from annotation.models import ImportJob
         from annotation.services.imports import jobs
-        from generation.services import upload_runs
+        from generation.jobs import inputs
         from tests.factories import PoolFactory
+        from tests.import_jobs import pool_import
 
-        monkeypatch.setattr(upload_runs, "PIECE_BYTES", 5)
+        monkeypatch.setattr(inputs, "PIECE_BYTES", 5)
         body = b"template,random_pre_gen,correct,pronoun,model\n" + "é,é,1,xe,m\n".encode() * 3 + b"\xff\n"
         pool = PoolFactory(name="bad-bytes")
 
@@ -408,10 +408,10 @@ class TestImportJobs:
             pool=pool, kind="study", files=[SimpleUploadedFile("bad.csv", body)], created_by=researcher
         )
         for thread in __import__("threading").enumerate():
-            if thread.name.startswith("concord-job-import-"):
+            if thread.name.startswith("concord-job-"):
                 thread.join(timeout=60)
 
-        job = ImportJob.objects.get(pk=job.pk)
+        job = pool_import(job.pk)
         offset = body.index(b"\xff")
         assert job.status == "failed"
         assert job.errors == [f"bad.csv:5: not UTF-8 (byte 0xff at offset {offset}); save the file as UTF-8"]
@@ -476,7 +476,7 @@ def join_import_threads():
     import threading
 
     for thread in threading.enumerate():
-        if thread.name.startswith("concord-job-import-"):
+        if thread.name.startswith("concord-job-"):
             thread.join(timeout=60)
 
 
@@ -492,48 +492,52 @@ class TestImportsLeftByAStoppedProcess:
         from django.core.files.uploadedfile import SimpleUploadedFile
         from django.utils import timezone
 
-        from annotation.models import ImportJob
+        from annotation.models import PoolImport
         from annotation.services.imports import jobs
+        from generation.jobs import services
         from tests.factories import PoolFactory
+        from tests.import_jobs import import_left_running
 
-        monkeypatch.setattr(jobs, "import_job_dispatch", lambda **kwargs: None)  # the process dies before it runs
+        monkeypatch.setattr(services, "_submitted_dispatch", lambda **kwargs: None)  # the process dies before it runs
         upload = SimpleUploadedFile("gens.csv", pre_file.read_bytes(), content_type="text/csv")
         job = jobs.import_job_create(pool=PoolFactory(name="killed"), kind="study", files=[upload])
         monkeypatch.undo()
         earlier = timezone.now() - timedelta(minutes=5)
-        ImportJob.objects.filter(pk=job.pk).update(
-            status="writing", rows_read=3, started_at=earlier, created_at=earlier
-        )
+        PoolImport.objects.filter(pk=job.pk).update(rows_read=3)
+        import_left_running(job.pk, phase="writing", started_at=earlier, created_at=earlier)
         return job
 
     def test_the_next_start_runs_it_again_to_exact_counts(self, left_writing, pre_file):
         from django.utils import timezone
 
-        from annotation.models import ImportFileChunk, ImportJob
-        from annotation.services.imports.jobs import imports_resume_on_start
+        from generation.jobs.runner import uploads_resume_on_start as imports_resume_on_start
+        from generation.models import JobInput
+        from tests.import_jobs import pool_import
 
         assert imports_resume_on_start(started_before=timezone.now()) == [left_writing.pk]
         join_import_threads()
 
-        job = ImportJob.objects.get(pk=left_writing.pk)
+        job = pool_import(left_writing.pk)
         expected = generations_import(paths=[pre_file], pool_name="expected").items
         assert (job.status, job.items_created) == ("done", expected)
         assert PoolItem.objects.filter(pool__name="killed").count() == expected
-        assert not ImportFileChunk.objects.filter(job=job).exists()
+        assert not JobInput.objects.filter(job_id=job.pk).exists()
         assert imports_resume_on_start(started_before=timezone.now()) == []  # done: nothing to restart
 
     def test_a_first_delivery_leaves_a_job_another_runner_is_writing(self, left_writing):
-        from annotation.models import ImportJob
-        from annotation.services.imports.jobs import import_job_run
+        from generation.jobs.chunks import chunk_run
+        from generation.models import JobChunk
+        from tests.import_jobs import pool_import
 
-        assert import_job_run(job_id=left_writing.pk) is None
-        assert ImportJob.objects.get(pk=left_writing.pk).status == "writing"
+        self.lease(left_writing, owner="other-host:ns:4242:token:run", seconds=20)  # its runner writes it
+        chunk_run(chunk_id=JobChunk.objects.get(job_id=left_writing.pk).pk)
+        assert pool_import(left_writing.pk).status == "writing"
 
     def test_an_import_of_this_server_is_not_restarted(self, left_writing):
-        from annotation.models import ImportJob
-        from annotation.services.imports.jobs import imports_resume_on_start
+        from generation.jobs.runner import uploads_resume_on_start as imports_resume_on_start
+        from tests.import_jobs import pool_import
 
-        created = ImportJob.objects.get(pk=left_writing.pk).created_at
+        created = pool_import(left_writing.pk).created_at
         assert imports_resume_on_start(started_before=created) == []  # created when this server had started
 
     def lease(self, job, *, owner: str, seconds: float) -> None:
@@ -541,37 +545,40 @@ class TestImportsLeftByAStoppedProcess:
 
         from django.utils import timezone
 
-        from annotation.models import ImportJob
+        from generation.models import JobChunk
 
-        ImportJob.objects.filter(pk=job.pk).update(
+        JobChunk.objects.filter(job_id=job.pk).update(
             lease_owner=owner, lease_expires_at=timezone.now() + timedelta(seconds=seconds)
         )
 
     def test_a_workers_sweep_takes_over_an_import_whose_lease_expired_and_finishes_it(self, left_writing, pre_file):
         # Its Celery worker was killed (kill -9) while it was writing; its lease ran out.
-        from annotation.models import ImportFileChunk, ImportJob
         from generation.jobs.runner import work_sweep
+        from generation.models import JobInput
+        from tests.import_jobs import pool_import
 
         self.lease(left_writing, owner="gone-host:ns:4242:token:run", seconds=-1)
 
         work_sweep()
         join_import_threads()
 
-        job = ImportJob.objects.get(pk=left_writing.pk)
+        job = pool_import(left_writing.pk)
         expected = generations_import(paths=[pre_file], pool_name="expected").items
         assert (job.status, job.items_created, job.lease_owner) == ("done", expected, "")
         assert PoolItem.objects.filter(pool__name="killed").count() == expected
-        assert not ImportFileChunk.objects.filter(job=job).exists()
+        assert not JobInput.objects.filter(job_id=job.pk).exists()
 
     def test_a_sweep_leaves_an_import_whose_runner_is_alive(self, left_writing):
-        from annotation.models import ImportJob
-        from annotation.services.imports.jobs import import_job_run, imports_requeue_stale
+        from generation.jobs.chunks import chunk_run
+        from generation.jobs.runner import chunks_requeue_stale
+        from generation.models import JobChunk
+        from tests.import_jobs import pool_import
 
         self.lease(left_writing, owner="other-host:ns:4242:token:run", seconds=20)
 
-        assert imports_requeue_stale() == []
-        assert import_job_run(job_id=left_writing.pk, restart=True) is None  # a redelivered message: left to it
-        assert ImportJob.objects.get(pk=left_writing.pk).status == "writing"
+        assert chunks_requeue_stale() == []
+        chunk_run(chunk_id=JobChunk.objects.get(job_id=left_writing.pk).pk)  # a redelivered message: left to it
+        assert pool_import(left_writing.pk).status == "writing"
 
     def test_a_running_import_holds_a_lease_that_its_heartbeat_renews(self, researcher, tmp_path, settings):
         import time
@@ -579,17 +586,17 @@ class TestImportsLeftByAStoppedProcess:
         from django.core.files.uploadedfile import SimpleUploadedFile
         from django.utils import timezone
 
-        from annotation.models import ImportJob
         from annotation.services import imports
         from annotation.services.imports import jobs
         from tests.factories import PoolFactory
+        from tests.import_jobs import pool_import
 
         settings.CONCORD_CHUNK_LEASE_SECONDS = 0.6  # a beat every 0.2 s
         leases = []
         original = imports._verdicts
 
         def slow_verdicts(rows):
-            job = ImportJob.objects.get()
+            job = pool_import()
             leases.append((job.lease_owner, (job.lease_expires_at - timezone.now()).total_seconds()))
             time.sleep(0.5)
             return original(rows)
@@ -604,7 +611,7 @@ class TestImportsLeftByAStoppedProcess:
             )
             join_import_threads()
 
-        job = ImportJob.objects.get(pk=job.pk)
+        job = pool_import(job.pk)
         assert (job.status, job.items_created, job.lease_owner, job.lease_expires_at) == ("done", 3, "", None)
         assert len(leases) == 3 and len({owner for owner, _ in leases}) == 1 and leases[0][0]
         assert all(left > 0 for _, left in leases)  # 1.5 s of work under a 0.6 s lease: renewed, never lapsed
@@ -613,25 +620,28 @@ class TestImportsLeftByAStoppedProcess:
         from auditlog.models import LogEntry
         from django.utils import timezone
 
-        from annotation.models import ImportFileChunk, ImportJob
-        from annotation.services.imports.jobs import import_job_cancel, import_job_run, imports_resume_on_start
-        from generation.services.upload_runs import UploadRunStateError
+        from annotation.services.imports.jobs import import_job_cancel
+        from generation.jobs.chunks import chunk_run
+        from generation.jobs.runner import uploads_resume_on_start as imports_resume_on_start
+        from generation.jobs.services import JobStateError as UploadRunStateError
+        from generation.models import JobChunk, JobInput
+        from tests.import_jobs import pool_import
 
         import_job_cancel(job=left_writing, user=researcher)
 
-        job = ImportJob.objects.get(pk=left_writing.pk)
+        job = pool_import(left_writing.pk)
         assert (job.status, job.lease_owner) == ("cancelled", "") and job.finished_at is not None
-        assert not ImportFileChunk.objects.filter(job=job).exists()
+        assert not JobInput.objects.filter(job_id=job.pk).exists()
         assert imports_resume_on_start(started_before=timezone.now()) == []
-        assert import_job_run(job_id=job.pk, restart=True) is None
+        chunk_run(chunk_id=JobChunk.objects.get(job_id=job.pk).pk)  # a late delivery leaves it
         assert not PoolItem.objects.filter(pool__name="killed").exists()
         entry = LogEntry.objects.get(additional_data__event="import.cancel")
         assert (entry.object_pk, entry.actor_id) == (str(job.pk), researcher.pk)
         with pytest.raises(UploadRunStateError, match="only a queued or running one can be cancelled"):
-            import_job_cancel(job=job)
+            import_job_cancel(job=job.row)
 
     def test_the_pool_page_cancels_an_unfinished_import(self, left_writing, researcher, client):
-        from annotation.models import ImportJob
+        from tests.import_jobs import pool_import
 
         client.force_login(researcher)
         url = f"/pools/killed/imports/{left_writing.pk}/cancel/"
@@ -640,7 +650,7 @@ class TestImportsLeftByAStoppedProcess:
         response = client.post(url)
 
         assert response.status_code == 302 and response["Location"].endswith("/pools/killed/#import")
-        assert ImportJob.objects.get(pk=left_writing.pk).status == "cancelled"
+        assert pool_import(left_writing.pk).status == "cancelled"
         page = client.get("/pools/killed/").content.decode()
         assert f'id="import-{left_writing.pk}" data-status="cancelled"' in page and url not in page
         assert client.post(f"/pools/other/imports/{left_writing.pk}/cancel/").status_code == 404  # not that pool's
@@ -651,16 +661,17 @@ class TestImportsLeftByAStoppedProcess:
         from django.core.files.uploadedfile import SimpleUploadedFile
         from django.db import connections
 
-        from annotation.models import ImportJob
+        from annotation.models import PoolImport
         from annotation.services import imports
         from annotation.services.imports import jobs
         from tests.factories import PoolFactory
+        from tests.import_jobs import pool_import
 
         original = imports._verdicts
 
         def cancelled_in_the_first_batch(rows):
             if not PoolItem.objects.exists():
-                job = ImportJob.objects.get()
+                job = PoolImport.objects.get()
 
                 def cancel() -> None:
                     try:
@@ -683,7 +694,7 @@ class TestImportsLeftByAStoppedProcess:
             )
             join_import_threads()
 
-        job = ImportJob.objects.get(pk=job.pk)
+        job = pool_import(job.pk)
         assert (job.status, job.items_created, job.lease_owner) == ("cancelled", 0, "")
         assert PoolItem.objects.filter(pool__name="cancelled").count() == 1  # the batch under way, committed
 
@@ -692,7 +703,7 @@ class TestImportsLeftByAStoppedProcess:
 
         from django.core.management import call_command
 
-        from annotation.models import ImportJob
+        from tests.import_jobs import pool_import
 
         self.lease(left_writing, owner="gone-host:ns:4242:token:run", seconds=-1)
         out = StringIO()
@@ -702,11 +713,11 @@ class TestImportsLeftByAStoppedProcess:
         expected = generations_import(paths=[pre_file], pool_name="expected").items
         summary = json.loads(out.getvalue().strip().splitlines()[-1])
         assert summary["imports"] == [{"import": left_writing.pk, "status": "done", "rows_written": 4}]
-        assert ImportJob.objects.get(pk=left_writing.pk).items_created == expected
+        assert pool_import(left_writing.pk).items_created == expected
 
     def test_the_embedded_start_up_sends_it_to_the_imports(self, left_writing, monkeypatch):
-        from annotation.models import ImportJob
         from generation.jobs import runner
+        from tests.import_jobs import pool_import
 
         monkeypatch.setattr(runner, "jobs_unfinished", lambda **kwargs: [])
         monkeypatch.setattr(runner, "_job_thread_start", lambda target, *, name, **kwargs: target(**kwargs))
@@ -714,4 +725,32 @@ class TestImportsLeftByAStoppedProcess:
         runner._resume_thread_start()
         join_import_threads()
 
-        assert ImportJob.objects.get(pk=left_writing.pk).status == "done"
+        assert pool_import(left_writing.pk).status == "done"
+
+
+@pytest.mark.django_db
+def test_an_import_the_task_queue_cannot_take_fails_saying_so_and_keeps_no_files(
+    researcher, settings, monkeypatch, pre_file, django_capture_on_commit_callbacks
+):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from annotation.services.imports import jobs
+    from generation.jobs import runner
+    from generation.models import JobInput
+    from tests.factories import PoolFactory
+    from tests.import_jobs import pool_import
+
+    settings.CELERY_TASK_ALWAYS_EAGER = False  # a broker, out of reach
+
+    def unreachable(chunk_ids):
+        raise ConnectionError("connection refused")
+
+    monkeypatch.setattr(runner, "_chunks_send", unreachable)
+    upload = SimpleUploadedFile("gens.csv", pre_file.read_bytes(), content_type="text/csv")
+    with django_capture_on_commit_callbacks(execute=True):
+        job = jobs.import_job_create(pool=PoolFactory(name="unsent"), kind="study", files=[upload])
+
+    job = pool_import(job.pk)
+    assert (job.status, job.error_count) == ("failed", 1)
+    assert job.errors == ["the task queue could not be reached (ConnectionError: connection refused); try again"]
+    assert not JobInput.objects.exists() and not PoolItem.objects.exists()

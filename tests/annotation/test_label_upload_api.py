@@ -211,7 +211,7 @@ def test_free_text_generations_with_their_codebook_and_labels_import_through_the
     queued = client.post(f"/api/pools/{pool.name}/imports/", files())
     assert queued.status_code == 202, queued.content
     for thread in threading.enumerate():
-        if thread.name.startswith("concord-job-import-"):
+        if thread.name.startswith("concord-job-"):
             thread.join(timeout=60)
     state = client.get(f"/api/pools/{pool.name}/imports/{queued.json()['id']}/").json()
     assert state["status"] == "done", state

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from annotation.models import ImportJob, Pool
+from annotation.models import Pool
 from tests.annotation.factories import job_with_generations, pool_for
+from tests.import_jobs import pool_import_create
 
 
 @pytest.mark.django_db
@@ -21,9 +22,13 @@ def test_the_pool_page_links_to_its_report(client, researcher):
 @pytest.mark.django_db
 def test_the_newest_failed_import_marks_its_errors_to_be_scrolled_into_view(client, researcher):
     pool, _ = pool_for(items=0)
-    ImportJob.objects.create(pool=pool, status=ImportJob.FAILED, file_names=["old.csv"], errors=["old.csv:2: x"])
-    ImportJob.objects.create(
-        pool=pool, status=ImportJob.FAILED, file_names=["bad.csv"], errors=["bad.csv:2: correct must be 1.0 or 0.0"]
+    pool_import_create(pool=pool, status="failed", file_names=["old.csv"], errors=["old.csv:2: x"], error_count=1)
+    pool_import_create(
+        pool=pool,
+        status="failed",
+        file_names=["bad.csv"],
+        errors=["bad.csv:2: correct must be 1.0 or 0.0"],
+        error_count=1,
     )
     client.force_login(researcher)
     page = client.get(reverse("annotation:pool-detail", args=[pool.name])).content.decode()

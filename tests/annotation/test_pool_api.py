@@ -8,7 +8,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
-from annotation.models import Assignment, ImportFileChunk, ImportJob, Pool, PoolItem
+from annotation.models import Assignment, Pool, PoolImport, PoolItem
+from generation.models import JobInput
 from tests.annotation.factories import job_with_generations, pool_for
 
 MIS = "Robin/'s pronouns are xe/xem/xyrs. Robin baked bread. {mask_token} sold it at the market."
@@ -31,7 +32,7 @@ def csv_upload(name: str, rows: list[list[str]]) -> SimpleUploadedFile:
 
 def imports_finish() -> None:
     for thread in threading.enumerate():
-        if thread.name.startswith("concord-job-import-"):
+        if thread.name.startswith("concord-job-"):
             thread.join(timeout=60)
 
 
@@ -139,7 +140,7 @@ class TestImports:
             1,  # the file says correct; "He" misgenders Robin
         )
         assert PoolItem.objects.filter(pool=pool).count() == 2
-        assert not ImportFileChunk.objects.exists()  # the stored upload is gone once the job ended
+        assert not JobInput.objects.exists()  # the stored upload is gone once the job ended
 
     def test_a_bad_file_ends_failed_with_its_errors_and_writes_nothing(self, researcher):
         pool, _ = pool_for(items=0)
@@ -159,7 +160,7 @@ class TestImports:
         pool, _ = pool_for(items=0)
         response = as_user(researcher).post(f"/api/pools/{pool.name}/imports/", {"kind": "study"})
         assert response.status_code == 400
-        assert not ImportJob.objects.exists()
+        assert not PoolImport.objects.exists()
 
     def test_an_annotator_may_not_import(self, annotator):
         pool, _ = pool_for(items=0)
@@ -167,7 +168,7 @@ class TestImports:
             f"/api/pools/{pool.name}/imports/", {"files": [csv_upload("g.csv", [[MIS, MIS_PRE + "x", "1", "xe", "m"]])]}
         )
         assert response.status_code == 403
-        assert not ImportJob.objects.exists()
+        assert not PoolImport.objects.exists()
 
 
 @pytest.mark.django_db
@@ -190,7 +191,7 @@ class TestUploadLimit:
         assert "at most 1 MB" in api.json()["detail"] and "MAX_UPLOAD_MB" in api.json()["detail"]
         assert page.status_code == 413
         assert b"at most 1 MB" in page.content
-        assert not ImportJob.objects.exists()
+        assert not PoolImport.objects.exists()
 
 
 class TestTheOneCsvRenderer:

@@ -210,7 +210,7 @@ def imports_finish() -> None:
     import threading
 
     for thread in threading.enumerate():
-        if thread.name.startswith("concord-job-import-"):
+        if thread.name.startswith("concord-job-"):
             thread.join(timeout=60)
 
 

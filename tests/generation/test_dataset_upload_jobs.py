@@ -1,4 +1,5 @@
-"""A large templates upload on the datasets page runs in the background (generation/services/dataset_imports.py):
+"""A large templates upload on the datasets page runs in the background, a job of the `dataset_import` kind
+(generation/services/dataset_imports.py, generation/jobs/dataset_import_kind.py):
 the request stores the files and answers at once, the import reports how far it got and how it ended, errors name
 the uploaded files with line and field, and a failed, stopped or cancelled import leaves no row behind."""
 
@@ -13,10 +14,13 @@ from django.core.cache import cache
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection, connections
 
-from generation.models import Dataset, DatasetImport, DatasetImportFile, Instance, PronounForm, Template
-from generation.services import dataset_import_run as run_module
+from generation.jobs import dataset_import_kind as run_module
+from generation.jobs import services as job_services
+from generation.jobs.chunks import chunk_run
+from generation.jobs.dataset_import_kind import DATASET_IMPORT_KIND
+from generation.jobs.services import JobStateError, uploads_resume
+from generation.models import Dataset, DatasetUpload, Instance, Job, JobChunk, JobInput, PronounForm, Template
 from generation.services import dataset_imports
-from generation.services.upload_runs import UploadRunStateError
 from tests.generation.test_templates_kind import CODEBOOK, NAMES, TEMPLATES, exported, run_import, write_files
 from tests.generation.test_templates_upload_errors import csv_bytes
 
@@ -42,6 +46,33 @@ def wait_for_imports() -> None:
             thread.join(timeout=60)
 
 
+class Upload:
+    """The one upload's state as its page shows it (its progress) and its job's row."""
+
+    def __init__(self, row: DatasetUpload):
+        self.row, self.job = row, row.job
+        self.pk = row.pk
+        self.progress = dataset_imports.dataset_import_progress(job=row)
+        self.status = self.progress["status"]
+        self.errors, self.error_count = self.progress["errors"], self.progress["error_count"]
+        self.instances_expected = row.instances_expected
+        self.instances_written = row.instances_written
+        self.created_dataset = row.created_dataset
+        self.finished_at = self.job.finished_at
+        self.lease_owner = JobChunk.objects.get(job=self.job).lease_owner
+
+
+def the_upload() -> Upload:
+    return Upload(DatasetUpload.objects.select_related("job").get())
+
+
+def upload_row(*, status: str = "queued", phase: str = "", **values) -> DatasetUpload:
+    """An upload's job as a request and a runner leave it (no files stored)."""
+    job = Job.objects.create(kind=DATASET_IMPORT_KIND, status=status, phase=phase, total_units=1, total_items=1)
+    JobChunk.objects.create(job=job, index=0, unit_ids=[0])
+    return DatasetUpload.objects.create(job=job, **{"name": "big", "file_names": {"templates": "t.csv"}, **values})
+
+
 def nothing_written() -> bool:
     return not (Dataset.objects.exists() or Template.objects.exists() or Instance.objects.exists())
 
@@ -61,14 +92,14 @@ class TestBackgroundImports:
 
         assert response.status_code == 302 and response["Location"].endswith("#dataset-imports")
         wait_for_imports()
-        job = DatasetImport.objects.get()
+        job = the_upload()
         assert (job.status, job.instances_expected, job.instances_written, job.created_dataset) == (
             "done",
             24,
             24,
             True,
         )
-        assert not DatasetImportFile.objects.exists()  # the stored files go once it ends
+        assert not JobInput.objects.exists()  # the stored files go once it ends
         paths = write_files(tmp_path)
         run_import(paths, "--names", str(paths["names"]), "--names-per-template", "2", "--seed", "5")
         assert exported(tmp_path, "uploaded") == exported(tmp_path, "mine")
@@ -81,7 +112,7 @@ class TestBackgroundImports:
 
         assert client.post(URL, upload()).status_code == 302
 
-        assert Dataset.objects.filter(name="uploaded").exists() and not DatasetImport.objects.exists()
+        assert Dataset.objects.filter(name="uploaded").exists() and not DatasetUpload.objects.exists()
 
     def test_a_bad_file_fails_with_the_uploaded_files_line_and_field_and_writes_nothing(
         self, client, admin_user, large
@@ -92,7 +123,7 @@ class TestBackgroundImports:
         client.post(URL, upload(templates))
         wait_for_imports()
 
-        job = DatasetImport.objects.get()
+        job = the_upload()
         assert job.status == "failed" and job.error_count == 1
         assert job.errors[0].startswith("study templates.csv:5: field template: holds a NUL character")
         assert nothing_written() and not PronounForm.objects.exists()
@@ -106,7 +137,7 @@ class TestBackgroundImports:
         client.post(URL, upload(names=False))
         wait_for_imports()
 
-        (error,) = DatasetImport.objects.get().errors
+        (error,) = the_upload().errors
         assert error.startswith("study templates.csv:2: field template: {name} needs a names file")
         assert "Names" in error and "--names" not in error
 
@@ -127,22 +158,22 @@ class TestBackgroundImports:
         client.post(URL, upload())
         wait_for_imports()
 
-        job = DatasetImport.objects.get()
+        job = the_upload()
         assert job.status == "failed" and "the disk is full" in job.errors[0] and "nothing written" in job.errors[0]
         assert nothing_written() and not PronounForm.objects.exists()
 
     def test_progress_is_reported_while_it_checks_and_writes(self, client, admin_user, large, monkeypatch):
         heard: list[tuple[str, int, str]] = []
-        progress_of = run_module.dataset_import_progress
+        progress_of = dataset_imports.dataset_import_progress
 
         def record(phase: str, count: int, *, job_id: int) -> None:
-            heard.append((phase, count, progress_of(job=DatasetImport.objects.get(pk=job_id))["status"]))
+            heard.append((phase, count, progress_of(job=DatasetUpload.objects.get(pk=job_id))["status"]))
 
         original = run_module.templates_pieces_import
 
         def listening(**kwargs):
             inner = kwargs["progress"]
-            job_id = DatasetImport.objects.get().pk
+            job_id = DatasetUpload.objects.get().pk
 
             def both(phase: str, count: int) -> None:
                 inner(phase, count)
@@ -162,10 +193,8 @@ class TestBackgroundImports:
         assert written == sorted(written) and written[-1] == 24 and len(written) > 1
 
     def test_the_page_shows_a_running_imports_progress_and_reloads(self, client, admin_user):
-        job = DatasetImport.objects.create(
-            name="big", status=DatasetImport.WRITING, instances_expected=12_000, file_names={"templates": "t.csv"}
-        )
-        cache.set(run_module._progress_key(job.pk, "writing"), 5_000)
+        job = upload_row(status="running", phase="writing", instances_expected=12_000)
+        cache.set(run_module.progress_key(job.pk, "writing"), 5_000)
         client.force_login(admin_user)
 
         page = client.get(URL).content.decode()
@@ -174,18 +203,19 @@ class TestBackgroundImports:
         assert '<progress max="12000" value="5000"' in page and 'http-equiv="refresh"' in page
 
     def test_an_import_left_by_a_runner_that_is_gone_runs_again_to_its_end(self, client, admin_user, large):
-        monkeypatch_dispatch = dataset_imports.dataset_import_dispatch
-        dataset_imports.dataset_import_dispatch = lambda **kwargs: None  # the process dies before it runs
+        monkeypatch_dispatch = job_services._submitted_dispatch
+        job_services._submitted_dispatch = lambda **kwargs: None  # the process dies before it runs
         try:
             client.force_login(admin_user)
             client.post(URL, upload())
         finally:
-            dataset_imports.dataset_import_dispatch = monkeypatch_dispatch
-        DatasetImport.objects.update(status=DatasetImport.WRITING, lease_owner="", lease_expires_at=None)
+            job_services._submitted_dispatch = monkeypatch_dispatch
+        Job.objects.update(status="running", phase="writing")
+        JobChunk.objects.update(lease_owner="", lease_expires_at=None)
 
-        resumed = dataset_imports.dataset_imports_resume(foreground=True)
+        resumed = uploads_resume(foreground=True)
 
-        job = DatasetImport.objects.get()
+        job = the_upload()
         assert resumed == [{"import": f"dataset-{job.pk}", "status": "done", "instances": 24}]
         assert Instance.objects.filter(dataset__name="uploaded").count() == 24
 
@@ -225,7 +255,7 @@ def listening(monkeypatch, hear, *, after: bool = False) -> None:
 
     def wrapped(**kwargs):
         inner = kwargs["progress"]
-        job_id = DatasetImport.objects.get().pk
+        job_id = DatasetUpload.objects.get().pk
 
         def both(phase: str, count: int) -> None:
             if not after:
@@ -243,21 +273,21 @@ def listening(monkeypatch, hear, *, after: bool = False) -> None:
 @pytest.mark.django_db(transaction=True)  # the import and the cancel run in connections of their own
 class TestCancel:
     def test_a_queued_import_is_cancelled_from_the_page_and_never_runs(self, client, admin_user, large, monkeypatch):
-        monkeypatch.setattr(dataset_imports, "dataset_import_dispatch", lambda **kwargs: None)  # not sent yet
+        monkeypatch.setattr(job_services, "_submitted_dispatch", lambda **kwargs: None)  # not sent yet
         client.force_login(admin_user)
         client.post(URL, upload())
-        job = DatasetImport.objects.get()
+        job = the_upload()
         assert f'action="{cancel_url(job.pk)}"' in client.get(URL).content.decode()
 
         response = client.post(cancel_url(job.pk))
 
         assert response.status_code == 302 and response["Location"].endswith("#dataset-imports")
-        job.refresh_from_db()
+        job = the_upload()
         assert (job.status, job.lease_owner) == ("cancelled", "") and job.finished_at is not None
-        assert not DatasetImportFile.objects.exists()  # its stored files are deleted
-        assert run_module.dataset_import_run(job_id=job.pk, restart=True) is None  # a late delivery leaves it
-        assert dataset_imports.dataset_imports_resume(foreground=True) == []  # and nothing resumes it
-        assert nothing_written() and DatasetImport.objects.get().status == "cancelled"
+        assert not JobInput.objects.exists()  # its stored files are deleted
+        chunk_run(chunk_id=JobChunk.objects.get(job_id=job.pk).pk)  # a late delivery leaves it
+        assert uploads_resume(foreground=True) == []  # and nothing resumes it
+        assert nothing_written() and the_upload().status == "cancelled"
         entry = LogEntry.objects.get(additional_data__event="dataset.import.cancel")
         assert (entry.object_pk, entry.actor_id) == (str(job.pk), admin_user.pk)
         page = client.get(URL).content.decode()
@@ -268,21 +298,21 @@ class TestCancel:
         client.force_login(admin_user)
         client.post(URL, upload())
         wait_for_imports()
-        job = DatasetImport.objects.get()
+        job = the_upload()
 
-        with pytest.raises(UploadRunStateError, match="only a queued or running one can be cancelled"):
+        with pytest.raises(JobStateError, match="only a queued or running one can be cancelled"):
             dataset_imports.dataset_import_cancel(job_id=job.pk)
         client.post(cancel_url(job.pk))
 
-        assert DatasetImport.objects.get().status == "done"
+        assert the_upload().status == "done"
         assert Instance.objects.filter(dataset__name="uploaded").count() == 24
 
     def test_cancelling_is_for_the_admin_role(self, client, researcher):
-        job = DatasetImport.objects.create(name="big", file_names={"templates": "t.csv"})
+        job = upload_row()
         client.force_login(researcher)
 
         assert client.post(cancel_url(job.pk)).status_code == 403
-        assert DatasetImport.objects.get().status == "queued"
+        assert the_upload().status == "queued"
 
     @pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite lets one connection write at a time")
     def test_an_import_cancelled_while_it_writes_writes_nothing(self, client, admin_user, large, monkeypatch):
@@ -292,7 +322,7 @@ class TestCancel:
             if phase == "writing" and not cancelled:
                 # Its transaction holds rows written already; the cancel commits beside it.
                 in_another_connection(lambda: dataset_imports.dataset_import_cancel(job_id=job_id)).join()
-                cancelled.append(DatasetImport.objects.get(pk=job_id).status)
+                cancelled.append(the_upload().status)
 
         listening(monkeypatch, cancel_at_the_first_batch)
         client.force_login(admin_user)
@@ -300,8 +330,8 @@ class TestCancel:
         client.post(URL, upload())
         wait_for_imports()
 
-        assert cancelled == ["cancelled"] and DatasetImport.objects.get().status == "cancelled"
-        assert nothing_written() and not PronounForm.objects.exists() and not DatasetImportFile.objects.exists()
+        assert cancelled == ["cancelled"] and the_upload().status == "cancelled"
+        assert nothing_written() and not PronounForm.objects.exists() and not JobInput.objects.exists()
 
     @pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite lets one connection write at a time")
     def test_a_cancel_that_comes_as_the_write_commits_finds_it_ended(self, client, admin_user, large, monkeypatch):
@@ -311,7 +341,7 @@ class TestCancel:
         def cancel(job_id: int) -> None:
             try:
                 dataset_imports.dataset_import_cancel(job_id=job_id)
-            except UploadRunStateError as exc:
+            except JobStateError as exc:
                 refused.append(exc)
 
         def cancel_after_the_last_write(phase: str, count: int, job_id: int) -> None:
@@ -330,5 +360,5 @@ class TestCancel:
             thread.join(timeout=60)
 
         assert len(threads) == 1 and len(refused) == 1
-        assert DatasetImport.objects.get().status == "done"
+        assert the_upload().status == "done"
         assert Instance.objects.filter(dataset__name="uploaded").count() == 24

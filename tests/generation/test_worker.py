@@ -386,9 +386,12 @@ class TestImportRecovery:
         # "writing" until the broker's visibility timeout (an hour). Now its lease runs out and a sweeper sends it.
         from django.core.files.uploadedfile import SimpleUploadedFile
 
-        from annotation.models import ImportJob, PoolItem
+        from annotation.models import PoolItem
         from annotation.services.imports import jobs
+        from generation.jobs import services
+        from generation.models import Job, JobChunk
         from tests.factories import PoolFactory
+        from tests.import_jobs import pool_import
 
         template = "Robin/'s pronouns are xe/xem/xyrs. Robin baked bread. {mask_token} sold it at the market."
         pre = "Robin/'s pronouns are xe/xem/xyrs. Robin baked bread. "
@@ -398,13 +401,14 @@ class TestImportRecovery:
         )
         pool = PoolFactory(name="killed-import")
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(jobs, "import_job_dispatch", lambda **kwargs: None)  # queued on the test broker below
+            patch.setattr(services, "_submitted_dispatch", lambda **kwargs: None)  # queued on the test broker below
             job = jobs.import_job_create(
                 pool=pool, kind="study", files=[SimpleUploadedFile("big.csv", body.encode())], created_by=researcher
             )
         first = workers.start()
         publish = (
-            f"import django; django.setup(); from annotation.tasks import import_job_run_task as t; t.delay({job.pk})"
+            "import django; django.setup(); from generation.jobs.runner import job_dispatch; "
+            f"job_dispatch(job_id={job.pk})"
         )
         result = subprocess.run(
             [sys.executable, "-c", publish],
@@ -417,7 +421,7 @@ class TestImportRecovery:
         assert result.returncode == 0, result.stderr[-3000:]
         _wait(
             lambda: (
-                ImportJob.objects.filter(pk=job.pk, status="writing").exists()
+                Job.objects.filter(pk=job.pk, status="running", phase="writing").exists()
                 and PoolItem.objects.filter(pool=pool).exists()
             ),
             seconds=300,
@@ -427,17 +431,17 @@ class TestImportRecovery:
         first.send_signal(signal.SIGKILL)
         first.wait()
         killed_at = time.monotonic()
-        assert ImportJob.objects.get(pk=job.pk).lease_owner  # killed mid-import, its lease left behind
+        assert JobChunk.objects.get(job_id=job.pk).lease_owner  # killed mid-import, its lease left behind
 
         workers.start()
         _wait(
-            lambda: ImportJob.objects.get(pk=job.pk).status == "done",
+            lambda: Job.objects.get(pk=job.pk).status == "done",
             seconds=300,  # a start, a sweep (every 2.7 s here), and the rest of the import
             what="the import did not finish after its worker was killed",
             workers=workers,
         )
         print(f"finished {time.monotonic() - killed_at:.0f} s after the kill")
-        job = ImportJob.objects.get(pk=job.pk)
+        job = pool_import(job.pk)
         assert (job.rows_read, job.rows_written) == (rows, rows)
         assert PoolItem.objects.filter(pool=pool).count() == rows
         assert "its runner is gone; queued again" in (workers.tmp_path / "worker-1.log").read_text()

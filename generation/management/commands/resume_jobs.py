@@ -5,9 +5,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from generation.jobs.cli import job_follow_with_bar, job_run_with_bar
 from generation.jobs.runner import chunks_requeue_stale
-from generation.jobs.services import JobDispatchError, JobStateError, job_resume, jobs_unfinished
+from generation.jobs.services import JobDispatchError, JobStateError, job_resume, jobs_unfinished, uploads_resume
 from generation.models import Job
-from generation.signals import resuming_jobs
 
 
 class Command(BaseCommand):
@@ -53,15 +52,12 @@ class Command(BaseCommand):
             raise CommandError(f"jobs {', '.join(map(str, failed))} failed again; see their error on the job page")
 
     def _imports(self, *, foreground: bool) -> list[dict]:
-        """Other apps' unfinished work (annotation: imports whose runner is gone), through `resuming_jobs`."""
+        """The uploads' imports left queued, or running by a runner that is gone (the kinds the jobs page does not
+        list), run again: here, to their end (`foreground`, no broker), or queued for the workers."""
         resumed: list[dict] = []
-        for receiver, response in resuming_jobs.send_robust(sender=None, foreground=foreground):
-            if isinstance(response, Exception):
-                self.stderr.write(f"resuming {getattr(receiver, '__name__', receiver)} failed: {response!r}")
-                continue
-            for entry in response:
-                self.stderr.write(f"import {entry['import']}: resumed, {entry['status']}")
-                resumed.append(entry)
+        for entry in uploads_resume(foreground=foreground):
+            self.stderr.write(f"import {entry['import']}: resumed, {entry['status']}")
+            resumed.append(entry)
         return resumed
 
     def _summary(self, job: Job) -> dict:
