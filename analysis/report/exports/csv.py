@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+from collections.abc import Callable
 
 from analysis.report.parts import clean, flatten
 from analysis.report.tables import TABLES, TABLES_BY_KEY
@@ -26,9 +27,11 @@ def report_table_rows(*, report: dict, table: str) -> list[dict]:
 def _written(rows: list[dict], table: str) -> list[dict]:
     """Each cell in its column's CSV form (`Column.csv`: a duration to the millisecond, say)."""
     declared = TABLES_BY_KEY[table]
-    forms = {
-        key: column.csv for key in {k for row in rows for k in row} if (column := declared.column(key)) and column.csv
-    }
+    forms: dict[str, Callable[[object], object]] = {}
+    for key in {k for row in rows for k in row}:
+        column = declared.column(key)
+        if column is not None and column.csv is not None:
+            forms[key] = column.csv
     if not forms:
         return rows
     return [{k: forms[k](v) if k in forms else v for k, v in row.items()} for row in rows]
