@@ -161,7 +161,9 @@ def C(key: str, **changes: Any) -> Column:  # noqa: N802 (read as a column's nam
     for one table (its own title, LaTeX form or kind)."""
     column = COLUMNS.get(key)
     if column is None:
-        prefix = next(p for p in PREFIX_TITLES if key.startswith(p))  # StopIteration: no such shared column
+        prefix = next((p for p in PREFIX_TITLES if key.startswith(p)), None)
+        if prefix is None:
+            raise KeyError(f"no shared column {key!r}: declare it in COLUMNS, or as the table's own Column")
         column = Column(key, PREFIX_TITLES[prefix](key.removeprefix(prefix)))
     return dataclasses.replace(column, **changes) if changes else column
 
@@ -264,7 +266,7 @@ class Table(Generic[RowT]):
             return own
         try:
             return C(name)
-        except StopIteration:
+        except KeyError:
             return None
 
     @cached_property
