@@ -286,8 +286,8 @@ def pair_report_page(request: HttpRequest) -> HttpResponse:
 
     from analysis.plots.pairs import pair_bias_figure, pair_dimensions_figure
     from analysis.report.exports.pairs import pair_report_render
-    from analysis.selectors.pairs import PairReportError, pair_report
-    from annotation.schema import DIMENSIONS, PAIR_PITFALLS, label_guideline
+    from analysis.selectors.pairs import PairReportError, pair_report, pair_report_rows
+    from annotation.schema import PAIR_PITFALLS
     from generation.models.pairs import PAIR_METHOD_CHOICES
 
     methods = [value for value, _ in PAIR_METHOD_CHOICES]
@@ -315,28 +315,8 @@ def pair_report_page(request: HttpRequest) -> HttpResponse:
         suffix = {"json": "json", "csv": "csv", "latex": "tex"}[fmt]
         response["Content-Disposition"] = f'attachment; filename="pair-report.{suffix}"'
         return response
-    agreement = report["agreement"]
-    context |= {
-        "report": report,
-        "query": urlencode({k: v for k, v in (("pool", chosen_pool), ("datasets", chosen_datasets),
-                                              ("method", chosen_method)) if v}),
-        "bias_rows": [
-            {"model": model, "cells": [
-                {"score": report["bias"][model].get(d), "ties": report["bias_detail"][model].get(d, {}).get("ties"),
-                 "balanced": report["bias_balanced"].get(model, {}).get(d)} for d in report["datasets"]]}
-            for model in report["bias"]
-        ],
-        "agreement_rows": [{"name": "Original", "value": agreement["overall"]},
-                           {"name": "Balanced", "value": agreement["balanced"]}]
-        + [{"name": label_guideline(d)["name"], "value": agreement["by_dimension"][d]} for d in DIMENSIONS],
-        "dimension_rows": [
-            {"name": label_guideline(dim)["name"], "cells": [
-                {"count": report["dimension_counts"][d][dim],
-                 "share": None if report["dimensions"][d][dim] is None else 100 * report["dimensions"][d][dim]}
-                for d in report["datasets"]]}
-            for dim in DIMENSIONS
-        ] if report["dimensions"] else [],
-    }  # fmt: skip
+    query = {"pool": chosen_pool, "datasets": chosen_datasets, "method": chosen_method}
+    context |= {"report": report, "query": urlencode({k: v for k, v in query.items() if v}), **pair_report_rows(report)}
     if report["bias"]:
         context["bias_svg"] = base64.b64encode(pair_bias_figure(report)).decode()
     if report["dimensions"]:

@@ -13,7 +13,7 @@ from typing import Any
 
 from analysis.metrics.pairs import balanced_score, benchmark_agreement, bias_score, pair_dimension
 from annotation.models import STUDY, Annotation, Pool, PoolItem
-from annotation.schema import DIMENSION_PRECEDENCE, DIMENSIONS
+from annotation.schema import DIMENSION_PRECEDENCE, DIMENSIONS, label_guideline
 from common.errors import ServiceError
 from generation.models import PairScore
 from generation.selectors import pair_datasets
@@ -151,3 +151,28 @@ def _dimension_mix(chosen: list[str], dimensions: dict[int, str], pool: Pool | N
         d: {dim: (n / sum(c.values()) if sum(c.values()) else None) for dim, n in c.items()} for d, c in counts.items()
     }
     return {"dimensions": shares, "dimension_counts": counts}
+
+
+def pair_report_rows(report: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """The pair report's page tables (templates/analysis/pair_report.html): `bias_rows` (a model's score, ties and
+    balanced score per dataset), `agreement_rows` (original, balanced, then per dimension) and `dimension_rows` (a
+    dimension's count and share in percent per dataset; none without a dimensions pool)."""
+    agreement = report["agreement"]
+    return {
+        "bias_rows": [
+            {"model": model, "cells": [
+                {"score": report["bias"][model].get(d), "ties": report["bias_detail"][model].get(d, {}).get("ties"),
+                 "balanced": report["bias_balanced"].get(model, {}).get(d)} for d in report["datasets"]]}
+            for model in report["bias"]
+        ],
+        "agreement_rows": [{"name": "Original", "value": agreement["overall"]},
+                           {"name": "Balanced", "value": agreement["balanced"]}]
+        + [{"name": label_guideline(d)["name"], "value": agreement["by_dimension"][d]} for d in DIMENSIONS],
+        "dimension_rows": [
+            {"name": label_guideline(dim)["name"], "cells": [
+                {"count": report["dimension_counts"][d][dim],
+                 "share": None if report["dimensions"][d][dim] is None else 100 * report["dimensions"][d][dim]}
+                for d in report["datasets"]]}
+            for dim in DIMENSIONS
+        ] if report["dimensions"] else [],
+    }  # fmt: skip

@@ -5,8 +5,8 @@ hold (columns that depend on the data, a pool's own labels or the shares of sigm
 from __future__ import annotations
 
 import io
-import math
 import zipfile
+from collections.abc import Callable
 
 from analysis.report.parts import clean, flatten
 from analysis.report.tables import TABLES, TABLES_BY_KEY
@@ -24,17 +24,22 @@ def report_table_rows(*, report: dict, table: str) -> list[dict]:
     return [flatten(row) for row in declared.typed_rows(report)]
 
 
-def _rounded_times(rows: list[dict]) -> list[dict]:
-    """Durations to the millisecond: `median_seconds` 2.3456789 is 2.346."""
-    return [
-        {k: round(v, 3) if "seconds" in k and isinstance(v, float) and math.isfinite(v) else v for k, v in row.items()}
-        for row in rows
-    ]
+def _written(rows: list[dict], table: str) -> list[dict]:
+    """Each cell in its column's CSV form (`Column.csv`: a duration to the millisecond, say)."""
+    declared = TABLES_BY_KEY[table]
+    forms: dict[str, Callable[[object], object]] = {}
+    for key in {k for row in rows for k in row}:
+        column = declared.column(key)
+        if column is not None and column.csv is not None:
+            forms[key] = column.csv
+    if not forms:
+        return rows
+    return [{k: forms[k](v) if k in forms else v for k, v in row.items()} for row in rows]
 
 
 def report_csv(*, report: dict, table: str) -> str:
     """One table as CSV; a table without rows still has its declared header."""
-    rows = _rounded_times(report_table_rows(report=report, table=table))
+    rows = _written(report_table_rows(report=report, table=table), table)
     columns: list[str] = []
     for row in rows:
         columns += [key for key in row if key not in columns]

@@ -3,20 +3,16 @@ standalone HTML page itself: inline CSS, the plots as embedded SVG, every table.
 
 from __future__ import annotations
 
-import math
-
 from django.template.loader import render_to_string
 
 from analysis.plots import report_figures_inline
 from analysis.report.exports.csv import report_table_rows
-from analysis.report.parts import clean, label_text, label_titles
+from analysis.report.parts import clean, label_titles
+from analysis.report.table import Column
 from analysis.report.tables import TABLES
 from analysis.selectors.active import budget_sentences
 from analysis.selectors.verdict import NOTE as VERDICT_NOTE
 from analysis.selectors.verdict import verdict_page_rows
-
-# Columns whose values are labels: shown with one spelling everywhere ("no pronoun", never "no_pronoun").
-LABEL_COLUMNS = {"human_label", "majority", "dawid_skene", "mace", "first_annotator", "label", "gold_label"}
 
 
 def report_html(*, report: dict) -> str:
@@ -45,29 +41,15 @@ def report_tables_for_display(*, report: dict) -> list[dict]:
         columns: list[str] = []
         for row in rows:
             columns += [key for key in row if key not in columns]
+        # Each cell in its column's HTML form (a label with one spelling everywhere: "no pronoun").
+        forms = [(c, table.column(c) or Column(c, c)) for c in columns]
         tables.append(
             {
                 "name": table.key,
                 "columns": columns,
-                "rows": [
-                    [
-                        label_text(row[c])
-                        if c in LABEL_COLUMNS and isinstance(row.get(c), str)
-                        else _display(row.get(c))
-                        for c in columns
-                    ]
-                    for row in rows
-                ],
+                "rows": [[column.html_cell(row.get(c)) for c, column in forms] for row in rows],
                 "fills": table.fills(report),
                 "titles": {c: titles[c] for c in columns if c in titles},
             }
         )
     return tables
-
-
-def _display(value) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, float):
-        return "—" if not math.isfinite(value) else f"{value:.3f}"
-    return str(value)

@@ -26,9 +26,9 @@ def report_latex(*, report: dict, table: str | None = None) -> str:
         return report_methods_latex(report) or "% methods: nothing recorded yet; filled by a pool with annotations.\n"
     parts = []
     for name in [table] if table is not None else list(LATEX_TABLES):
-        latex, declared = LATEX_TABLES[name]
+        _, declared = LATEX_TABLES[name]
         fills = declared.fills(report)
-        rendered = latex.render(report)
+        rendered = declared.latex_text(report)
         if rendered.strip():
             parts.append(rendered)
         else:

@@ -116,15 +116,6 @@ def latex_prob_vs_gen(report: dict) -> str:
     )
 
 
-def latex_repetition(report: dict) -> str:
-    return latex_table(
-        latex_join("Repetition rate (mean ", PM, " std)."),
-        [*CELL_HEADINGS, "Generations", "Repetition rate"],
-        [[*_cell(r), str(r["n"]), _mean_sem(r["mean"], r["std"])] for r in report["repetition"]],
-        label=latex_label("repetition"),
-    )
-
-
 PROB_SCORE_NAMES = {"mean": "mean token loss", "sum": "summed log-probability"}
 
 
@@ -154,19 +145,6 @@ def latex_accuracy(report: dict) -> str:
         ],
         fit=True,
         label=latex_label("accuracy"),
-    )
-
-
-def latex_conflict_rate(report: dict) -> str:
-    return latex_table(
-        "Conflict rate: the share of instances whose probability-based result differs from their first sample's "
-        "generation-based result, weighted by instances (sum of conflicts / sum of instances).",
-        ["Scope", "Value", "Conflicts", "Instances", "Rate"],
-        [
-            [r["scope"], str(r["value"]), str(r["conflicts"]), str(r["instances"]), _fmt(r["rate"])]
-            for r in report["conflict_rate"]
-        ],
-        label=latex_label("conflict_rate"),
     )
 
 
@@ -244,36 +222,4 @@ def latex_tango(report: dict) -> str:
         [*CELL_HEADINGS, "Instances", "Failure rate", Latex(r"$\sigma_{gen}$"), Latex(r"$\sigma_{prob}$")],
         body,
         label=latex_label("tango"),
-    )
-
-
-def latex_ranking_agreement(report: dict) -> str:
-    rows = report.get("ranking_agreement") or []
-    return latex_table(
-        latex_join(
-            "Rankings across benchmarks: Kendall's ",
-            Latex(r"$\tau$"),
-            " between the models' accuracies for each pair of (dataset, method), over the models both have, with its "
-            "exact p-value (asymptotic where accuracies tie). Fewer than 3 shared models give no ",
-            Latex(r"$\tau$"),
-            ". With 6 models, only ",
-            Latex(r"$\tau \geq 0.87$"),
-            " is significant at 0.05.",
-        ),
-        ["Dataset", "Method", "Dataset", "Method", "Models", Latex(r"$\tau$"), "p", "Note"],
-        [
-            [
-                r["dataset_a"],
-                r["method_a"],
-                r["dataset_b"],
-                r["method_b"],
-                str(r["n_models"]),
-                _fmt(r["tau"]),
-                _fmt(r["p_value"]),
-                r["note"] or "",
-            ]
-            for r in rows
-        ],
-        label=latex_label("ranking-agreement"),
-        fit=True,
     )

@@ -5,8 +5,8 @@ __init__.py, after the judge's verdict."""
 from __future__ import annotations
 
 from analysis.report.machine_types import ActiveInclusionRow, ActiveRateRow, LabelBudgetRow, StratifiedPpiRow
-from analysis.report.table import Table
-from analysis.report.tables.machine import CI_CLIPPED
+from analysis.report.table import C, Column, Table, spaced
+from analysis.report.tables.machine import CI_CLIPPED, N_LABELLED
 from analysis.selectors import active as active_selectors
 
 JUDGED_JOB = "a finished LLM judge run over the pool's generation job (manage.py judge --job) and annotated items"
@@ -52,34 +52,23 @@ BUDGET = (
         title="Active pool: misgendering rates (active estimate, per context)",
         row=ActiveRateRow,
         empty=ACTIVE_POOL,
-        header=(
-            "judge",
-            "run",
-            "model",
-            "dataset",
-            "pronoun",
-            "rate",
-            "ci_low",
-            "ci_high",
-            "ci_clipped",
-            "human_rate",
-            "human_ci_low",
-            "human_ci_high",
-            "n_labelled",
-            "n_incomplete",
-            "N",
-        ),  # fmt: skip
+        columns=(
+            C("judge"),
+            C("run"),
+            C("model"),
+            C("dataset"),
+            C("pronoun"),
+            C("rate"),
+            Column("ci", "95% CI", kind="interval"),
+            Column("ci_clipped", CI_CLIPPED),
+            Column("human_rate", "people only (1/pi)"),
+            Column("human_ci", "people-only 95% CI", kind="interval"),
+            Column("n_labelled", "labelled"),
+            Column("n_incomplete", "drawn, not labelled"),
+            Column("N", "N (every context of the stratum)"),
+        ),
         build=lambda r: active_selectors.active_rates(pool=r.pool, frame=r.frame),
         flat=active_rates_rows,
-        columns={
-            "ci": "95% CI",
-            "human_rate": "people only (1/pi)",
-            "human_ci": "people-only 95% CI",
-            "ci_clipped": CI_CLIPPED,
-            "n_labelled": "labelled",
-            "n_incomplete": "drawn, not labelled",
-            "N": "N (every context of the stratum)",
-        },  # fmt: skip
         optional=True,
     ),
     Table(
@@ -88,36 +77,24 @@ BUDGET = (
         title="Stratified prediction-powered rates (strata: pronoun families)",
         row=StratifiedPpiRow,
         empty=JUDGED_JOB,
-        header=(
-            "judge",
-            "run",
-            "model",
-            "dataset",
-            "pronoun",
-            "rate",
-            "ci_low",
-            "ci_high",
-            "ci_clipped",
-            "ppi_rate",
-            "ppi_ci_low",
-            "ppi_ci_high",
-            "ppi_ci_clipped",
-            "n",
-            "N",
-            "weight",
-        ),  # fmt: skip
+        columns=(
+            C("judge"),
+            C("run"),
+            C("model"),
+            C("dataset"),
+            C("pronoun"),
+            C("rate"),
+            Column("ci", "95% CI", kind="interval"),
+            Column("ci_clipped", CI_CLIPPED),
+            Column("ppi_rate", "unstratified PPI"),
+            Column("ppi_ci", "unstratified 95% CI", kind="interval"),
+            Column("ppi_ci_clipped", "unstratified interval clipped to [0, 1]"),
+            Column("n", N_LABELLED),
+            Column("N", "N (every context of the stratum)"),
+            Column("weight", "weight"),
+        ),
         build=lambda r: active_selectors.stratified_ppi_rows(pool=r.pool, frame=r.frame, runs=r.judge_runs),
         flat=stratified_ppi_rows,
-        columns={
-            "ci": "95% CI",
-            "ci_clipped": CI_CLIPPED,
-            "ppi_rate": "unstratified PPI",
-            "ppi_ci": "unstratified 95% CI",
-            "ppi_ci_clipped": "unstratified interval clipped to [0, 1]",
-            "n": "n (contexts people labelled)",
-            "N": "N (every context of the stratum)",
-            "weight": "weight",
-        },  # fmt: skip
         optional=True,
     ),
     Table(
@@ -125,28 +102,20 @@ BUDGET = (
         title="Label budget: contexts people must label for a 95% interval of a given half-width",
         row=LabelBudgetRow,
         empty=JUDGED_JOB,
-        header=(
-            "judge",
-            "run",
-            "model",
-            "dataset",
-            "pronoun",
-            "half_width",
-            "n_people",
-            "n_ppi",
-            "n_active",
-            "pilot_n",
-            "N",
-        ),  # fmt: skip
+        columns=(
+            C("judge"),
+            C("run"),
+            C("model"),
+            C("dataset"),
+            C("pronoun"),
+            Column("half_width", "half-width"),
+            Column("n_people", "people alone"),
+            Column("n_ppi", "with the judge (PPI)"),
+            Column("n_active", "active draw"),
+            Column("pilot_n", "pilot contexts"),
+            Column("N", "N"),
+        ),
         build=lambda r: active_selectors.label_budget(pool=r.pool, frame=r.frame, runs=r.judge_runs),
-        columns={
-            "half_width": "half-width",
-            "n_people": "people alone",
-            "n_ppi": "with the judge (PPI)",
-            "n_active": "active draw",
-            "pilot_n": "pilot contexts",
-            "N": "N",
-        },  # fmt: skip
         optional=True,
     ),
     Table(
@@ -154,9 +123,14 @@ BUDGET = (
         title="Active pool: inclusion probability of each drawn context",
         row=ActiveInclusionRow,
         empty=ACTIVE_POOL,
-        header=("model", "dataset", "pronoun", "yhat", "inclusion_probability"),
+        columns=(
+            C("model"),
+            C("dataset"),
+            C("pronoun"),
+            Column("yhat", "judge's P(misgendering)"),
+            *spaced("inclusion_probability"),
+        ),
         build=lambda r: active_selectors.active_inclusion(pool=r.pool),
-        columns={"yhat": "judge's P(misgendering)", "inclusion_probability": "inclusion probability"},
         shown=False,
         optional=True,
     ),

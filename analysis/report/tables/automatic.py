@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from analysis.cells import CELL
 from analysis.report.exports import latex_tables as latex
-from analysis.report.table import LatexTable, Table, TablePart
+from analysis.report.exports.tex import PM, Latex, _mean_sem, latex_join
+from analysis.report.table import CELL_COLUMNS, C, Column, LatexTable, Table, TablePart, Tex, spaced
 from analysis.report.types import (
     AccuracyRow,
     BetaRow,
@@ -21,6 +22,7 @@ from analysis.report.types import (
 from analysis.selectors import automatic, rankings, tango
 from analysis.selectors import distractors as distractor_selectors
 
+TAU = Latex(r"$\tau$")
 JOB_PROB = "a generation job in the pool with probability-based results (imported generations have none)"
 TANGO_JOB = "a TANGO generation job in the pool"
 
@@ -32,16 +34,19 @@ MODELS = (
         title="Probability vs generation",
         row=ProbVsGenRow,
         empty=JOB_PROB,
-        header=(*CELL, "n", "mcc", "mcc_ci_low", "mcc_ci_high", "kappa", "kappa_ci_low", "kappa_ci_high", "agreement"),
+        columns=(
+            *CELL_COLUMNS,
+            C("n"),
+            Column("mcc", "MCC"),
+            Column("mcc_ci", "MCC 95% CI", kind="interval"),
+            Column("kappa", "κ, as the paper computes it"),
+            C("kappa_ci", kind="interval"),
+            C("agreement"),
+            Column("kappa_square", "κ (square table)", header=False),
+            Column("kappa_square_ci", "κ (square table) 95% CI", header=False),
+            Column("agreement_sem", "SEM", header=False),
+        ),
         build=lambda r: automatic.prob_vs_gen(frame=r.instances) + tango.tango_prob_vs_gen(frame=r.tango),
-        columns={
-            "mcc": "MCC",
-            "mcc_ci": "MCC 95% CI",
-            "kappa": "κ, as the paper computes it",
-            "kappa_square": "κ (square table)",
-            "kappa_square_ci": "κ (square table) 95% CI",
-            "agreement_sem": "SEM",
-        },
         latex=LatexTable("prob_vs_gen", latex.latex_prob_vs_gen),
     ),
     Table(
@@ -49,25 +54,42 @@ MODELS = (
         title="Variation among samples",
         row=VariationRow,
         empty="a generation job in the pool (5 samples per instance)",
-        header=(*CELL, "n", "samples", "shares_0.00", "shares_0.40", "shares_0.49"),
+        columns=(
+            *CELL_COLUMNS,
+            C("n"),
+            Column("samples", "samples"),
+            C("shares_0.00"),
+            C("shares_0.40"),
+            C("shares_0.49"),
+        ),
         build=lambda r: automatic.instance_variation(frame=r.instances),
-        columns={"samples": "samples"},
     ),
     Table(
         key="beta_disagreement",
         title="Model-level disagreement (beta fit)",
         row=BetaRow,
         empty=JOB_PROB,
-        header=(*CELL, "n", "mean", "var", "alpha", "beta"),
+        columns=(
+            *CELL_COLUMNS,
+            C("n"),
+            C("mean"),
+            Column("var", "var"),
+            Column("alpha", "α"),
+            Column("beta", "β"),
+        ),
         build=lambda r: automatic.beta_disagreement(frame=r.instances) + tango.tango_beta_disagreement(frame=r.tango),
-        columns={"var": "var", "alpha": "α", "beta": "β"},
     ),
     Table(
         key="tango_failure_rate",
         title="TANGO template failure rate",
         row=MeanSemRow,
         empty=TANGO_JOB,
-        header=(*CELL, "mean", "sem", "n"),
+        columns=(
+            *CELL_COLUMNS,
+            C("mean"),
+            C("sem"),
+            C("n"),
+        ),
         build=lambda r: tango.tango_failure_rate(frame=r.tango),
         latex=LatexTable("tango", latex.latex_tango),  # with the sigmas of tango_variation
     ),
@@ -76,39 +98,53 @@ MODELS = (
         title="TANGO variation (σ_gen and σ_prob)",
         row=TangoVariationRow,
         empty=TANGO_JOB,
-        header=(*CELL, "n_gen", "sigma_gen_mean", "sigma_gen_std", "n_prob", "sigma_prob_mean", "sigma_prob_std"),
+        columns=(
+            *CELL_COLUMNS,
+            *spaced("n_gen", "sigma_gen_mean", "sigma_gen_std", "n_prob", "sigma_prob_mean", "sigma_prob_std"),
+        ),
         build=lambda r: tango.tango_variation(frame=r.tango),
-        columns={
-            "n_gen": "n gen",
-            "sigma_gen_mean": "sigma gen mean",
-            "sigma_gen_std": "sigma gen std",
-            "n_prob": "n prob",
-            "sigma_prob_mean": "sigma prob mean",
-            "sigma_prob_std": "sigma prob std",
-        },
     ),
     Table(
         key="repetition",
         title="Repetition rate",
         row=RepetitionRow,
         empty="a generation job in the pool",
-        header=(*CELL, "mean", "std", "n"),
+        columns=(
+            *CELL_COLUMNS,
+            C("mean", latex=Tex("Repetition rate", lambda r: _mean_sem(r["mean"], r["std"]))),
+            C("std"),
+            C("n", latex=Tex("Generations")),
+        ),
         build=lambda r: automatic.repetition(job_ids=r.job_ids),
-        latex=LatexTable("repetition", latex.latex_repetition),
+        latex=LatexTable(
+            "repetition",
+            caption=latex_join("Repetition rate (mean ", PM, " std)."),
+            columns=(*CELL, "n", "mean"),
+        ),
     ),
     Table(
         key="accuracy",
         title="Accuracy",
         row=AccuracyRow,
         empty="a generation job or annotated items in the pool",
-        header=(*CELL, "n", "prob", "prob_sem", "gen", "gen_sem", "gen_first", "gen_first_sem", "human", "human_sem"),
+        columns=(
+            *CELL_COLUMNS,
+            C("n"),
+            *spaced("prob", "prob_sem", "gen", "gen_sem", "gen_first", "gen_first_sem", "human", "human_sem"),
+            *spaced(
+                "prob_boot_ci",
+                "prob_n",
+                "gen_boot_ci",
+                "gen_n",
+                "gen_first_boot_ci",
+                "gen_first_n",
+                "human_boot_ci",
+                "human_n",
+                "prob_score",
+                header=False,
+            ),
+        ),
         build=lambda r: r.accuracy,
-        columns={
-            f"{method}{suffix}": f"{method}{suffix}".replace("_", " ")
-            for method in ("prob", "gen", "gen_first", "human")
-            for suffix in ("", "_sem", "_boot_ci", "_n")
-        }
-        | {"prob_score": "prob score"},
         latex=LatexTable("accuracy", latex.latex_accuracy),
         # Four measures of up to five columns each would not fit the report's column: a table per kind of measure.
         parts=(
@@ -129,10 +165,17 @@ MODELS = (
         title="Conflict rate",
         row=ConflictRow,
         empty=JOB_PROB,
-        header=("scope", "value", "conflicts", "instances", "rate"),
+        columns=(
+            *(Column(key, key, kind="text", latex=Tex(key.title())) for key in ("scope", "value")),
+            *(Column(key, key, kind="count", latex=Tex(key.title())) for key in ("conflicts", "instances")),
+            C("rate", latex=Tex("Rate")),
+        ),
         build=lambda r: automatic.conflict_rate(frame=r.instances, tango=r.tango),
-        columns={"scope": "scope", "value": "value", "conflicts": "conflicts", "instances": "instances"},
-        latex=LatexTable("conflict_rate", latex.latex_conflict_rate),
+        latex=LatexTable(
+            "conflict_rate",
+            caption="Conflict rate: the share of instances whose probability-based result differs from their first "
+            "sample's generation-based result, weighted by instances (sum of conflicts / sum of instances).",
+        ),
     ),
 )
 
@@ -143,11 +186,9 @@ DISTRACTORS = (
         title="Distractors",
         row=DistractorRow,
         empty="data this pool does not have yet",
-        header=tuple(CELL),
-        build=lambda r: distractor_selectors.distractors(frame=r.frame),
-        columns={
-            name: name.replace("_", " ")
-            for name in (
+        columns=(
+            *CELL_COLUMNS,
+            *spaced(
                 "distractors",
                 "human_accuracy",
                 "human_accuracy_sem",
@@ -160,8 +201,10 @@ DISTRACTORS = (
                 "heuristic_validity",
                 "first_pronoun_other_share",
                 "first_pronoun_n",
-            )
-        },  # fmt: skip
+                header=False,
+            ),
+        ),
+        build=lambda r: distractor_selectors.distractors(frame=r.frame),
         optional=True,
     ),
 )
@@ -173,13 +216,33 @@ RANKINGS = (
         title="Rankings across benchmarks (Kendall's τ; with 6 models only τ ≥ 0.87 is significant at 0.05)",
         row=RankingAgreementRow,
         empty="accuracies of the same models on two datasets or by two methods",
-        header=("dataset_a", "method_a", "dataset_b", "method_b", "n_models", "tau", "p_value", "p_method", "note"),
+        columns=(
+            *(
+                Column(f"{key}_{side}", f"{key} {side}", kind="text", latex=Tex(key.title()))
+                for side in ("a", "b")
+                for key in ("dataset", "method")
+            ),
+            Column("n_models", "n models", kind="count", latex=Tex("Models")),
+            Column("tau", "tau", latex=Tex(TAU)),
+            C("p_value", latex=Tex("p")),
+            Column("p_method", "p method", kind="text"),
+            C("note", latex=Tex("Note")),
+        ),
         build=lambda r: rankings.ranking_agreement(accuracy=r.accuracy),
-        columns={
-            name: name.replace("_", " ")
-            for name in ("dataset_a", "method_a", "dataset_b", "method_b", "n_models", "tau", "p_method")
-        },
-        latex=LatexTable("ranking_agreement", latex.latex_ranking_agreement),
+        latex=LatexTable(
+            "ranking_agreement",
+            caption=latex_join(
+                "Rankings across benchmarks: Kendall's ",
+                TAU,
+                " between the models' accuracies for each pair of (dataset, method), over the models both have, with "
+                "its exact p-value (asymptotic where accuracies tie). Fewer than 3 shared models give no ",
+                TAU,
+                ". With 6 models, only ",
+                Latex(r"$\tau \geq 0.87$"),
+                " is significant at 0.05.",
+            ),
+            fit=True,
+        ),
         optional=True,
     ),
 )

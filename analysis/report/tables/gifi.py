@@ -11,7 +11,7 @@ from analysis.gifi.selectors import (
     gifi_score_rows,
 )
 from analysis.report.inputs import ReportInputs
-from analysis.report.table import Table
+from analysis.report.table import C, Column, Table, spaced
 from analysis.report.types import GifiFamilyRow, GifiPpiRow, GifiScoreRow
 from analysis.selectors.verdict import human_side
 
@@ -30,9 +30,14 @@ GIFI = (
         title="GIFI: the dimensions by model (CF counts pairs with 1 - cosine < 0.3, as GIFI's released code does)",
         row=GifiScoreRow,
         empty="GIFI generations of the pool's models (import_generations --format gifi, generate --part)",
-        header=("rank", "model", *DIMENSIONS, "GIFI", "scored"),
+        columns=(
+            Column("rank", "rank"),
+            C("model"),
+            *spaced(*DIMENSIONS),
+            Column("GIFI", "GIFI (x 100)"),
+            Column("scored", "over"),
+        ),
         build=lambda r: gifi_score_rows(reports=_reports(r)),
-        columns={"rank": "rank", "GIFI": "GIFI (x 100)", "scored": "over", **{d: d for d in DIMENSIONS}},
         optional=True,
     ),
     Table(
@@ -40,9 +45,13 @@ GIFI = (
         title="GIFI: accuracy per pronoun family (GDR, PE)",
         row=GifiFamilyRow,
         empty="GIFI's GDR or PE generations of the pool's models",
-        header=("model", "dimension", "pronoun", "accuracy"),
+        columns=(
+            C("model"),
+            Column("dimension", "dimension"),
+            C("pronoun"),
+            C("accuracy"),
+        ),
         build=lambda r: gifi_family_rows(reports=_reports(r)),
-        columns={"dimension": "dimension"},
         optional=True,
     ),
     Table(
@@ -53,17 +62,19 @@ GIFI = (
         ),
         row=GifiPpiRow,
         empty="human labels of a GIFI pool (gifi_pool --part gdr|saof|counterfactual)",
-        header=("model", "dimension", "pronoun", "n", "N", "detector", "human", "ppi", "ppi_ci", "templates"),
+        columns=(
+            C("model"),
+            Column("dimension", "dimension"),
+            C("pronoun"),
+            C("n"),
+            Column("N", "N (unlabelled)"),
+            Column("detector", "detector"),
+            Column("human", "people"),
+            Column("ppi", "PPI"),
+            Column("ppi_ci", "PPI 95% CI"),
+            Column("templates", "templates corrected"),
+        ),
         build=_ppi,
-        columns={
-            "dimension": "dimension",
-            "N": "N (unlabelled)",
-            "detector": "detector",
-            "human": "people",
-            "ppi": "PPI",
-            "ppi_ci": "PPI 95% CI",
-            "templates": "templates corrected",
-        },
         optional=True,
     ),
 )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from analysis.cells import CELL
 from analysis.report import parts
 from analysis.report.exports import latex_judges as latex
 from analysis.report.machine_types import (
@@ -16,7 +15,7 @@ from analysis.report.machine_types import (
     PredictionPoweredRow,
     VerdictAgreementRow,
 )
-from analysis.report.table import LatexTable, Table
+from analysis.report.table import CELL_COLUMNS, C, Column, LatexTable, Table, spaced
 from analysis.selectors import checks as check_selectors
 from analysis.selectors import corrected as corrected_selectors
 from analysis.selectors import judges as judge_selectors
@@ -28,10 +27,24 @@ JUDGE_VERDICT = "a finished LLM judge run over the pool or its generation job, a
 N_LABELLED = "n (contexts people labelled)"
 N_UNLABELLED = "N (contexts only the judge labelled)"
 CI_CLIPPED = "interval clipped to [0, 1]"
-CHECK_HEADER = (
-    "judge", "run", "check", "n", "consistency", "invariance", "accuracy_original", "ece_before", "ece_after", "brier_before",
-    "brier_after", "verdict_omega", "verdict_passed", "verdict_accuracy_before", "verdict_accuracy_after",
-)  # fmt: skip
+CHECK_COLUMNS = (
+    C("judge"),
+    C("run"),
+    Column("check", "check"),
+    C("n"),
+    Column("consistency", "position consistency"),
+    Column("invariance", "family-swap invariance"),
+    Column("accuracy_original", "accuracy on the unswapped items"),
+    Column("ece_before", "ECE before calibration"),
+    Column("ece_after", "ECE after calibration"),
+    Column("brier_before", "Brier before calibration"),
+    Column("brier_after", "Brier after calibration"),
+    C("verdict_omega"),
+    C("verdict_passed"),
+    C("verdict_accuracy_before"),
+    C("verdict_accuracy_after"),
+)
+CHECK_HEADER = tuple(column.key for column in CHECK_COLUMNS)
 
 
 def judge_check_rows(report: dict) -> list[dict]:
@@ -69,7 +82,15 @@ JUDGES = (
         title="Human vs LLM judge (machine rater)",
         row=JudgeAgreementRow,
         empty=JUDGED_HUMANS,
-        header=("judge", "origin", *CELL, "human_agreement", "agreement", "sem", "n"),
+        columns=(
+            C("judge"),
+            C("origin"),
+            *CELL_COLUMNS,
+            C("human_agreement"),
+            C("agreement"),
+            C("sem"),
+            C("n"),
+        ),
         build=lambda r: judge_selectors.human_vs_judge(frame=r.judges),
         optional=True,
     ),
@@ -78,7 +99,15 @@ JUDGES = (
         title="LLM judge vs heuristic",
         row=JudgeAgreementRow,
         empty=JUDGE_RUN,
-        header=("judge", "origin", *CELL, "human_agreement", "agreement", "sem", "n"),
+        columns=(
+            C("judge"),
+            C("origin"),
+            *CELL_COLUMNS,
+            C("human_agreement"),
+            C("agreement"),
+            C("sem"),
+            C("n"),
+        ),
         build=lambda r: judge_selectors.judge_vs_heuristic(frame=r.judges),
         optional=True,
     ),
@@ -87,9 +116,16 @@ JUDGES = (
         title="LLM judge calibration against the human label",
         row=JudgeCalibrationRow,
         empty=JUDGED_HUMANS,
-        header=("judge", "origin", "model", "dataset", "n", "accuracy", "ece", "brier", "brier_multiclass"),
+        columns=(
+            C("judge"),
+            C("origin"),
+            C("model"),
+            C("dataset"),
+            C("n"),
+            C("accuracy"),
+            *spaced("ece", "brier", "brier_multiclass"),
+        ),
         build=lambda r: judge_selectors.judge_calibration(frame=r.judges),
-        columns={"ece": "ece", "brier": "brier", "brier_multiclass": "brier multiclass"},
         optional=True,
     ),
     Table(
@@ -97,9 +133,14 @@ JUDGES = (
         title="LLM judge reliability (per confidence bin)",
         row=JudgeReliabilityRow,
         empty=JUDGED_HUMANS,
-        header=("judge", "low", "high", "n", "confidence", "accuracy"),
+        columns=(
+            C("judge"),
+            *spaced("low", "high"),
+            C("n"),
+            Column("confidence", "confidence"),
+            C("accuracy"),
+        ),
         build=lambda r: judge_selectors.judge_reliability(frame=r.judges),
-        columns={"low": "low", "high": "high", "confidence": "confidence"},
         optional=True,
     ),
     Table(
@@ -107,38 +148,29 @@ JUDGES = (
         title="The judge's verdict (Alternative Annotator Test, selective threshold)",
         row=JudgeVerdictRow,
         empty=JUDGE_VERDICT,
-        header=(
-            "judge",
-            "version",
-            "run",
-            "epsilon",
-            "q",
-            "n_ties",
-            "omega",
-            "rho",
-            "passed",
-            "tested",
-            "skipped",
-            "note",
-            *OMEGAS,
-            "selective_alpha",
-            "selective_delta",
-            "selective_threshold",
-            "selective_coverage",
-            "selective_coverage_job",
-            "selective_agreement_above",
-            "selective_n",
-        ),  # fmt: skip
+        columns=(
+            C("judge"),
+            Column("version", "version"),
+            C("run"),
+            *spaced("epsilon", "q", "n_ties", "omega"),
+            C("rho"),
+            *spaced("passed", "tested", "skipped"),
+            C("note"),
+            *(C(omega) for omega in OMEGAS),
+            *spaced(
+                "selective_alpha",
+                "selective_delta",
+                "selective_threshold",
+                "selective_coverage",
+                "selective_coverage_job",
+                "selective_agreement_above",
+                "selective_n",
+            ),
+        ),
         build=lambda r: verdict_selectors.judge_verdict(
             pool=r.pool, frame=r.frame, labels=r.labels, parameters=r.verdict, runs=r.judge_runs
         ),
         flat=parts.judge_verdict_rows,
-        columns={
-            name: name.replace("_", " ")
-            for name in ("version", "epsilon", "q", "n_ties", "omega", "passed", "tested", "skipped")
-            + tuple(f"selective_{key}" for key in ("alpha", "delta", "threshold", "coverage", "coverage_job"))
-            + ("selective_agreement_above", "selective_n")
-        },
         latex=LatexTable("judge_verdict", latex.latex_judge_verdict),
         optional=True,
     ),
@@ -147,65 +179,50 @@ JUDGES = (
         title="The judge's chance-corrected agreement (with the human label, each annotator, the human ceiling)",
         row=VerdictAgreementRow,
         empty=JUDGE_VERDICT,
-        header=(
-            "judge",
-            "run",
-            "against",
-            "n",
-            "cohen_kappa",
-            "scott_pi",
-            "gwet_ac1",
-            "per_class_kappa_correct",
-            "per_class_kappa_misgendering",
-            "per_class_kappa_no_pronoun",
-            "cohen_kappa_boot_ci_low",
-            "cohen_kappa_boot_ci_high",
-            "scott_pi_boot_ci_low",
-            "scott_pi_boot_ci_high",
-            "gwet_ac1_boot_ci_low",
-            "gwet_ac1_boot_ci_high",
-            "per_class_kappa_boot_ci_correct_low",
-            "per_class_kappa_boot_ci_correct_high",
-            "per_class_kappa_boot_ci_misgendering_low",
-            "per_class_kappa_boot_ci_misgendering_high",
-            "per_class_kappa_boot_ci_no_pronoun_low",
-            "per_class_kappa_boot_ci_no_pronoun_high",
-        ),  # fmt: skip
+        columns=(
+            C("judge"),
+            C("run"),
+            Column("against", "against"),
+            C("n"),
+            C("cohen_kappa"),
+            *spaced("scott_pi"),
+            C("gwet_ac1"),
+            C("per_class_kappa_correct"),
+            C("per_class_kappa_misgendering"),
+            C("per_class_kappa_no_pronoun"),
+            *spaced("cohen_kappa_boot_ci", "scott_pi_boot_ci", "gwet_ac1_boot_ci", kind="interval"),
+            C("per_class_kappa_boot_ci_correct", kind="interval"),
+            C("per_class_kappa_boot_ci_misgendering", kind="interval"),
+            C("per_class_kappa_boot_ci_no_pronoun", kind="interval"),
+        ),
         typed=parts.judge_verdict_agreement,
         flat=parts.judge_verdict_agreement_rows,
-        columns={
-            name: name.replace("_", " ")
-            for name in ("against", "scott_pi", "cohen_kappa_boot_ci", "scott_pi_boot_ci", "gwet_ac1_boot_ci")
-        },
     ),
     Table(
         key="judge_verdict_annotators",
         title="Alternative Annotator Test per annotator",
         row=AltTestAnnotatorRow,
         empty=JUDGE_VERDICT,
-        header=("judge", "run", "annotator", "n", "p_value", "rejected", "rho"),
+        columns=(
+            C("judge"),
+            C("run"),
+            C("annotator"),
+            C("n"),
+            C("p_value"),
+            Column("rejected", "rejected"),
+            C("rho"),
+        ),
         typed=parts.judge_verdict_annotators,
         flat=parts.judge_verdict_annotators_rows,
-        columns={"rejected": "rejected"},
     ),
     Table(
         key="judge_checks",
         title="The judge's checks (position consistency, family-swap invariance, contextual calibration)",
         row=JudgeCheckRow,
         empty="a finished check run over the pool (manage.py judge --check position|family-swap|contextual)",
-        header=CHECK_HEADER,
+        columns=CHECK_COLUMNS,
         build=lambda r: check_selectors.judge_checks(pool=r.pool, frame=r.frame),
         flat=judge_check_rows,
-        columns={
-            "check": "check",
-            "consistency": "position consistency",
-            "invariance": "family-swap invariance",
-            "accuracy_original": "accuracy on the unswapped items",
-            "ece_before": "ECE before calibration",
-            "ece_after": "ECE after calibration",
-            "brier_before": "Brier before calibration",
-            "brier_after": "Brier after calibration",
-        },
         optional=True,
     ),
     Table(
@@ -214,34 +231,22 @@ JUDGES = (
         title="Prediction-powered misgendering rates (per context)",
         row=PredictionPoweredRow,
         empty="a finished LLM judge run over the pool's generation job (manage.py judge --job) and annotated items",
-        header=(
-            "judge",
-            "run",
-            "model",
-            "dataset",
-            "pronoun",
-            "n",
-            "N",
-            "ppi_rate",
-            "ppi_ci_low",
-            "ppi_ci_high",
-            "ci_clipped",
-            "human_rate",
-            "human_ci_low",
-            "human_ci_high",
-            "judge_rate",
-            "n_eff",
-        ),  # fmt: skip
+        columns=(
+            C("judge"),
+            C("run"),
+            C("model"),
+            C("dataset"),
+            C("pronoun"),
+            Column("n", N_LABELLED),
+            Column("N", N_UNLABELLED),
+            *spaced("ppi_rate"),
+            *spaced("ppi_ci", kind="interval"),
+            Column("ci_clipped", CI_CLIPPED),
+            *spaced("human_rate"),
+            *spaced("human_ci", kind="interval"),
+            *spaced("judge_rate", "n_eff"),
+        ),
         build=lambda r: verdict_selectors.prediction_powered(pool=r.pool, frame=r.frame, runs=r.judge_runs),
-        columns={
-            **{
-                name: name.replace("_", " ")
-                for name in ("ppi_rate", "ppi_ci", "human_rate", "human_ci", "judge_rate", "n_eff")
-            },
-            "n": N_LABELLED,
-            "N": N_UNLABELLED,
-            "ci_clipped": CI_CLIPPED,
-        },
         latex=LatexTable("prediction_powered", latex.latex_prediction_powered),
         optional=True,
     ),
@@ -250,34 +255,23 @@ JUDGES = (
         title="Bias-corrected misgendering rates (Rogan-Gladen, per context), beside the prediction-powered ones",
         row=CorrectedRateRow,
         empty="a finished LLM judge run over the pool's generation job (manage.py judge --job) and annotated items",
-        header=(
-            "judge",
-            "run",
-            "model",
-            "dataset",
-            "pronoun",
-            "se",
-            "sp",
-            "q",
-            "rate",
-            "ci_low",
-            "ci_high",
-            "ci_clipped",
-            "n_labelled",
-            "N",
-        ),  # fmt: skip
+        columns=(
+            C("judge"),
+            C("run"),
+            C("model"),
+            C("dataset"),
+            C("pronoun"),
+            Column("se", "sensitivity"),
+            Column("sp", "specificity"),
+            Column("q", "judge's positive share"),
+            Column("rate", "corrected rate"),
+            Column("ci", "bootstrap 95% CI", kind="interval"),
+            Column("ci_clipped", CI_CLIPPED),
+            Column("n_labelled", "n (contexts people labelled)"),
+            Column("N", "N (every context of the stratum)"),
+        ),
         build=lambda r: corrected_selectors.rates_corrected(pool=r.pool, frame=r.frame, runs=r.judge_runs),
         flat=rates_corrected_rows,
-        columns={
-            "se": "sensitivity",
-            "sp": "specificity",
-            "q": "judge's positive share",
-            "rate": "corrected rate",
-            "ci": "bootstrap 95% CI",
-            "ci_clipped": CI_CLIPPED,
-            "n_labelled": "n (contexts people labelled)",
-            "N": "N (every context of the stratum)",
-        },
         optional=True,
     ),
 )

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from typing import cast
 
-from analysis.cells import CELL
 from analysis.report import parts
 from analysis.report.exports import latex_tables as latex
-from analysis.report.table import LatexTable, Table, TablePart
+from analysis.report.table import CELL_COLUMNS, C, Column, LatexTable, Table, TablePart, millis, spaced
 from analysis.report.types import (
     AggregateRow,
     AgreementBlock,
@@ -40,21 +39,24 @@ AGREEMENT = (
         row=AgreementBlock,
         section=InterAnnotator,
         empty=TWO_PEOPLE,
-        header=("measure", "n_items", "raw_agreement", "cohen_kappa", "krippendorff_alpha"),
+        columns=(
+            C("measure"),
+            C("n_items"),
+            C("raw_agreement"),
+            C("cohen_kappa"),
+            Column("krippendorff_alpha", "Krippendorff's α"),
+            Column("n_raters", "raters", header=False),
+            Column("fleiss_kappa", "Fleiss' κ", header=False),
+            Column("fleiss_n_items", "items (Fleiss)", header=False),
+            Column("krippendorff_alpha_all", "Krippendorff's α (all raters)", header=False),
+            Column("light_pairs", "annotator pairs (Light's κ)", header=False),
+            Column("pairwise_note", "pairs per annotator pair", header=False),
+        ),
         build_one=lambda r: human.inter_annotator(
             frame=r.frame, labels=r.labels, positive=positive_label(r.pool) or MISGENDERING, scale=r.pool.scale
         ),
         typed=parts.inter_annotator_views,
         flat=parts.inter_annotator_rows,
-        columns={
-            "n_raters": "raters",
-            "fleiss_kappa": "Fleiss' κ",
-            "fleiss_n_items": "items (Fleiss)",
-            "krippendorff_alpha": "Krippendorff's α",
-            "krippendorff_alpha_all": "Krippendorff's α (all raters)",
-            "light_pairs": "annotator pairs (Light's κ)",
-            "pairwise_note": "pairs per annotator pair",
-        },
         latex=LatexTable("inter_annotator", latex.latex_inter_annotator),
         # Split on the page so that each part fits it: the headline figures over every pair of annotations
         # (docs/domain.md, "Headline figures"), then the figures over every rater.
@@ -81,18 +83,25 @@ AGREEMENT = (
         title="Label confusion (rows: first annotator, columns: second)",
         row=Confusion,
         empty=TWO_PEOPLE,
-        header=("first_annotator", "correct", "misgendering", "no_pronoun"),
+        columns=(
+            *spaced("first_annotator", kind="label"),
+            *spaced("correct", "misgendering", "no_pronoun", kind="count"),
+        ),
         typed=parts.confusion,
         flat=parts.confusion_rows,
         per_label=True,
-        columns={"first_annotator": "first annotator"},
     ),
     Table(
         key="annotator_pairs",
         title="Annotator pairs (first and second annotator)",
         row=AnnotatorPair,
         empty=TWO_PEOPLE,
-        header=("annotator_1", "annotator_2", "n_items", "agreement"),
+        columns=(
+            C("annotator_1"),
+            C("annotator_2"),
+            C("n_items"),
+            C("agreement"),
+        ),
         typed=parts.annotator_pairs,
         flat=parts.annotator_pairs_rows,
     ),
@@ -101,7 +110,14 @@ AGREEMENT = (
         title="Agreement per annotator pair",
         row=PairwiseRow,
         empty=TWO_PEOPLE,
-        header=("measure", "annotator_1", "annotator_2", "n_items", "raw_agreement", "cohen_kappa"),
+        columns=(
+            C("measure"),
+            C("annotator_1"),
+            C("annotator_2"),
+            C("n_items"),
+            C("raw_agreement"),
+            C("cohen_kappa"),
+        ),
         typed=parts.pairwise,
         flat=parts.pairwise_rows,
         note=parts.pairwise_note,
@@ -115,14 +131,17 @@ AGAINST_HEURISTIC = (
         title="Human vs heuristic",
         row=HumanVsHeuristicRow,
         empty=ANNOTATED,
-        header=(*CELL, "agreement", "sem", "n"),
+        columns=(
+            *CELL_COLUMNS,
+            C("agreement"),
+            C("sem"),
+            C("n"),
+            Column("agreement_unanimous", "agreement (unanimous items)", header=False),
+            Column("agreement_unanimous_n", "unanimous items", header=False),
+            Column("agreement_split", "agreement (split items)", header=False),
+            Column("agreement_split_n", "split items", header=False),
+        ),
         build=lambda r: human.human_vs_heuristic(frame=r.frame),
-        columns={
-            "agreement_unanimous": "agreement (unanimous items)",
-            "agreement_unanimous_n": "unanimous items",
-            "agreement_split": "agreement (split items)",
-            "agreement_split_n": "split items",
-        },
         latex=LatexTable("human_vs_heuristic", latex.latex_human_vs_heuristic),
     ),
     Table(
@@ -130,7 +149,11 @@ AGAINST_HEURISTIC = (
         title="Human labels per cell",
         row=LabelDistributionRow,
         empty=ANNOTATED,
-        header=(*CELL, "n", "correct", "misgendering", "no_pronoun"),
+        columns=(
+            *CELL_COLUMNS,
+            C("n"),
+            *spaced("correct", "misgendering", "no_pronoun", kind="count"),
+        ),
         build=lambda r: human.label_distribution(frame=r.frame, labels=r.labels),
         per_label=True,
     ),
@@ -139,9 +162,14 @@ AGAINST_HEURISTIC = (
         title="Extraneous gendered language",
         row=RateRow,
         empty=ANNOTATED,
-        header=(*CELL, "rate", "sem", "n"),
+        columns=(
+            *CELL_COLUMNS,
+            C("rate"),
+            C("sem"),
+            C("n"),
+            *spaced("rate_boot_ci", header=False),
+        ),
         build=lambda r: human.extraneous_rate(frame=r.frame),
-        columns={"rate_boot_ci": "rate boot ci"},
     ),
 )
 
@@ -152,9 +180,17 @@ ITEMS = (
         title="Disagreements",
         row=Disagreement,
         empty="annotated items where the human verdict and the heuristic differ",
-        header=(*CELL, "public_id", "human_label", "heuristic_correct", "first_pronoun", "context", "continuation"),
+        columns=(
+            *CELL_COLUMNS,
+            C("public_id"),
+            C("human_label", kind="label"),
+            C("heuristic_correct"),
+            C("first_pronoun"),
+            C("context"),
+            C("continuation"),
+            Column("sample_index", "sample", header=False),
+        ),
         build=lambda r: human.disagreements(frame=r.frame),
-        columns={"sample_index": "sample"},
         shown=False,  # a section of its own (templates/analysis/_disagreements.html)
     ),
     Table(
@@ -162,20 +198,20 @@ ITEMS = (
         title="Examples",
         row=Example,
         empty=ANNOTATED,
-        header=(
-            "kind",
-            "dataset",
-            "setting",
-            "model",
-            "pronoun",
-            "public_id",
-            "context",
-            "continuation",
-            "human_label",
+        columns=(
+            Column("kind", "kind"),
+            C("dataset"),
+            C("setting"),
+            C("model"),
+            C("pronoun"),
+            C("public_id"),
+            C("context"),
+            C("continuation"),
+            C("human_label", kind="label"),
+            *spaced("candidates", "choices", header=False),
         ),
         build=lambda r: examples.examples(frame=r.frame, seed=r.examples_seed),
         latex=LatexTable("examples", latex.latex_examples),
-        columns={"kind": "kind", "candidates": "candidates", "choices": "choices"},
         shown=False,  # a section of its own (templates/analysis/_examples.html)
     ),
     Table(
@@ -183,17 +219,16 @@ ITEMS = (
         title="Annotator quality",
         row=AnnotatorQualityRow,
         empty="annotations",
-        header=("annotator", "items", "gold_n", "gold_correct", "gold_accuracy", "median_seconds", "fast_share"),
+        columns=(
+            C("annotator"),
+            Column("items", "items"),
+            Column("gold_n", "gold items"),
+            *spaced("gold_correct", "gold_accuracy"),
+            Column("median_seconds", "median seconds", csv=millis),
+            Column("fast_share", "fast share"),
+            Column("agreement_n", "comparisons", header=False),
+        ),
         build=lambda r: quality.annotator_quality(pool=r.pool),
-        columns={
-            "items": "items",
-            "gold_n": "gold items",
-            "gold_correct": "gold correct",
-            "gold_accuracy": "gold accuracy",
-            "median_seconds": "median seconds",
-            "fast_share": "fast share",
-            "agreement_n": "comparisons",
-        },
     ),
 )
 
@@ -204,16 +239,19 @@ AGGREGATES = (
         title="Aggregated label per item (majority, Dawid-Skene, MACE)",
         row=AggregateRow,
         empty=TWO_PEOPLE,
-        header=("item", "n_ratings", "majority", "dawid_skene", "dawid_skene_posterior", "mace", *CELL),
+        columns=(
+            Column("item", "item"),
+            Column("n_ratings", "ratings"),
+            Column("majority", "majority", kind="label"),
+            Column("dawid_skene", "Dawid-Skene", kind="label"),
+            Column("dawid_skene_posterior", "Dawid-Skene posterior"),
+            Column("mace", "MACE", kind="label"),
+            C("model"),
+            C("dataset"),
+            C("setting"),
+            C("pronoun"),
+        ),
         build=lambda r: cast(list[AggregateRow], r.aggregates or []),  # annotation's aggregates, typed here
-        columns={
-            "item": "item",
-            "n_ratings": "ratings",
-            "majority": "majority",
-            "dawid_skene": "Dawid-Skene",
-            "dawid_skene_posterior": "Dawid-Skene posterior",
-            "mace": "MACE",
-        },
         shown=False,
     ),
 )
@@ -225,9 +263,13 @@ GUIDELINES = (
         title="Human vs heuristic per guideline version",
         row=GuidelineVersionRow,
         empty="annotations saved under two or more versions of the pool's guidelines",
-        header=("guideline_version", "n", "agreement", "sem"),
+        columns=(
+            *spaced("guideline_version"),
+            C("n"),
+            C("agreement"),
+            C("sem"),
+        ),
         build=lambda r: human.by_guideline_version(pool=r.pool),
-        columns={"guideline_version": "guideline version"},
         optional=True,
     ),
 )
