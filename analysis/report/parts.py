@@ -25,7 +25,7 @@ LABEL_RESERVED = ("model", "dataset", "setting", "pronoun", "n", "first_annotato
 
 def label_titles(report: dict) -> dict[str, str]:
     """The title of each column named by a label's key (`annotation.labelset.label_keys`): the label as written
-    (docs/domain.md, "Labels as written"); the per-class kappas' columns too."""
+    (docs/domain.md, "Scales": labels as written); the per-class kappas' columns too."""
     labels = [str(label) for label in report.get("labels") or []]
     confusion = ((report.get("inter_annotator") or {}).get("confusion") or {}).get("labels") or []
     labels += [str(label) for label in confusion if str(label) not in labels]

@@ -456,7 +456,8 @@ class TestBrokerLoss:
     def test_the_backlog_counts_every_queue_a_chunk_may_be_routed_to(self, settings):
         settings.CELERY_TASK_ROUTES = ["some.router", {"generation.tasks.*": {"queue": "generation"}}]
         settings.CONCORD_VLLM_QUEUE = "gpu-chunks"
-        assert runner.chunk_queues() == ["generation", "gpu-chunks"]
+        settings.CELERY_TASK_DEFAULT_QUEUE = "default"  # where a pool import's one chunk goes (its kind's queue)
+        assert runner.chunk_queues() == ["default", "generation", "gpu-chunks"]
 
     def test_the_sweeper_sends_again_what_the_broker_lost_once(self, tiny_job, monkeypatch, settings):
         settings.CONCORD_CHUNK_UNCLAIMED_SECONDS = 60
