@@ -39,11 +39,11 @@ def majority(ratings: Sequence[Hashable]) -> Hashable | None:
 def _count_table(items: Sequence[Sequence[Hashable]], categories: Sequence) -> np.ndarray:
     """Items x categories: how many ratings of each item fell in each category."""
     index = {category: i for i, category in enumerate(categories)}
-    table = np.zeros((len(items), len(categories)), dtype=float)
-    for row, ratings in enumerate(items):
-        for rating in ratings:
-            table[row, index[rating]] += 1
-    return table
+    k = len(categories)
+    lengths = np.fromiter(map(len, items), dtype=np.int64, count=len(items))
+    codes = np.fromiter((index[rating] for ratings in items for rating in ratings), dtype=np.int64)
+    cells = np.repeat(np.arange(len(items), dtype=np.int64) * k, lengths) + codes
+    return np.bincount(cells, minlength=len(items) * k).reshape(len(items), k).astype(float)
 
 
 def _categories(items: Sequence[Sequence[Hashable]], categories: Sequence | None) -> list:
