@@ -182,7 +182,12 @@ def cohen_kappa_square(a: Sequence | np.ndarray, b: Sequence | np.ndarray, *, ca
     categories = list(categories)
     if a.size == 0:
         return {"kappa_square": None, "kappa_square_ci": None}
-    kappa, low, high = _statsmodels_kappa(_table(a, b, categories))
+    return kappa_square_of_table(_table(a, b, categories))
+
+
+def kappa_square_of_table(table: np.ndarray) -> KappaSquare:
+    """`cohen_kappa_square` from its square table of counts (rows: a, columns: b; at least one item)."""
+    kappa, low, high = _statsmodels_kappa(table)
     if kappa is None:
         return {"kappa_square": None, "kappa_square_ci": None}
     if abs(kappa) < ZERO_WIDTH:  # p_o = p_e exactly (one side constant); the rounding of p_e leaves +-1e-16
