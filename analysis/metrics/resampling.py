@@ -37,11 +37,12 @@ class _Kept:
         return sum(array.nbytes for array in (self.index, self.counts) if array is not None)
 
 
-_kept: OrderedDict[tuple[int, int, int], _Kept] = OrderedDict()
+# (n, draws, seed): a size's resamples; (n, draws, seed, m): the counts of the m-item draw that follows them.
+_kept: OrderedDict[tuple[int, ...], _Kept] = OrderedDict()
 _lock = threading.Lock()
 
 
-def _keep(key: tuple[int, int, int], kept: _Kept) -> None:
+def _keep(key: tuple[int, ...], kept: _Kept) -> None:
     """Keeps (or keeps again, grown) one size's resamples as the most recently used, then drops the least recently
     used sizes until all fit; one that alone exceeds the room is not kept."""
     with _lock:
@@ -99,6 +100,33 @@ def resample_counts(index: np.ndarray, *, rows: int = 64) -> np.ndarray:
         flat = (block + offsets[: len(block)]).ravel()
         counts[start : start + rows] = np.bincount(flat, minlength=len(block) * n).reshape(len(block), n)
     counts.flags.writeable = False
+    return counts
+
+
+def kept_resample_counts(n: int, *, draws: int, seed: int) -> np.ndarray:
+    """`resample_counts(resample_index(n, draws=draws, seed=seed))`, counted once per size and kept (read-only)."""
+    key = (n, draws, seed)
+    kept, _ = _resamples(n, draws, seed)
+    if kept.counts is None:
+        kept.counts = resample_counts(_index(key, kept))
+        kept.index = None
+        _keep(key, kept)
+    return kept.counts
+
+
+def following_resample_counts(n: int, m: int, *, draws: int, seed: int) -> np.ndarray:
+    """The counts of the second draw of `default_rng(seed)`, `integers(0, m, (draws, m))` after `integers(0, n,
+    (draws, n))` (a corrected rate's unlabelled units after its labelled ones), counted once and kept (read-only)."""
+    key = (n, draws, seed, m)
+    with _lock:
+        kept = _kept.get(key)
+        if kept is not None and kept.counts is not None:
+            _kept.move_to_end(key)
+            return kept.counts
+    rng = np.random.default_rng(seed)
+    rng.integers(0, n, size=(draws, n))
+    counts = resample_counts(rng.integers(0, m, size=(draws, m)))
+    _keep(key, _Kept(None, counts))
     return counts
 
 

@@ -132,3 +132,16 @@ def test_two_sizes_taken_in_turn_stay_kept_by_their_counts(monkeypatch):
             sums = resampled_sums(columns, draws=draws, seed=5)
             np.testing.assert_array_equal(sums, gathered_sums(columns, fresh_index(n, draws, 5)), strict=True)
     assert drawn == [(50, draws, 5), (49, draws, 5)]
+
+
+def test_a_rates_two_draws_are_counted_as_the_generator_draws_them_and_kept():
+    """The labelled units' counts and those of the unlabelled ones drawn after them by the same generator."""
+    rng = np.random.default_rng(9)
+    first, second = rng.integers(0, 12, size=(70, 12)), rng.integers(0, 5, size=(70, 5))
+    for _ in range(2):
+        labelled = resampling.kept_resample_counts(12, draws=70, seed=9)
+        unlabelled = resampling.following_resample_counts(12, 5, draws=70, seed=9)
+        np.testing.assert_array_equal(labelled, resampling.resample_counts(first), strict=True)
+        np.testing.assert_array_equal(unlabelled, resampling.resample_counts(second), strict=True)
+    assert resampling.following_resample_counts(12, 5, draws=70, seed=9) is unlabelled
+    assert resampling.kept_resample_counts(12, draws=70, seed=9) is labelled
