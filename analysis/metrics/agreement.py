@@ -182,7 +182,12 @@ def cohen_kappa_square(a: Sequence | np.ndarray, b: Sequence | np.ndarray, *, ca
     categories = list(categories)
     if a.size == 0:
         return {"kappa_square": None, "kappa_square_ci": None}
-    kappa, low, high = _statsmodels_kappa(_table(a, b, categories))
+    return kappa_square_of_table(_table(a, b, categories))
+
+
+def kappa_square_of_table(table: np.ndarray) -> KappaSquare:
+    """`cohen_kappa_square` from its square table of counts (rows: a, columns: b; at least one item)."""
+    kappa, low, high = _statsmodels_kappa(table)
     if kappa is None:
         return {"kappa_square": None, "kappa_square_ci": None}
     if abs(kappa) < ZERO_WIDTH:  # p_o = p_e exactly (one side constant); the rounding of p_e leaves +-1e-16
@@ -196,21 +201,50 @@ def _statsmodels_kappa(table: np.ndarray) -> tuple[float | None, float | None, f
     return _kappa_of_table(table.shape, table.dtype.str, table.tobytes())
 
 
-# statsmodels freezes two scipy distributions for every result (nearly all of a call's time), and a report
-# rebuilt after a new annotation computes mostly the same tables again: the figures are kept per table (a few hundred
-# bytes each; what it saves of a report: benchmarks/README.md, "Caches on the paths people drive").
+# A report rebuilt after a new annotation computes mostly the same tables again: the figures are kept per table (a few
+# hundred bytes each; what it saves of a report: benchmarks/README.md, "Caches on the paths people drive").
 KAPPA_MEMO_SIZE = 4096
 
 
 @functools.lru_cache(maxsize=KAPPA_MEMO_SIZE)
 def _kappa_of_table(shape: tuple[int, ...], dtype: str, data: bytes) -> tuple[float | None, float | None, float | None]:
-    from statsmodels.stats.inter_rater import cohens_kappa as sm_cohens_kappa
-
     table = np.frombuffer(data, dtype=dtype).reshape(shape)
     with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
-        result = sm_cohens_kappa(table)
-        return finite(result.kappa), finite(result.kappa_low), finite(result.kappa_upp)
+        kappa, std_kappa = _simple_kappa(table)
+        delta = _normal_isf_0025() * std_kappa
+        return finite(kappa), finite(kappa - delta), finite(kappa + delta)
+
+
+def _simple_kappa(table: np.ndarray) -> tuple[float, float]:
+    """Simple kappa and its standard error, statsmodels' `cohens_kappa(table)` step for step (the same floats; the
+    tests hold the two equal) without its results object, which freezes two scipy distributions per call."""
+    table = np.asarray(table, float)
+    agree = np.diag(table).sum()
+    nobs = table.sum()
+    probs = table / nobs
+    probs_diag = np.diag(probs)
+    freq_row = table.sum(1) / nobs
+    freq_col = table.sum(0) / nobs
+    prob_exp = freq_col * freq_row[:, None]
+    agree_exp = np.diag(prob_exp).sum()
+    kappa = (agree / nobs - agree_exp) / (1 - agree_exp)
+    term_a = (probs_diag * (1 - (freq_row + freq_col) * (1 - kappa)) ** 2).sum()
+    term_b = probs * (freq_col[:, None] + freq_row) ** 2
+    d_idx = np.arange(table.shape[0])
+    term_b[d_idx, d_idx] = 0
+    term_b = (1 - kappa) ** 2 * term_b.sum()
+    term_c = (kappa - agree_exp * (1 - kappa)) ** 2
+    var_kappa = (term_a + term_b - term_c) / (1 - agree_exp) ** 2 / nobs
+    return kappa, np.sqrt(var_kappa)
+
+
+@functools.cache
+def _normal_isf_0025() -> float:
+    """The standard normal's upper 2.5% point, as statsmodels' kappa interval takes it."""
+    from scipy import stats
+
+    return stats.norm.isf(0.025)
 
 
 def mcc(a: Sequence | np.ndarray, b: Sequence | np.ndarray) -> Mcc:

@@ -39,11 +39,11 @@ def majority(ratings: Sequence[Hashable]) -> Hashable | None:
 def _count_table(items: Sequence[Sequence[Hashable]], categories: Sequence) -> np.ndarray:
     """Items x categories: how many ratings of each item fell in each category."""
     index = {category: i for i, category in enumerate(categories)}
-    table = np.zeros((len(items), len(categories)), dtype=float)
-    for row, ratings in enumerate(items):
-        for rating in ratings:
-            table[row, index[rating]] += 1
-    return table
+    k = len(categories)
+    lengths = np.fromiter(map(len, items), dtype=np.int64, count=len(items))
+    codes = np.fromiter((index[rating] for ratings in items for rating in ratings), dtype=np.int64)
+    cells = np.repeat(np.arange(len(items), dtype=np.int64) * k, lengths) + codes
+    return np.bincount(cells, minlength=len(items) * k).reshape(len(items), k).astype(float)
 
 
 def _categories(items: Sequence[Sequence[Hashable]], categories: Sequence | None) -> list:
@@ -80,18 +80,22 @@ def gwet_ac1(items: Sequence[Sequence[Hashable]], *, categories: Sequence | None
     width."""
     rated = [list(ratings) for ratings in items if len(ratings) >= 2]
     labels = _categories(rated, categories)
-    q = len(labels)
-    if not rated or q < 2:
+    return gwet_ac1_of_table(_count_table(rated, labels), len(labels))
+
+
+def gwet_ac1_of_table(table: np.ndarray, q: int, *, interval: bool = True) -> dict:
+    """`gwet_ac1` from its items x categories count table (every item with at least two ratings) over q categories;
+    without its interval (None) where `interval` is false."""
+    n = table.shape[0]
+    if not n or q < 2:
         return {"gwet_ac1": None, "gwet_ac1_ci": None}
-    table = _count_table(rated, labels)
-    n = len(rated)
     r_i = table.sum(axis=1)
     p_a_i = (table * (table - 1)).sum(axis=1) / (r_i * (r_i - 1))
     p_a = float(p_a_i.mean())
     pi = (table / r_i[:, None]).mean(axis=0)
     p_e = float((pi * (1 - pi)).sum() / (q - 1))
     ac1 = (p_a - p_e) / (1 - p_e)
-    if n < 2:
+    if n < 2 or not interval:
         return {"gwet_ac1": finite(ac1), "gwet_ac1_ci": None}
     from scipy import stats
 

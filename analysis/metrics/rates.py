@@ -18,7 +18,7 @@ from typing import TypedDict
 
 import numpy as np
 
-from analysis.metrics.resampling import resample_counts
+from analysis.metrics.resampling import following_resample_counts, kept_resample_counts
 
 MIN_YOUDEN = 0.05  # se + sp - 1 at or below this: the correction is undefined
 BOOTSTRAP_DRAWS = 2000
@@ -106,12 +106,11 @@ def corrected_rate(
     result["rate"] = rogan_gladen(q=q, se=se, sp=sp)
     if result["rate"] is None or n == 0:
         return result
-    rng = np.random.default_rng(seed)
     # How many times each draw takes each unit, counted by bincount (exact integers, so the products below are the
-    # same floats in any order of summation).
-    counts = resample_counts(rng.integers(0, n, size=(draws, n))).astype(np.float64)
+    # same floats in any order of summation), and kept: a report's judges resample strata of the same sizes.
+    counts = kept_resample_counts(n, draws=draws, seed=seed).astype(np.float64)
     other_counts = (
-        resample_counts(rng.integers(0, m, size=(draws, m))).astype(np.float64) if m else np.zeros((draws, 0))
+        following_resample_counts(n, m, draws=draws, seed=seed).astype(np.float64) if m else np.zeros((draws, 0))
     )
     drawn = _figures(counts @ sums, other_counts @ others)
     youden = drawn[:, 0] + drawn[:, 1] - 1

@@ -6,7 +6,8 @@ the size's second use on, its count matrix too: how many times each resample tak
 integer-valued columns over every resample is then one matrix product with the counts, rather than a gather of
 draws x n values and a sum over them. An integer sum is exact in any order while it stays below 2**24 (float32's
 exact integers), so both ways give the same floats, bit for bit; other values are gathered and summed as numpy sums
-them. At most RESAMPLE_CACHE_BYTES are kept, the least recently used size dropped first (benchmarks/README.md,
+them. Once counted, a size keeps its counts alone (the index is drawn again if a gather needs it). At most
+RESAMPLE_CACHE_BYTES are kept, the least recently used size dropped first (benchmarks/README.md,
 "Report", has the figures).
 """
 
@@ -25,19 +26,23 @@ FLOAT32_EXACT = 2**24
 
 @dataclass
 class _Kept:
-    index: np.ndarray
+    """A size's resamples: the index until its counts are taken, then the counts alone (a third of the room, so a
+    report's few large sizes all stay kept); the index is drawn again should a gather need it later."""
+
+    index: np.ndarray | None
     counts: np.ndarray | None = None
 
     @property
     def nbytes(self) -> int:
-        return self.index.nbytes + (0 if self.counts is None else self.counts.nbytes)
+        return sum(array.nbytes for array in (self.index, self.counts) if array is not None)
 
 
-_kept: OrderedDict[tuple[int, int, int], _Kept] = OrderedDict()
+# (n, draws, seed): a size's resamples; (n, draws, seed, m): the counts of the m-item draw that follows them.
+_kept: OrderedDict[tuple[int, ...], _Kept] = OrderedDict()
 _lock = threading.Lock()
 
 
-def _keep(key: tuple[int, int, int], kept: _Kept) -> None:
+def _keep(key: tuple[int, ...], kept: _Kept) -> None:
     """Keeps (or keeps again, grown) one size's resamples as the most recently used, then drops the least recently
     used sizes until all fit; one that alone exceeds the room is not kept."""
     with _lock:
@@ -59,17 +64,29 @@ def _resamples(n: int, draws: int, seed: int) -> tuple[_Kept, bool]:
         if kept is not None:
             _kept.move_to_end(key)
             return kept, True
-    index = np.random.default_rng(seed).integers(0, n, size=(draws, n))
-    index.flags.writeable = False
-    kept = _Kept(index)
+    kept = _Kept(_draw(n, draws, seed))
     _keep(key, kept)
     return kept, False
+
+
+def _draw(n: int, draws: int, seed: int) -> np.ndarray:
+    index = np.random.default_rng(seed).integers(0, n, size=(draws, n))
+    index.flags.writeable = False
+    return index
+
+
+def _index(key: tuple[int, int, int], kept: _Kept) -> np.ndarray:
+    """The kept index, drawn again (and kept again) where only the counts were kept."""
+    if kept.index is None:
+        kept.index = _draw(*key)
+        _keep(key, kept)
+    return kept.index
 
 
 def resample_index(n: int, *, draws: int, seed: int) -> np.ndarray:
     """The (draws, n) read-only array of the item positions of `draws` resamples of n items with replacement: exactly
     `np.random.default_rng(seed).integers(0, n, size=(draws, n))`, drawn once per size and kept."""
-    return _resamples(n, draws, seed)[0].index
+    return _index((n, draws, seed), _resamples(n, draws, seed)[0])
 
 
 def resample_counts(index: np.ndarray, *, rows: int = 64) -> np.ndarray:
@@ -83,6 +100,33 @@ def resample_counts(index: np.ndarray, *, rows: int = 64) -> np.ndarray:
         flat = (block + offsets[: len(block)]).ravel()
         counts[start : start + rows] = np.bincount(flat, minlength=len(block) * n).reshape(len(block), n)
     counts.flags.writeable = False
+    return counts
+
+
+def kept_resample_counts(n: int, *, draws: int, seed: int) -> np.ndarray:
+    """`resample_counts(resample_index(n, draws=draws, seed=seed))`, counted once per size and kept (read-only)."""
+    key = (n, draws, seed)
+    kept, _ = _resamples(n, draws, seed)
+    if kept.counts is None:
+        kept.counts = resample_counts(_index(key, kept))
+        kept.index = None
+        _keep(key, kept)
+    return kept.counts
+
+
+def following_resample_counts(n: int, m: int, *, draws: int, seed: int) -> np.ndarray:
+    """The counts of the second draw of `default_rng(seed)`, `integers(0, m, (draws, m))` after `integers(0, n,
+    (draws, n))` (a corrected rate's unlabelled units after its labelled ones), counted once and kept (read-only)."""
+    key = (n, draws, seed, m)
+    with _lock:
+        kept = _kept.get(key)
+        if kept is not None and kept.counts is not None:
+            _kept.move_to_end(key)
+            return kept.counts
+    rng = np.random.default_rng(seed)
+    rng.integers(0, n, size=(draws, n))
+    counts = resample_counts(rng.integers(0, m, size=(draws, m)))
+    _keep(key, _Kept(None, counts))
     return counts
 
 
@@ -105,7 +149,9 @@ def resampled_sums(columns: np.ndarray, *, draws: int, seed: int) -> np.ndarray:
     if (before or columns.shape[1] >= 3) and _exact_in_float32(columns):
         counts = kept.counts
         if counts is None:
-            counts = kept.counts = resample_counts(kept.index)
+            counts = kept.counts = resample_counts(_index(key, kept))
+            kept.index = None
             _keep(key, kept)
         return (counts @ columns.astype(np.float32)).astype(np.float64)
-    return np.stack([column[kept.index].sum(axis=1) for column in columns.T], axis=1)
+    index = _index(key, kept)
+    return np.stack([column[index].sum(axis=1) for column in columns.T], axis=1)

@@ -21,8 +21,15 @@ from typing import TypedDict
 
 import numpy as np
 
-from analysis.metrics.agreement import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED, ZERO_WIDTH, cohen_kappa_square, finite
-from analysis.metrics.multirater import _categories, gwet_ac1
+from analysis.metrics.agreement import (
+    BOOTSTRAP_DRAWS,
+    BOOTSTRAP_SEED,
+    ZERO_WIDTH,
+    cohen_kappa_square,
+    finite,
+    kappa_square_of_table,
+)
+from analysis.metrics.multirater import _categories, gwet_ac1_of_table
 from analysis.metrics.rates import rate_interval
 from analysis.metrics.resampling import resampled_sums
 from annotation.labelset import label_keys
@@ -109,12 +116,23 @@ def chance_corrected(
     n = len(a)
     if len(b) != n:
         raise ValueError("the two raters must label the same items")
+    k = len(labels)
+    code = {label: i for i, label in enumerate(labels)}
+    codes_a = np.fromiter((code[x] for x in a), dtype=np.int64, count=n)
+    codes_b = np.fromiter((code[y] for y in b), dtype=np.int64, count=n)
+    table = np.bincount(codes_a * k + codes_b, minlength=k * k).reshape(k, k)  # as agreement._table counts it
+    keys = label_keys(labels)
+    rows = np.arange(n, dtype=np.int64) * k  # each item's two ratings (multirater._count_table)
+    items = (np.bincount(rows + codes_a, minlength=n * k) + np.bincount(rows + codes_b, minlength=n * k)).reshape(n, k)
     figures: ChanceCorrected = {
         "n": n,
-        "cohen_kappa": cohen_kappa_square(list(a), list(b), categories=labels)["kappa_square"] if n else None,
-        "scott_pi": scott_pi(a, b, categories=labels),
-        "gwet_ac1": gwet_ac1([[x, y] for x, y in zip(a, b, strict=True)], categories=labels)["gwet_ac1"],
-        "per_class_kappa": per_class_kappa(a, b, categories=labels),
+        "cohen_kappa": kappa_square_of_table(table)["kappa_square"] if n else None,
+        "scott_pi": finite(_scott_pi(table[None].astype(float))[0]) if n else None,
+        "gwet_ac1": gwet_ac1_of_table(items.astype(float), k, interval=False)["gwet_ac1"],
+        "per_class_kappa": {
+            keys[str(label)]: kappa_square_of_table(_one_against_rest(table, index))["kappa_square"] if n else None
+            for index, label in enumerate(labels)
+        },
         "cohen_kappa_boot_ci": None,
         "scott_pi_boot_ci": None,
         "gwet_ac1_boot_ci": None,
@@ -122,11 +140,10 @@ def chance_corrected(
     }
     if n < 2:
         return figures
-    tables = _resampled_tables(a, b, labels, draws=draws, seed=seed)
+    tables = _resampled_tables(codes_a * k + codes_b, k, draws=draws, seed=seed)
     figures["cohen_kappa_boot_ci"] = _percentile_ci(_cohen_kappa(tables))
     figures["scott_pi_boot_ci"] = _percentile_ci(_scott_pi(tables))
     figures["gwet_ac1_boot_ci"] = _percentile_ci(_gwet_ac1(tables))
-    keys = label_keys(labels)
     figures["per_class_kappa_boot_ci"] = {
         keys[str(label)]: _percentile_ci(_cohen_kappa(_one_vs_rest(tables, index)))
         for index, label in enumerate(labels)
@@ -153,15 +170,20 @@ def _tables(a: Sequence[Hashable], b: Sequence[Hashable], labels: Sequence[Hasha
     return np.bincount(flat.ravel(), minlength=draws * k * k).reshape(draws, k, k).astype(float)
 
 
-def _resampled_tables(
-    a: Sequence[Hashable], b: Sequence[Hashable], labels: Sequence[Hashable], *, draws: int, seed: int
-) -> np.ndarray:
-    """`_tables` over the resamples of `resample_index(n, draws, seed)`, as the sums over each resample of the
-    items' one-hot cells (`resampled_sums`: one matrix product once a size's counts are kept; integer counts, so the
-    same tables as counting each resample's cells)."""
-    code = {label: i for i, label in enumerate(labels)}
-    k = len(labels)
-    cells = np.array([code[x] * k + code[y] for x, y in zip(a, b, strict=True)], dtype=np.int64)
+def _one_against_rest(table: np.ndarray, index: int) -> np.ndarray:
+    """The 2 x 2 integer table of 'is label `index`' (0: no, 1: yes; rows: a, columns: b) from the k x k one: the
+    table `per_class_kappa` counts from the binary vectors."""
+    both = table[index, index]
+    only_a = table[index, :].sum() - both
+    only_b = table[:, index].sum() - both
+    neither = table.sum() - both - only_a - only_b
+    return np.array([[neither, only_b], [only_a, both]], dtype=table.dtype)
+
+
+def _resampled_tables(cells: np.ndarray, k: int, *, draws: int, seed: int) -> np.ndarray:
+    """`_tables` over the resamples of `resample_index(n, draws, seed)` of the items' cells (code of a x k + code of
+    b), as the sums over each resample of the items' one-hot cells (`resampled_sums`: one matrix product once a
+    size's counts are kept; integer counts, so the same tables as counting each resample's cells)."""
     one_hot = np.zeros((cells.size, k * k))
     one_hot[np.arange(cells.size), cells] = 1.0
     return resampled_sums(one_hot, draws=draws, seed=seed).reshape(draws, k, k)

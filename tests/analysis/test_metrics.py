@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import krippendorff
 import numpy as np
@@ -57,6 +58,29 @@ class TestCohenKappa:
         result = cohen_kappa(A, B, categories=[0, 1])
         assert result["kappa"] == pytest.approx(expected.kappa)
         assert result["kappa_ci"] == pytest.approx([expected.kappa_low, expected.kappa_upp])
+
+    def test_every_tables_figures_are_statsmodels_own_floats(self):
+        """The kappa and its interval are statsmodels' `cohens_kappa` figures bit for bit, on square and one-sided
+        tables, constant sides and perfect agreement among them."""
+        from analysis.metrics import agreement
+
+        rng = np.random.default_rng(11)
+        tables = [np.array([[5.0, 0.0], [0.0, 0.0]]), np.array([[3.0, 0.0], [0.0, 4.0]]), np.array([[2.0, 3.0]])]
+        for _ in range(400):
+            k = int(rng.integers(1, 5))
+            table = rng.integers(0, int(rng.integers(1, 40)), (k, k)).astype(float)
+            if rng.random() < 0.2:
+                table[:, 1:] = 0  # one side constant
+            tables.append(table)
+        for table in tables:
+            if table.sum() == 0:
+                continue
+            with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
+                warnings.simplefilter("ignore", RuntimeWarning)
+                result = sm_cohens_kappa(table)
+            expected = tuple(agreement.finite(x) for x in (result.kappa, result.kappa_low, result.kappa_upp))
+            agreement._kappa_of_table.cache_clear()
+            assert agreement._statsmodels_kappa(table) == expected, table
 
     def test_it_matches_scikit_learn_on_three_labels(self):
         a = ["correct", "misgendering", "no_pronoun", "correct", "correct", "misgendering"]

@@ -98,14 +98,13 @@ class TestCohenKappaSquare:
     def test_both_sides_the_same_constant_is_undefined(self):
         assert cohen_kappa_square([1, 1], [1, 1], categories=[0, 1]) == {"kappa_square": None, "kappa_square_ci": None}
 
-    def test_statsmodels_is_asked_once_per_table(self, monkeypatch):
-        from statsmodels.stats import inter_rater
-
+    def test_each_table_is_computed_once(self, monkeypatch):
         from analysis.metrics import agreement
 
         asked = []
+        simple_kappa = agreement._simple_kappa
         monkeypatch.setattr(
-            inter_rater, "cohens_kappa", lambda table: asked.append(table.tolist()) or sm_cohens_kappa(table)
+            agreement, "_simple_kappa", lambda table: asked.append(table.tolist()) or simple_kappa(table)
         )
         agreement._kappa_of_table.cache_clear()
         a, b = [C, C, M, C, N, C], [C, M, M, C, C, N]

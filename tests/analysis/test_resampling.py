@@ -107,7 +107,41 @@ def test_the_kept_resamples_stay_within_their_room(monkeypatch):
     big = resample_index(40, draws=100, seed=1)  # more than all the room: drawn, not kept
     np.testing.assert_array_equal(big, fresh_index(40, 100, 1))
     assert [key[2] for key in resampling._kept] == [3, 1, 4]
-    for _ in range(2):  # the second use keeps seed 4's counts, and seed 3 makes room for them
+    for _ in range(2):  # the second use keeps seed 4's counts in place of its index: half the room, all three stay
         resampled_sums(np.ones((10, 1)), draws=100, seed=4)
+    assert [key[2] for key in resampling._kept] == [3, 1, 4]
+    assert resampling._kept[(10, 100, 4)].index is None
+    assert resampling._kept[(10, 100, 4)].nbytes == index_bytes // 2
+    resampled_sums(np.full((10, 1), 0.5), draws=100, seed=4)  # a gather draws seed 4's index again: seed 3 goes
     assert [key[2] for key in resampling._kept] == [1, 4]
     assert sum(kept.nbytes for kept in resampling._kept.values()) <= resampling.RESAMPLE_CACHE_BYTES
+
+
+def test_two_sizes_taken_in_turn_stay_kept_by_their_counts(monkeypatch):
+    """A report's judges alternate between sizes (all items, those a judge labelled): with only the counts kept,
+    both sizes fit where their indexes would not, and each is drawn once."""
+    draws = 100
+    monkeypatch.setattr(resampling, "RESAMPLE_CACHE_BYTES", 2 * 50 * draws * 8 - 1)  # less than two indexes
+    drawn = []
+    real = resampling._draw
+    monkeypatch.setattr(resampling, "_draw", lambda *key: drawn.append(key) or real(*key))
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        for n in (50, 49):
+            columns = rng.integers(0, 2, (n, 4)).astype(float)
+            sums = resampled_sums(columns, draws=draws, seed=5)
+            np.testing.assert_array_equal(sums, gathered_sums(columns, fresh_index(n, draws, 5)), strict=True)
+    assert drawn == [(50, draws, 5), (49, draws, 5)]
+
+
+def test_a_rates_two_draws_are_counted_as_the_generator_draws_them_and_kept():
+    """The labelled units' counts and those of the unlabelled ones drawn after them by the same generator."""
+    rng = np.random.default_rng(9)
+    first, second = rng.integers(0, 12, size=(70, 12)), rng.integers(0, 5, size=(70, 5))
+    for _ in range(2):
+        labelled = resampling.kept_resample_counts(12, draws=70, seed=9)
+        unlabelled = resampling.following_resample_counts(12, 5, draws=70, seed=9)
+        np.testing.assert_array_equal(labelled, resampling.resample_counts(first), strict=True)
+        np.testing.assert_array_equal(unlabelled, resampling.resample_counts(second), strict=True)
+    assert resampling.following_resample_counts(12, 5, draws=70, seed=9) is unlabelled
+    assert resampling.kept_resample_counts(12, draws=70, seed=9) is labelled

@@ -536,3 +536,25 @@ class TestPpiMean:
         assert no_unlabelled["ppi_rate"] is None and no_unlabelled["human_ci"] is not None
         everyone_agrees = ppi_mean(y=[0.0] * 4, yhat=[0.0] * 4, yhat_unlabelled=[0.0] * 3)
         assert everyone_agrees["ppi_ci"] == [0.0, 0.0] and everyone_agrees["n_eff"] is None
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_chance_corrected_point_figures_are_those_of_each_figures_own_function(seed):
+    """The figures counted once from the two raters' codes are those of cohen_kappa_square, scott_pi, gwet_ac1 and
+    per_class_kappa on the labels themselves, float for float (a label outside the set and a missing one among
+    them)."""
+    from analysis.metrics.agreement import cohen_kappa_square
+    from analysis.metrics.multirater import gwet_ac1
+    from analysis.metrics.verdict import per_class_kappa, scott_pi
+
+    rng = random.Random(seed)
+    labels = ["a", "b", "c", "d"]
+    n = rng.choice([1, 2, 5, 40, 300])
+    a = [rng.choice(labels[:3]) for _ in range(n)]
+    b = [rng.choice([*labels[:3], "extra"]) for _ in range(n)]
+    figures = chance_corrected(a, b, categories=labels, draws=20)
+    every = [*labels, "extra"] if "extra" in b else labels
+    assert figures["cohen_kappa"] == cohen_kappa_square(a, b, categories=every)["kappa_square"]
+    assert figures["scott_pi"] == scott_pi(a, b, categories=every)
+    assert figures["gwet_ac1"] == gwet_ac1([[x, y] for x, y in zip(a, b, strict=True)], categories=every)["gwet_ac1"]
+    assert figures["per_class_kappa"] == per_class_kappa(a, b, categories=every)
