@@ -81,7 +81,7 @@ def pool_item_frame(*, pool: Pool) -> pd.DataFrame:
     annotations = pd.DataFrame.from_records(
         Annotation.objects.filter(item__pool=pool, item__kind=STUDY)
         # Annotations made at one time (one import's) are taken by annotator, not in the file's order.
-        .order_by("item_id", "created_at", "annotator__username", "id")
+        .order_by("item_id", "created_at", "id")
         .values_list("item_id", "annotator__username", "label", "extraneous"),
         columns=["id", "annotator", "label", "extraneous"],
     )

@@ -115,7 +115,7 @@ def pool_ratings(*, pool: Pool) -> pd.DataFrame:
     rows (docs/domain.md, "Headline figures")."""
     return pd.DataFrame.from_records(
         Annotation.objects.filter(item__pool=pool, item__kind=STUDY)
-        .order_by("item_id", "created_at", "annotator__username", "id")
+        .order_by("item_id", "created_at", "id")
         .values_list("item_id", "annotator__username", "label"),
         columns=["task", "worker", "label"],
     )

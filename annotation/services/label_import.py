@@ -327,10 +327,13 @@ def _write(plan: LabelsPlan, accounts: dict[str, int]) -> None:
         annotation.extraneous = annotation.extraneous if row.extraneous is None else row.extraneous
         annotation.seconds = annotation.seconds if row.seconds is None else row.seconds
         annotation.notes = annotation.notes if row.note is None else row.note
+    # New rows are made in the order of item and annotator, not of the file: an item's untimed labels share one time
+    # (below) and then follow their ids, so that nothing depends on the order of a file's rows.
+    created.sort(key=lambda pair: (pair[0].item_id, pair[1].annotator))
     Annotation.objects.bulk_create([annotation for annotation, _ in created], batch_size=BATCH)
     # auto_now_add stamps each new row with the moment it was prepared, which follows the file's row order: a row
     # without a time of its own gets one time, the import's, so that an item's annotations made by one import tie
-    # and are taken by annotator (docs/domain.md, "Headline figures": nothing depends on the order of a file's rows).
+    # and are taken in the order above (docs/domain.md, "Headline figures": nothing depends on the order of a file's rows).
     untimed = [annotation.pk for annotation, row in created if row.created_at is None]
     if untimed:
         moment = timezone.now()
