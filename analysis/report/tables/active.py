@@ -11,6 +11,17 @@ from analysis.selectors import active as active_selectors
 
 JUDGED_JOB = "a finished LLM judge run over the pool's generation job (manage.py judge --job) and annotated items"
 ACTIVE_POOL = "an active pool (manage.py sample_pool --active) and annotated items"
+# The leading columns of a rates table per context (the active and the stratified estimates).
+RATE_HEAD = (
+    C("judge"),
+    C("run"),
+    C("model"),
+    C("dataset"),
+    C("pronoun"),
+    C("rate"),
+    Column("ci", "95% CI", kind="interval"),
+    Column("ci_clipped", CI_CLIPPED),
+)
 
 
 def _interval(row: dict, key: str) -> dict:
@@ -53,14 +64,7 @@ BUDGET = (
         row=ActiveRateRow,
         empty=ACTIVE_POOL,
         columns=(
-            C("judge"),
-            C("run"),
-            C("model"),
-            C("dataset"),
-            C("pronoun"),
-            C("rate"),
-            Column("ci", "95% CI", kind="interval"),
-            Column("ci_clipped", CI_CLIPPED),
+            *RATE_HEAD,
             Column("human_rate", "people only (1/pi)"),
             Column("human_ci", "people-only 95% CI", kind="interval"),
             Column("n_labelled", "labelled"),
@@ -78,14 +82,7 @@ BUDGET = (
         row=StratifiedPpiRow,
         empty=JUDGED_JOB,
         columns=(
-            C("judge"),
-            C("run"),
-            C("model"),
-            C("dataset"),
-            C("pronoun"),
-            C("rate"),
-            Column("ci", "95% CI", kind="interval"),
-            Column("ci_clipped", CI_CLIPPED),
+            *RATE_HEAD,
             Column("ppi_rate", "unstratified PPI"),
             Column("ppi_ci", "unstratified 95% CI", kind="interval"),
             Column("ppi_ci_clipped", "unstratified interval clipped to [0, 1]"),
