@@ -133,8 +133,11 @@ def _client():
 
     from accounts.roles import RESEARCHER
 
+    from annotation.models import Pool
+
     user, _ = get_user_model().objects.get_or_create(username="bench-researcher")
     user.groups.add(Group.objects.get_or_create(name=RESEARCHER)[0])
+    Pool.objects.get(name=POOL).project.members.add(user)  # a researcher sees only the pools of her projects
     client = Client()
     client.force_login(user)
     return client

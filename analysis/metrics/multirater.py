@@ -59,16 +59,20 @@ def fleiss_kappa(items: Sequence[Sequence[Hashable]], *, categories: Sequence | 
     items of n_ij / n_i, P_e = sum_j p_j^2, kappa = (mean P_i - P_e) / (1 - P_e). With the same n on every item this
     is statsmodels' `fleiss_kappa`. Undefined below two items or when P_e is 1 (every rating the same category)."""
     rated = [list(ratings) for ratings in items if len(ratings) >= 2]
-    if len(rated) < 2:
-        return {"fleiss_kappa": None, "fleiss_n_items": len(rated)}
-    table = _count_table(rated, _categories(rated, categories))
+    return fleiss_kappa_of_table(_count_table(rated, _categories(rated, categories)))
+
+
+def fleiss_kappa_of_table(table: np.ndarray) -> dict:
+    """`fleiss_kappa` from its items x categories count table (every item with at least two ratings)."""
+    if table.shape[0] < 2:
+        return {"fleiss_kappa": None, "fleiss_n_items": int(table.shape[0])}
     n_i = table.sum(axis=1)
     p_i = (table * (table - 1)).sum(axis=1) / (n_i * (n_i - 1))
     p_j = (table / n_i[:, None]).mean(axis=0)
     p_e = float((p_j**2).sum())
     if p_e >= 1 - 1e-12:
-        return {"fleiss_kappa": None, "fleiss_n_items": len(rated)}
-    return {"fleiss_kappa": finite((p_i.mean() - p_e) / (1 - p_e)), "fleiss_n_items": len(rated)}
+        return {"fleiss_kappa": None, "fleiss_n_items": int(table.shape[0])}
+    return {"fleiss_kappa": finite((p_i.mean() - p_e) / (1 - p_e)), "fleiss_n_items": int(table.shape[0])}
 
 
 def gwet_ac1(items: Sequence[Sequence[Hashable]], *, categories: Sequence | None = None) -> dict:
