@@ -330,7 +330,8 @@ def confusion_matrices(*, frame: pd.DataFrame, annotators: list[str], labels: li
     # An item without a heuristic verdict has no reference there.
     verdicts = study["heuristic"].to_numpy(dtype=object)
     named = np.where(np.equal(verdicts, True), CORRECT, MISGENDERING).astype(object)
-    heuristic = pd.Series(np.where(pd.isna(verdicts), None, named), index=study.index, dtype=object)
+    named[pd.isna(verdicts)] = None
+    heuristic = pd.Series(named, index=study.index, dtype=object)
     return {
         "aggregate": "dawid_skene",
         "confusion_gold": _confusions(
