@@ -132,7 +132,6 @@ def _client():
     from django.test import Client
 
     from accounts.roles import RESEARCHER
-
     from annotation.models import Pool
 
     user, _ = get_user_model().objects.get_or_create(username="bench-researcher")
