@@ -82,7 +82,7 @@ def project_add(*, name: str, members: Iterable[str] = (), actor=None) -> tuple[
         raise ProjectError(f"no user named {', '.join(repr(username) for username in unknown)}; nothing was written")
     project, created = Project.objects.get_or_create(name=name)
     held = set(project.members.filter(pk__in=[user.pk for user in users.values()]).values_list("pk", flat=True))
-    added = [username for username, user in users.items() if user.pk not in held]
+    added = [username for username in usernames if users[username].pk not in held]  # in the order given
     if added:
         project.members.add(*(users[username] for username in added))
     if created or added:
