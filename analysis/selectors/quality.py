@@ -68,7 +68,7 @@ def annotation_frame(*, pool: Pool) -> pd.DataFrame:
             "label": pd.Series(label, dtype="str").to_numpy(),
             "seconds": np.array(seconds, dtype=float),
             "created_at": pd.to_datetime(pd.Series(created_at, dtype="str"), utc=True, format="ISO8601"),
-            "heuristic": np.array(verdicts, dtype=object)[at_item] if len(at_item) else np.array([], dtype=object),
+            "heuristic": np.array(verdicts, dtype=object)[at_item],
         },
         columns=ANNOTATION_COLUMNS,
     )
@@ -110,25 +110,25 @@ def annotator_quality(*, pool: Pool, frame: pd.DataFrame | None = None) -> list[
     pairs = _shared_pairs(frame[frame["kind"] == STUDY])
     # Counted over the annotators' codes in columns: a crowd study's 240,000 rows, row by row, took a second.
     codes, names = pd.factorize(frame["annotator"])
-    position = {name: k for k, name in enumerate(names)}
     kind = frame["kind"].to_numpy(dtype=object)
     gold = kind == GOLD
     right = gold & (frame["label"].to_numpy(dtype=object) == frame["gold_label"].to_numpy(dtype=object))
-    items = np.bincount(codes[kind == STUDY], minlength=len(names)).tolist()
-    gold_n = np.bincount(codes[gold], minlength=len(names)).tolist()
-    gold_correct = np.bincount(codes[right], minlength=len(names)).tolist()
+
+    def per_annotator(rows: np.ndarray) -> dict[str, int]:
+        return dict(zip(names, np.bincount(codes[rows], minlength=len(names)).tolist(), strict=True))
+
+    items, gold_n, gold_correct = per_annotator(kind == STUDY), per_annotator(gold), per_annotator(right)
     by_annotator = _rows_by_annotator(frame)
     all_seconds = frame["seconds"].to_numpy(dtype=float)
     rows: list[AnnotatorQualityRow] = []
     for annotator in _annotators(pool=pool, frame=frame):
-        k = position.get(annotator)
-        n_gold, n_right = (gold_n[k], gold_correct[k]) if k is not None else (0, 0)
+        n_gold, n_right = gold_n.get(annotator, 0), gold_correct.get(annotator, 0)
         seconds = all_seconds[by_annotator.get(annotator, _NONE)]
         agreed, compared = pairs.get(annotator, (0, 0))
         rows.append(
             {
                 "annotator": annotator,
-                "items": items[k] if k is not None else 0,
+                "items": items.get(annotator, 0),
                 "gold_n": n_gold,
                 "gold_correct": n_right,
                 "gold_accuracy": n_right / n_gold if n_gold else None,
