@@ -16,6 +16,8 @@ from typing import Any
 
 # The first answer token's top list the tiny server gives when asked for log-probs.
 TOP_LOGPROBS = [("correct", -0.2), (" mis", -1.8), ("no", -3.0), ("yes", -4.0)]
+# How often a server's loop looks for `shutdown()`: the standard half second made each test's close wait that long.
+_POLL_SECONDS = 0.02
 
 
 @dataclass
@@ -77,7 +79,7 @@ class TinyServer:
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(_POLL_SECONDS,), daemon=True)
         self.thread.start()
 
     @property
@@ -203,7 +205,7 @@ class FaultProxy:
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(_POLL_SECONDS,), daemon=True)
         self.thread.start()
 
     @property
