@@ -182,13 +182,14 @@ RowT = TypeVar("RowT")
 @dataclass(frozen=True)
 class LatexTable:
     """A table of the LaTeX export: its name (`--table NAME`, and its `\\label`) and either what writes it from the
-    report (`render`), or its `caption` and its columns: the declaring table's columns that have a `latex` form, in
-    the declaration's order after those `columns` names first. Without rows it is "": the export then says what
-    would fill it, the declaring table's `empty`. `fit`: scaled to the text width."""
+    report (`render`), or its `caption` (text, or text from the report: a note on what its rows hold) and its
+    columns: the declaring table's columns that have a `latex` form, in the declaration's order after those
+    `columns` names first. Without rows it is "": the export then says what would fill it, the declaring table's
+    `empty`. `fit`: scaled to the text width."""
 
     name: str
     render: Callable[[dict], str] | None = None
-    caption: str = ""
+    caption: str | Callable[[dict], str] = ""
     columns: tuple[str, ...] = ()
     fit: bool = False
 
@@ -301,8 +302,9 @@ class Table(Generic[RowT]):
         first = [self._own[key] for key in self.latex.columns]
         columns = first + [column for column in self.columns if column.latex is not None and column not in first]
         headings = [column.latex.heading if column.latex else column.title for column in columns]
+        caption = self.latex.caption
         return latex_table(
-            self.latex.caption,
+            caption if isinstance(caption, str) else caption(report),
             headings,
             [[column.latex_cell(row) for column in columns] for row in self.typed_rows(report)],
             label=latex_label(self.latex.name),

@@ -1,5 +1,5 @@
-"""The LaTeX tables of the machine raters: the judge's verdict and the prediction-powered rates, each named by its
-table's declaration (analysis/report/tables/machine.py)."""
+"""The LaTeX of the machine raters' tables (analysis/report/tables/machine.py): the judge's verdict's table, and
+the prediction-powered rates' caption and joined cell."""
 
 from __future__ import annotations
 
@@ -44,23 +44,14 @@ def latex_judge_verdict(report: dict) -> str:
     )  # fmt: skip
 
 
-def latex_prediction_powered(report: dict) -> str:
-    return latex_table(
-        "Misgendering rate per model, dataset and pronoun (unit: a context): prediction-powered (PPI++) with its 95% "
-        "interval (clipped to [0, 1] where it left it, marked clipped), beside people only and the judge only "
-        "(biased); n labelled and N unlabelled contexts, and n_eff the labelled contexts people alone would need for "
-        "the same width.",
-        ["Judge", "Model", "Dataset", "Pronoun", "n", "N", "PPI [95% CI]", "People only [95% CI]", "Judge only",
-         "n_eff"],
-        [
-            [
-                f"{r['judge']} (run {r['run']})", r["model"], r["dataset"], r["pronoun"], str(r["n"]), str(r["N"]),
-                _interval(r["ppi_rate"], r["ppi_ci"]) + (" clipped" if r.get("ci_clipped") else ""),
-                _interval(r["human_rate"], r["human_ci"]),
-                _fmt(r["judge_rate"]), _fmt(r["n_eff"], 1),
-            ]
-            for r in report.get("prediction_powered") or []
-        ],
-        label=latex_label("prediction-powered"),
-        fit=True,
-    )  # fmt: skip
+PREDICTION_POWERED_CAPTION = (
+    "Misgendering rate per model, dataset and pronoun (unit: a context): prediction-powered (PPI++) with its 95% "
+    "interval (clipped to [0, 1] where it left it, marked clipped), beside people only and the judge only "
+    "(biased); n labelled and N unlabelled contexts, and n_eff the labelled contexts people alone would need for "
+    "the same width."
+)
+
+
+def ppi_marked(row: dict) -> str:
+    """The prediction-powered rate with its interval, marked where the interval was clipped to [0, 1]."""
+    return _interval(row["ppi_rate"], row["ppi_ci"]) + (" clipped" if row.get("ci_clipped") else "")

@@ -1,9 +1,11 @@
-"""The LaTeX tables of the report, each named by the declaration of the table it draws (analysis/report/tables/):
-booktabs, with words for headings (the CSV keeps the keys) and captions that say what each figure is."""
+"""The LaTeX of the report's tables (analysis/report/tables/), booktabs, with words for headings (the CSV keeps the
+keys) and captions that say what each figure is: the captions and joined cells of the tables declared with their
+LaTeX columns, and the tables whose shape is not one row per row (inter-annotator, examples, TANGO), written whole."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from analysis.report.exports.tex import (
     CELL_HEADINGS,
@@ -11,7 +13,6 @@ from analysis.report.exports.tex import (
     PM,
     Latex,
     _cell,
-    _ci,
     _fmt,
     _interval,
     _mean_sem,
@@ -58,93 +59,58 @@ def latex_inter_annotator(report: dict) -> str:
     )
 
 
-def latex_human_vs_heuristic(report: dict) -> str:
-    return latex_table(
-        latex_join(
-            "Human vs heuristic agreement (mean ",
-            PM,
-            " SEM, bootstrap 95% CI), and on the items whose annotators were unanimous or split (items in brackets).",
-        ),
-        [*CELL_HEADINGS, "Items", "Agreement", "95% CI", "Unanimous", "Split"],
-        [
-            [
-                *_cell(r),
-                str(r["n"]),
-                _mean_sem(r["agreement"], r["sem"]),
-                _ci(r.get("agreement_boot_ci")),
-                f"{_fmt(r.get('agreement_unanimous'))} ({r.get('agreement_unanimous_n', 0)})",
-                f"{_fmt(r.get('agreement_split'))} ({r.get('agreement_split_n', 0)})",
-            ]
-            for r in report["human_vs_heuristic"]
-        ],
-        label=latex_label("human_vs_heuristic"),
-    )
+# The tables declared with their LaTeX columns (analysis/report/tables/): their captions and the cells that join
+# several figures of a row.
+
+HUMAN_VS_HEURISTIC_CAPTION = latex_join(
+    "Human vs heuristic agreement (mean ",
+    PM,
+    " SEM, bootstrap 95% CI), and on the items whose annotators were unanimous or split (items in brackets).",
+)
 
 
-def latex_prob_vs_gen(report: dict) -> str:
-    dagger = Latex(r"$^\dagger$")
+def mean_sem_of(key: str) -> Callable[[dict], Latex]:
+    """The cell of figure `key` with its SEM (`<key>_sem`)."""
+    return lambda row: _mean_sem(row[key], row[f"{key}_sem"])
+
+
+def with_items(key: str) -> Callable[[dict], str]:
+    """The cell of figure `key` with its count of items in brackets (`<key>_n`)."""
+    return lambda row: f"{_fmt(row.get(key))} ({row.get(f'{key}_n', 0)})"
+
+
+DAGGER = Latex(r"$^\dagger$")
+
+
+def prob_vs_gen_caption(report: dict) -> Latex:
     caption = latex_join(
         "Probability vs first-sample generation agreement: MCC and Cohen's kappa with 95% CIs; kappa as the paper "
         "computes it (a one-sided table when one side is constant) and beside it on the square 2x2 table."
     )
     if any(kappa_ci_beyond_bounds(r["kappa_ci"]) for r in report["prob_vs_gen"]):
-        caption = latex_join(caption, " ", dagger, " An interval " + KAPPA_BEYOND_NOTE)
-    return latex_table(
-        caption,
-        [
-            *CELL_HEADINGS,
-            "Instances",
-            "MCC [95% CI]",
-            "Cohen's kappa, as the paper computes it [95% CI]",
-            "Cohen's kappa, square table [95% CI]",
-            "Raw agreement",
-        ],
-        [
-            [
-                *_cell(r),
-                str(r["n"]),
-                _interval(r["mcc"], r["mcc_ci"]),
-                latex_join(
-                    _interval(r["kappa"], r["kappa_ci"]), dagger if kappa_ci_beyond_bounds(r["kappa_ci"]) else ""
-                ),
-                _interval(r.get("kappa_square"), r.get("kappa_square_ci")),
-                _fmt(r["agreement"]),
-            ]
-            for r in report["prob_vs_gen"]
-        ],
-        label=latex_label("prob_vs_gen"),
+        caption = latex_join(caption, " ", DAGGER, " An interval " + KAPPA_BEYOND_NOTE)
+    return caption
+
+
+def kappa_marked(row: dict) -> Latex:
+    """The paper's kappa with its interval, marked where the interval reaches past [-1, 1]."""
+    return latex_join(
+        _interval(row["kappa"], row["kappa_ci"]), DAGGER if kappa_ci_beyond_bounds(row["kappa_ci"]) else ""
     )
 
 
 PROB_SCORE_NAMES = {"mean": "mean token loss", "sum": "summed log-probability"}
 
 
-def latex_accuracy(report: dict) -> str:
+def accuracy_caption(report: dict) -> Latex:
     scores = sorted({r["prob_score"] for r in report["accuracy"] if r.get("prob_score")})
-    return latex_table(
-        latex_join(
-            "Accuracy per cell (mean ",
-            PM,
-            " SEM): probability-based, generation-based over all samples and over the "
-            "first sample, and the human verdict on the pool's items.",
-            # docs/domain.md, 'Probability scoring: mean or sum': the jobs' choice labels the probability figures
-            f" Probability scoring: {', '.join(PROB_SCORE_NAMES.get(x, x) for x in scores)}." if scores else "",
-        ),
-        [*CELL_HEADINGS, "Instances", "Probability", "Generation", "First sample", "Human", "Items"],
-        [
-            [
-                *_cell(r),
-                str(r["n"]),
-                _mean_sem(r["prob"], r["prob_sem"]),
-                _mean_sem(r["gen"], r["gen_sem"]),
-                _mean_sem(r["gen_first"], r["gen_first_sem"]),
-                _mean_sem(r["human"], r["human_sem"]),
-                str(r["human_n"]),
-            ]
-            for r in report["accuracy"]
-        ],
-        fit=True,
-        label=latex_label("accuracy"),
+    return latex_join(
+        "Accuracy per cell (mean ",
+        PM,
+        " SEM): probability-based, generation-based over all samples and over the "
+        "first sample, and the human verdict on the pool's items.",
+        # docs/domain.md, 'Probability scoring: mean or sum': the jobs' choice labels the probability figures
+        f" Probability scoring: {', '.join(PROB_SCORE_NAMES.get(x, x) for x in scores)}." if scores else "",
     )
 
 

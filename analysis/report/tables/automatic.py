@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from analysis.cells import CELL
 from analysis.report.exports import latex_tables as latex
-from analysis.report.exports.tex import PM, Latex, _mean_sem, latex_join
+from analysis.report.exports.tex import PM, Latex, _interval, _mean_sem, latex_join
 from analysis.report.table import CELL_COLUMNS, C, Column, LatexTable, Table, TablePart, Tex, spaced
 from analysis.report.types import (
     AccuracyRow,
@@ -25,6 +25,8 @@ from analysis.selectors import distractors as distractor_selectors
 TAU = Latex(r"$\tau$")
 JOB_PROB = "a generation job in the pool with probability-based results (imported generations have none)"
 TANGO_JOB = "a TANGO generation job in the pool"
+# The accuracy table's measures, each with its SEM, and their LaTeX headings.
+ACCURACY_MEASURES = (("prob", "Probability"), ("gen", "Generation"), ("gen_first", "First sample"), ("human", "Human"))
 
 
 # The models: probability against generation, variation, TANGO, repetition, accuracy (docs/domain.md, 'Metrics').
@@ -36,18 +38,34 @@ MODELS = (
         empty=JOB_PROB,
         columns=(
             *CELL_COLUMNS,
-            C("n"),
-            Column("mcc", "MCC"),
+            C("n", latex=Tex("Instances")),
+            Column("mcc", "MCC", latex=Tex("MCC [95% CI]", lambda r: _interval(r["mcc"], r["mcc_ci"]))),
             Column("mcc_ci", "MCC 95% CI", kind="interval"),
-            Column("kappa", "κ, as the paper computes it"),
+            Column(
+                "kappa",
+                "κ, as the paper computes it",
+                latex=Tex("Cohen's kappa, as the paper computes it [95% CI]", latex.kappa_marked),
+            ),
             C("kappa_ci", kind="interval"),
-            C("agreement"),
-            Column("kappa_square", "κ (square table)", header=False),
+            C("agreement", latex=Tex("Raw agreement")),
+            Column(
+                "kappa_square",
+                "κ (square table)",
+                header=False,
+                latex=Tex(
+                    "Cohen's kappa, square table [95% CI]",
+                    lambda r: _interval(r.get("kappa_square"), r.get("kappa_square_ci")),
+                ),
+            ),
             Column("kappa_square_ci", "κ (square table) 95% CI", header=False),
             Column("agreement_sem", "SEM", header=False),
         ),
         build=lambda r: automatic.prob_vs_gen(frame=r.instances) + tango.tango_prob_vs_gen(frame=r.tango),
-        latex=LatexTable("prob_vs_gen", latex.latex_prob_vs_gen),
+        latex=LatexTable(
+            "prob_vs_gen",
+            caption=latex.prob_vs_gen_caption,
+            columns=(*CELL, "n", "mcc", "kappa", "kappa_square", "agreement"),
+        ),
     ),
     Table(
         key="instance_variation",
@@ -129,8 +147,15 @@ MODELS = (
         empty="a generation job or annotated items in the pool",
         columns=(
             *CELL_COLUMNS,
-            C("n"),
-            *spaced("prob", "prob_sem", "gen", "gen_sem", "gen_first", "gen_first_sem", "human", "human_sem"),
+            C("n", latex=Tex("Instances")),
+            *(
+                column
+                for key, heading in ACCURACY_MEASURES
+                for column in (
+                    Column(key, key.replace("_", " "), latex=Tex(heading, latex.mean_sem_of(key))),
+                    Column(f"{key}_sem", f"{key} sem".replace("_", " ")),
+                )
+            ),
             *spaced(
                 "prob_boot_ci",
                 "prob_n",
@@ -139,13 +164,13 @@ MODELS = (
                 "gen_first_boot_ci",
                 "gen_first_n",
                 "human_boot_ci",
-                "human_n",
-                "prob_score",
                 header=False,
             ),
+            Column("human_n", "human n", header=False, latex=Tex("Items", lambda r: str(r["human_n"]))),
+            *spaced("prob_score", header=False),
         ),
         build=lambda r: r.accuracy,
-        latex=LatexTable("accuracy", latex.latex_accuracy),
+        latex=LatexTable("accuracy", caption=latex.accuracy_caption, fit=True),
         # Four measures of up to five columns each would not fit the report's column: a table per kind of measure.
         parts=(
             TablePart("accuracy", "Accuracy: probability-based"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from analysis.report import parts
 from analysis.report.exports import latex_judges as latex
+from analysis.report.exports.tex import _fmt, _interval
 from analysis.report.machine_types import (
     AltTestAnnotatorRow,
     CorrectedRateRow,
@@ -15,7 +16,7 @@ from analysis.report.machine_types import (
     PredictionPoweredRow,
     VerdictAgreementRow,
 )
-from analysis.report.table import CELL_COLUMNS, C, Column, LatexTable, Table, spaced
+from analysis.report.table import CELL_COLUMNS, C, Column, LatexTable, Table, Tex, spaced
 from analysis.selectors import checks as check_selectors
 from analysis.selectors import corrected as corrected_selectors
 from analysis.selectors import judges as judge_selectors
@@ -232,22 +233,25 @@ JUDGES = (
         row=PredictionPoweredRow,
         empty="a finished LLM judge run over the pool's generation job (manage.py judge --job) and annotated items",
         columns=(
-            C("judge"),
+            C("judge", latex=Tex("Judge", lambda r: f"{r['judge']} (run {r['run']})")),
             C("run"),
             C("model"),
             C("dataset"),
             C("pronoun"),
-            Column("n", N_LABELLED),
-            Column("N", N_UNLABELLED),
-            *spaced("ppi_rate"),
+            Column("n", N_LABELLED, latex=Tex("n", lambda r: str(r["n"]))),
+            Column("N", N_UNLABELLED, latex=Tex("N", lambda r: str(r["N"]))),
+            *spaced("ppi_rate", latex=Tex("PPI [95% CI]", latex.ppi_marked)),
             *spaced("ppi_ci", kind="interval"),
             Column("ci_clipped", CI_CLIPPED),
-            *spaced("human_rate"),
+            *spaced(
+                "human_rate", latex=Tex("People only [95% CI]", lambda r: _interval(r["human_rate"], r["human_ci"]))
+            ),
             *spaced("human_ci", kind="interval"),
-            *spaced("judge_rate", "n_eff"),
+            *spaced("judge_rate", latex=Tex("Judge only")),
+            *spaced("n_eff", latex=Tex("n_eff", lambda r: _fmt(r["n_eff"], 1))),
         ),
         build=lambda r: verdict_selectors.prediction_powered(pool=r.pool, frame=r.frame, runs=r.judge_runs),
-        latex=LatexTable("prediction_powered", latex.latex_prediction_powered),
+        latex=LatexTable("prediction_powered", caption=latex.PREDICTION_POWERED_CAPTION, fit=True),
         optional=True,
     ),
     Table(

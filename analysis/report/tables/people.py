@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import cast
 
+from analysis.cells import CELL
 from analysis.report import parts
 from analysis.report.exports import latex_tables as latex
-from analysis.report.table import CELL_COLUMNS, C, Column, LatexTable, Table, TablePart, millis, spaced
+from analysis.report.exports.tex import _ci, _mean_sem
+from analysis.report.table import CELL_COLUMNS, C, Column, LatexTable, Table, TablePart, Tex, millis, spaced
 from analysis.report.types import (
     AggregateRow,
     AgreementBlock,
@@ -133,16 +135,29 @@ AGAINST_HEURISTIC = (
         empty=ANNOTATED,
         columns=(
             *CELL_COLUMNS,
-            C("agreement"),
+            C("agreement", latex=Tex("Agreement", lambda r: _mean_sem(r["agreement"], r["sem"]))),
             C("sem"),
-            C("n"),
-            Column("agreement_unanimous", "agreement (unanimous items)", header=False),
+            C("n", latex=Tex("Items")),
+            C("agreement_boot_ci", header=False, latex=Tex("95% CI", lambda r: _ci(r.get("agreement_boot_ci")))),
+            Column(
+                "agreement_unanimous",
+                "agreement (unanimous items)",
+                header=False,
+                latex=Tex("Unanimous", latex.with_items("agreement_unanimous")),
+            ),
             Column("agreement_unanimous_n", "unanimous items", header=False),
-            Column("agreement_split", "agreement (split items)", header=False),
+            Column(
+                "agreement_split",
+                "agreement (split items)",
+                header=False,
+                latex=Tex("Split", latex.with_items("agreement_split")),
+            ),
             Column("agreement_split_n", "split items", header=False),
         ),
         build=lambda r: human.human_vs_heuristic(frame=r.frame),
-        latex=LatexTable("human_vs_heuristic", latex.latex_human_vs_heuristic),
+        latex=LatexTable(
+            "human_vs_heuristic", caption=latex.HUMAN_VS_HEURISTIC_CAPTION, columns=(*CELL, "n", "agreement")
+        ),
     ),
     Table(
         key="label_distribution",
