@@ -4,6 +4,7 @@ and server paths out, and a crafted or hostile archive ends in "rejected: FILE:L
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import io
 import json
@@ -26,7 +27,7 @@ from annotation.models import Adjudication, Annotation, Pool, PoolItem
 from generation.models import Dataset, Job, LanguageModel
 from judging.models import Judge, JudgeRun, MachineLabel
 from judging.services.judges import judge_add
-from tests.analysis.test_study_bundle import export_bytes, rewritten, study  # noqa: F401 (a fixture, for study_pool)
+from tests.analysis.test_study_bundle import export_bytes, rewritten
 from tests.factories import LanguageModelFactory
 from tests.judging.conftest import finished_run
 from tests.judging.verdict_study import build_study
@@ -94,30 +95,33 @@ def export_path(tmp_path, pool, name="STUDY.zip", **options) -> str:
     return str(path)
 
 
-@pytest.fixture
-def study_pool(study):  # noqa: F811
-    """The hand-built study of tests/analysis/test_study_bundle.py: a pool run, guidelines, an idle annotator."""
-    return study
+@pytest.fixture(scope="module")
+def study_built(module_db) -> tuple[Pool, bytes]:
+    """The hand-built study of tests/analysis/test_study_bundle.py (a pool run, guidelines, an idle annotator) and
+    its bundle, built once per module (`module_db`): every test sees the study's rows, its own writes roll back."""
+    from accounts.roles import ANNOTATOR, RESEARCHER
+    from tests.analysis.test_study_bundle import study_pool_build
+    from tests.conftest import _person
+
+    with module_db():
+        pool = study_pool_build(
+            annotator=_person("ana", ANNOTATOR),
+            second_annotator=_person("bo", ANNOTATOR),
+            researcher=_person("rui_researcher", RESEARCHER),
+        )
+        return pool, export_bytes(pool)
 
 
 @pytest.fixture
-def study_bundle(once, db) -> bytes:
-    """The bytes of the `study` fixture's bundle, exported once per module (`once`: the study's rows roll back at
-    once), for the tests that only read or alter a bundle: a study and its export cost 0.5 s a test."""
+def study_pool(study_built, db) -> Pool:
+    """The module's study pool, its record a copy for this test."""
+    return copy.deepcopy(study_built[0])
 
-    def build() -> bytes:
-        from accounts.roles import ANNOTATOR, RESEARCHER
-        from tests.analysis.test_study_bundle import study_pool_build
-        from tests.conftest import _person
 
-        people = {
-            "annotator": _person("ana", ANNOTATOR),
-            "second_annotator": _person("bo", ANNOTATOR),
-            "researcher": _person("rui_researcher", RESEARCHER),
-        }
-        return export_bytes(study_pool_build(**people))
-
-    return once("study-bundle", build)
+@pytest.fixture
+def study_bundle(study_built, db) -> bytes:
+    """The bytes of the module's study bundle, as `study_export` wrote them before any test changed the study."""
+    return study_built[1]
 
 
 @pytest.fixture
@@ -203,8 +207,8 @@ class TestRoundTrip:
 
 @pytest.mark.django_db
 class TestImportVerifiesFirst:
-    def test_a_report_that_does_not_follow_from_the_data_is_refused_unless_accepted(self, study_pool, tmp_path):
-        bundle = export_bytes(study_pool)
+    def test_a_report_that_does_not_follow_from_the_data_is_refused_unless_accepted(self, study_bundle, tmp_path):
+        bundle = study_bundle
         rows = rows_of(bundle, "annotations.jsonl")
         changed = next(row for row in rows if row["label"] == "no_pronoun")
         changed["label"] = "misgendering"
@@ -278,8 +282,8 @@ class TestPrivate:
 @pytest.mark.django_db
 class TestHostileArchives:
     @override_settings(CONCORD_STUDY_MAX_FILE_MB=1)
-    def test_a_member_over_the_limit_is_refused_before_it_is_read(self, study_pool, tmp_path, monkeypatch):
-        bundle = export_bytes(study_pool)
+    def test_a_member_over_the_limit_is_refused_before_it_is_read(self, study_bundle, tmp_path, monkeypatch):
+        bundle = study_bundle
         zeros = b"\0" * (3 * 1024 * 1024)
         bomb = crafted(bundle, {"generations.jsonl": zeros})
         assert len(bomb) < 100_000  # a small archive, a large member
@@ -291,16 +295,16 @@ class TestHostileArchives:
         assert opened == []
 
     @override_settings(CONCORD_STUDY_MAX_FILE_MB=1, CONCORD_STUDY_MAX_TOTAL_MB=1)
-    def test_a_member_that_says_it_is_small_is_read_only_up_to_the_limit(self, study_pool, tmp_path):
-        bundle = export_bytes(study_pool)
+    def test_a_member_that_says_it_is_small_is_read_only_up_to_the_limit(self, study_bundle, tmp_path):
+        bundle = study_bundle
         bomb = _lying_sizes(crafted(bundle, {"generations.jsonl": b"\0" * (3 * 1024 * 1024)}), "generations.jsonl")
 
         with pytest.raises(CommandError, match=r"^rejected: generations.jsonl: "):
             call_command("verify_study", str(_written(tmp_path, bomb)))
 
     @override_settings(CONCORD_STUDY_MAX_TOTAL_MB=2)
-    def test_an_archive_over_the_total_limit_is_refused(self, study_pool, tmp_path):
-        bundle = export_bytes(study_pool)
+    def test_an_archive_over_the_total_limit_is_refused(self, study_bundle, tmp_path):
+        bundle = study_bundle
         big = b"\n" * (1536 * 1024)  # blank lines: valid files, each under the per-file limit
         bomb = crafted(bundle, {"generations.jsonl": big, "instances.jsonl": big})
 
@@ -308,8 +312,8 @@ class TestHostileArchives:
             call_command("import_study", str(_written(tmp_path, bomb)), "--pool", "big")
         assert not Pool.objects.filter(name="big").exists()
 
-    def test_an_unlisted_member_is_refused(self, study_pool, tmp_path):
-        bundle = export_bytes(study_pool)
+    def test_an_unlisted_member_is_refused(self, study_bundle, tmp_path):
+        bundle = study_bundle
         extra = rezipped(bundle, {"extra/payload.bin": b"x" * 1000})
         before = counts()
 
@@ -318,8 +322,8 @@ class TestHostileArchives:
         assert counts() == before
 
     @pytest.mark.parametrize("name", ["../../x", "/etc/x", "sub/x"])
-    def test_a_listed_member_that_is_a_path_is_refused(self, study_pool, tmp_path, name):
-        bundle = export_bytes(study_pool)
+    def test_a_listed_member_that_is_a_path_is_refused(self, study_bundle, tmp_path, name):
+        bundle = study_bundle
         manifest = json.loads(read(bundle, "manifest.json"))
         manifest["files"][name] = {"sha256": "", "bytes": 1}
         path = _written(tmp_path, crafted(bundle, {name: b"x"}, manifest=manifest))
@@ -330,8 +334,8 @@ class TestHostileArchives:
                 call_command(*command)
         assert counts() == before
 
-    def test_a_listed_member_that_is_a_symbolic_link_is_refused(self, study_pool, tmp_path):
-        bundle = export_bytes(study_pool)
+    def test_a_listed_member_that_is_a_symbolic_link_is_refused(self, study_bundle, tmp_path):
+        bundle = study_bundle
         manifest = json.loads(read(bundle, "manifest.json"))
         manifest["files"]["link"] = {"sha256": hashlib.sha256(b"/etc/passwd").hexdigest(), "bytes": 11}
         out = io.BytesIO()
@@ -349,8 +353,8 @@ class TestHostileArchives:
                 call_command(*command)
         assert not Pool.objects.filter(name="link").exists()
 
-    def test_a_member_twice_is_refused(self, study_pool, tmp_path):
-        bundle = export_bytes(study_pool)
+    def test_a_member_twice_is_refused(self, study_bundle, tmp_path):
+        bundle = study_bundle
         out = io.BytesIO()
         with zipfile.ZipFile(io.BytesIO(bundle)) as source, zipfile.ZipFile(out, "w") as target:
             for name in source.namelist():
@@ -468,10 +472,7 @@ CRAFTED = {
 @pytest.mark.django_db
 class TestCraftedBundles:
     @pytest.mark.parametrize("case", list(CRAFTED))
-    def test_each_ends_in_a_rejection_naming_file_and_line_and_writes_nothing(
-        self, study_bundle, study_pool, tmp_path, case
-    ):
-        # study_bundle first: its build (once per module) makes the same people and pool, before study_pool's exist.
+    def test_each_ends_in_a_rejection_naming_file_and_line_and_writes_nothing(self, study_bundle, tmp_path, case):
         path = _written(tmp_path, CRAFTED[case](study_bundle))
         before = counts()
 
@@ -481,8 +482,8 @@ class TestCraftedBundles:
             assert "Traceback" not in str(refused.value)
         assert counts() == before
 
-    def test_a_row_error_names_its_line(self, study_pool, tmp_path):
-        bundle = export_bytes(study_pool)
+    def test_a_row_error_names_its_line(self, study_bundle, tmp_path):
+        bundle = study_bundle
         rows = rows_of(bundle, "annotations.jsonl")
         rows[3]["label"] = "m" * 100
         path = _written(tmp_path, crafted(bundle, {"annotations.jsonl": jsonl(rows)}))
@@ -490,8 +491,8 @@ class TestCraftedBundles:
         with pytest.raises(CommandError, match=r"^rejected: annotations.jsonl:4: bad label"):
             call_command("verify_study", str(path))
 
-    def test_a_duplicate_item_id_is_refused_rather_than_moving_annotations_to_the_copy(self, study_pool, tmp_path):
-        bundle = CRAFTED["a duplicate row id"](export_bytes(study_pool))
+    def test_a_duplicate_item_id_is_refused_rather_than_moving_annotations_to_the_copy(self, study_bundle, tmp_path):
+        bundle = CRAFTED["a duplicate row id"](study_bundle)
         lines = len(rows_of(bundle, "pool_items.jsonl"))
         with pytest.raises(CommandError, match=rf"^rejected: pool_items.jsonl:{lines}: id \d+ appears again \(first"):
             call_command("import_study", str(_written(tmp_path, bundle)), "--pool", "dup")
