@@ -4,6 +4,7 @@ caught."""
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import io
 import json
@@ -14,7 +15,7 @@ from auditlog.models import LogEntry
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from accounts.roles import ANNOTATOR
+from accounts.roles import ANNOTATOR, RESEARCHER
 from analysis.models import StudyPseudonym, WeightsDigest
 from analysis.study.export import study_export
 from analysis.study.figures import figures
@@ -32,11 +33,23 @@ from tests.judging.conftest import finished_run
 TABLE_FILES = ["generations.jsonl", "pool_items.jsonl", "annotations.jsonl", "adjudications.jsonl"]
 
 
-@pytest.fixture
-def study(annotator, second_annotator, researcher):
+@pytest.fixture(scope="module")
+def study_built(module_db):
     """The hand-built study of tests/analysis/factories.py, with two guideline versions, an assignment-only
-    annotator and a finished judge run over four of its items."""
-    return study_pool_build(annotator=annotator, second_annotator=second_annotator, researcher=researcher)
+    annotator and a finished judge run over four of its items, built once per module (`module_db`): every test sees
+    its rows, and its own writes roll back. Its people are the `annotator`, `second_annotator` and `researcher`."""
+    with module_db():
+        return study_pool_build(
+            annotator=_person("ana", ANNOTATOR),
+            second_annotator=_person("bo", ANNOTATOR),
+            researcher=_person("rui_researcher", RESEARCHER),
+        )
+
+
+@pytest.fixture
+def study(study_built, db):
+    """The module's study pool, its record a copy for this test."""
+    return copy.deepcopy(study_built)
 
 
 def study_pool_build(*, annotator, second_annotator, researcher):
