@@ -10,6 +10,11 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
+from functools import cache
+
+from django.db import connection
+from django.db.models.constants import OnConflict
+from django.db.models.sql import InsertQuery
 
 from annotation.models import Pool, PoolStamp
 
@@ -19,12 +24,29 @@ def pool_changed(*, pools: Iterable[Pool | int]) -> None:
     ids = sorted({pool if isinstance(pool, int) else pool.pk for pool in pools})
     if not ids:
         return
+    if len(ids) == 1:
+        # One pool, as after nearly every write: the statement below, compiled once per database rather than on
+        # every call (the compiling cost more than the statement).
+        with connection.cursor() as cursor:
+            cursor.execute(_one_bump_sql(connection.vendor), [ids[0], uuid.uuid4().hex])
+        return
     PoolStamp.objects.bulk_create(
         [PoolStamp(pool_id=pk, token=uuid.uuid4().hex) for pk in ids],
         update_conflicts=True,
         unique_fields=["pool"],
         update_fields=["token"],
     )
+
+
+@cache
+def _one_bump_sql(vendor: str) -> str:
+    """The statement `pool_changed`'s `bulk_create` writes for one pool on this database (`vendor` keys the cache):
+    its parameters are the pool's id and the new token."""
+    pool, token = PoolStamp._meta.get_field("pool"), PoolStamp._meta.get_field("token")
+    query = InsertQuery(PoolStamp, on_conflict=OnConflict.UPDATE, update_fields=[token], unique_fields=[pool])
+    query.insert_values([pool, token], [PoolStamp(pool_id=0, token="")])
+    [(sql, _params)] = query.get_compiler(connection=connection).as_sql()
+    return sql
 
 
 def pool_stamp(*, pool: Pool | int) -> str:
