@@ -148,7 +148,7 @@ def _judged_pools_changed(sender, *, job_ids: list[int], **kwargs) -> None:
         if judged_job is not None:
             judged_jobs.add(judged_job)
     if judged_jobs:
-        pools.update(Pool.objects.filter(jobs__in=judged_jobs).values_list("pk", flat=True))
+        pools.update(Pool.jobs.through.objects.filter(job_id__in=judged_jobs).values_list("pool_id", flat=True))
     pool_changed(pools=pools)
 
 

@@ -56,5 +56,7 @@ def pool_stamp(*, pool: Pool | int) -> str:
 
 
 def job_pools_changed(*, job_ids: Iterable[int]) -> None:
-    """The pools drawn from these generation jobs changed: their jobs' rows or progress did."""
-    pool_changed(pools=Pool.objects.filter(jobs__in=list(job_ids)).values_list("pk", flat=True).distinct())
+    """The pools drawn from these generation jobs changed: their jobs' rows or progress did. Read from the pools'
+    links to their jobs alone, without the join to the pools (any job's progress asks it)."""
+    links = Pool.jobs.through.objects.filter(job_id__in=list(job_ids))
+    pool_changed(pools=links.values_list("pool_id", flat=True))
