@@ -2,14 +2,15 @@
 
 crowd-kit 1.4.2's `MACE._e_step` (crowdkit/aggregation/classification/mace.py) works on the ratings' DataFrame: per
 label a product over each task's rows of every numeric column, then an index reset and three grouped sums of every
-column. On a small pool that overhead is the whole cost, 52 steps per fit.
-`ArrayMACE.fit` is crowd-kit's own `fit` (initialization, variational M-steps, restarts, decoding); only the
-E-step is replaced, and it computes each quantity in the order crowd-kit's does:
+column, and its results go from step to step as frames. On a small pool that overhead is the whole cost, 52 steps per
+fit. `ArrayMACE.fit` takes crowd-kit's `fit` step for step, with crowd-kit's own initialization, M-steps and
+decoding; only the E-step is replaced, its results kept as arrays, and it computes each quantity in the order
+crowd-kit's does:
 - a task's marginal per label is the running product over its rows in their order, as pandas' grouped product;
 - a task's marginal likelihood is the sum of its labels' marginals in the order pandas adds the columns of
   crowd-kit's frame: that frame is built a column at a time, which leaves the last label's column first;
-- the grouped sums are pandas' own compensated grouped sum (the kernel its `groupby(...).sum()` calls) over the same
-  rows in the same order;
+- the grouped sums are pandas' own, as its `groupby(...).sum()` computes them (`_grouped_sums`), over the same rows in
+  the same order;
 - the expected strategy counts come in crowd-kit's layout: workers and labels in sorted order, as its `unstack` gives
   them (its M-step reads them by position).
 
@@ -19,7 +20,8 @@ ratings). Importing this module imports crowd-kit: import it where a fit is made
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import sys
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 from pandas._libs.groupby import group_sum
@@ -29,8 +31,10 @@ from common.frames import pd
 
 if TYPE_CHECKING:
     from crowdkit.aggregation import MACE
+    from crowdkit.aggregation.classification.mace import decode_distribution
 else:
     MACE = models().MACE  # without crowdkit.aggregation's __init__ (common/crowd_kit.py)
+    decode_distribution = sys.modules[MACE.__module__].decode_distribution
 
 # Far above the smallest normal double (2.2e-308): a product of factors <= 1 that ends above it never lost a bit.
 SCALED_BELOW = 1e-280
@@ -63,27 +67,112 @@ def _grouped_sums(values: np.ndarray, groups: np.ndarray, n_groups: int) -> np.n
     return sums.T
 
 
+class _StrategyLayout(NamedTuple):
+    """Each rating's group in crowd-kit's grouping of the ratings by (worker, label), workers and labels in sorted
+    order; the sorted workers and the number of labels."""
+
+    groups: np.ndarray
+    workers: pd.Index
+    n_labels: int
+
+
+def _strategy_layout(ratings: pd.DataFrame) -> _StrategyLayout:
+    # crowd-kit: annotation.groupby(["worker", "label"]).sum()["strategy_marginal"].unstack().fillna(0.0)
+    worker_rank, worker_sorted = pd.factorize(ratings["worker"], sort=True)
+    label_rank, label_sorted = pd.factorize(ratings["label"], sort=True)
+    groups = (worker_rank * len(label_sorted) + label_rank).astype(np.intp)
+    return _StrategyLayout(groups=groups, workers=worker_sorted, n_labels=len(label_sorted))
+
+
+def _marginals_frame(columns: np.ndarray, task_names: pd.Index, label_names: pd.Index) -> pd.DataFrame:
+    """The gold label marginals (labels x tasks) as crowd-kit's E-step builds their frame, a column at a time:
+    `decode_distribution` sums its rows in that frame's layout, which leaves the last label's column first."""
+    frame = pd.DataFrame(np.zeros((len(task_names), len(label_names))), index=task_names, columns=label_names)
+    for index, label in enumerate(label_names):
+        frame[label] = columns[index]
+    return frame
+
+
 class ArrayMACE(MACE):
-    """crowd-kit's `MACE` (same parameters, same `fit`), its E-step on arrays."""
+    """crowd-kit's `MACE` (same parameters, same steps), its E-step on arrays."""
 
-    _layout: tuple | None = None  # the ratings the layout below was found for, and that layout
+    def fit(self, data: pd.DataFrame) -> ArrayMACE:
+        """crowd-kit's `MACE.fit` step for step (initialization, M-steps, restarts, decoding; without its progress
+        bars), the E-step's results kept as arrays between the steps: only the last E-step's marginals are decoded,
+        so only they are built into crowd-kit's frame."""
+        workers, worker_names = pd.factorize(data["worker"])
+        labels, label_names = pd.factorize(data["label"])
+        tasks, task_names = pd.factorize(data["task"])
+        n_workers, n_labels = len(worker_names), len(label_names)
+        self.smoothing_ = 0.01 / n_labels
+        layout = _strategy_layout(data)
+        groups = workers.astype(np.intp)
 
-    def _strategy_layout(self, annotation: pd.DataFrame) -> tuple[np.ndarray, int, pd.Index, int]:
-        """Each rating's group of crowd-kit's grouping by (worker, label), both in sorted order, with the number of
-        groups, the sorted workers and the number of labels: found once per fit (every E-step reads the same
-        ratings)."""
-        if self._layout is None or self._layout[0] is not annotation:
-            worker_rank, worker_sorted = pd.factorize(annotation["worker"], sort=True)
-            label_rank, label_sorted = pd.factorize(annotation["label"], sort=True)
-            groups = (worker_rank * len(label_sorted) + label_rank).astype(np.intp)
-            self._layout = (
-                annotation,
-                (groups, len(worker_sorted) * len(label_sorted), worker_sorted, len(label_sorted)),
+        def step() -> tuple[float, np.ndarray, pd.DataFrame, pd.DataFrame]:
+            likelihood, columns, strategy_counts, knowing_counts = self._arrays_e_step(
+                tasks, workers, labels, groups, len(task_names), n_labels, n_workers, layout
             )
-        return self._layout[1]
+            # crowd-kit's M-steps read the counts' `.values`
+            return likelihood, columns, pd.DataFrame(strategy_counts), pd.DataFrame(knowing_counts)
+
+        best_log_marginal_likelihood = -np.inf
+        for _ in range(self.n_restarts):
+            self._initialize(n_workers, n_labels)
+            log_marginal_likelihood, _, strategy_expected_counts, knowing_expected_counts = step()
+            for _ in range(self.n_iter):
+                if self.method == "vb":
+                    self._variational_m_step(knowing_expected_counts, strategy_expected_counts)
+                else:
+                    self._m_step(knowing_expected_counts, strategy_expected_counts)
+                log_marginal_likelihood, _, strategy_expected_counts, knowing_expected_counts = step()
+            if log_marginal_likelihood > best_log_marginal_likelihood:
+                best_log_marginal_likelihood = log_marginal_likelihood
+                best_thetas = self.thetas_.copy()
+                best_spamming = self.spamming_.copy()
+
+        self.thetas_ = best_thetas
+        self.spamming_ = best_spamming
+        _, columns, _, _ = step()
+        self.probas_ = decode_distribution(_marginals_frame(columns, task_names, label_names))
+        self.labels_ = self.probas_.idxmax(axis="columns")
+        self.labels_.index.name = "task"
+        return self
 
     def _e_step(self, annotation, task_names, worker_names, label_names, tasks, workers, labels):
-        n_tasks, n_labels = len(task_names), len(label_names)
+        """crowd-kit's E-step, its results in crowd-kit's frames (`fit` keeps them as arrays)."""
+        layout = _strategy_layout(annotation)
+        likelihood, columns, strategy_counts, knowing_counts = self._arrays_e_step(
+            tasks,
+            workers,
+            labels,
+            workers.astype(np.intp),
+            len(task_names),
+            len(label_names),
+            len(worker_names),
+            layout,
+        )
+        return (
+            likelihood,
+            _marginals_frame(columns, task_names, label_names),
+            pd.DataFrame(strategy_counts, index=layout.workers),
+            pd.DataFrame(
+                knowing_counts, index=worker_names, columns=["knowing_expected_count_0", "knowing_expected_count_1"]
+            ),
+        )
+
+    def _arrays_e_step(
+        self,
+        tasks: np.ndarray,
+        workers: np.ndarray,
+        labels: np.ndarray,
+        groups: np.ndarray,
+        n_tasks: int,
+        n_labels: int,
+        n_workers: int,
+        layout: _StrategyLayout,
+    ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
+        """The log marginal likelihood, the gold label marginals (labels x tasks), the expected strategy counts
+        (sorted workers x sorted labels) and the knowing expected counts (workers x 2)."""
         knowing = self.spamming_[workers, 0]
         spamming = self.spamming_[workers, 1]
         strategy = self.thetas_[workers, labels]
@@ -106,12 +195,8 @@ class ArrayMACE(MACE):
             shift = np.where(scaled, logs.max(axis=0), 0.0)
             marginals[:, scaled] = np.exp(logs[:, scaled] - shift[scaled])
         columns = marginals / n_labels
-        # Built as crowd-kit builds it, a column at a time: `decode_distribution` sums its rows in that layout.
-        gold_label_marginals = pd.DataFrame(np.zeros((n_tasks, n_labels)), index=task_names, columns=label_names)
-        for index, label in enumerate(label_names):
-            gold_label_marginals[label] = columns[index]
         gold = columns.T
-        # The frame's row sums, in its columns' order: the last label's, then the others in order.
+        # The row sums of crowd-kit's frame of the marginals, in the order pandas adds its columns (`_marginals_frame`).
         instance_marginals = columns[-1].copy()
         for index in range(n_labels - 1):
             instance_marginals += columns[index]
@@ -126,15 +211,6 @@ class ArrayMACE(MACE):
         strategy_marginal = strategy_marginal * knowing * strategy / instance_marginals[tasks]
 
         knowing_counts = (gold[tasks, labels] * spamming / (knowing * strategy + spamming)) / instance_marginals[tasks]
-        by_worker = _grouped_sums(
-            np.vstack([strategy_marginal, knowing_counts]), workers.astype(np.intp), len(worker_names)
-        )
-        knowing_expected_counts = pd.DataFrame(
-            by_worker.T, index=worker_names, columns=["knowing_expected_count_0", "knowing_expected_count_1"]
-        )
-        groups, n_groups, worker_sorted, n_sorted_labels = self._strategy_layout(annotation)
-        counts = _grouped_sums(strategy_marginal[None, :], groups, n_groups)
-        strategy_expected_counts = pd.DataFrame(
-            counts.reshape(len(worker_sorted), n_sorted_labels), index=worker_sorted
-        )
-        return log_marginal_likelihood, gold_label_marginals, strategy_expected_counts, knowing_expected_counts
+        by_worker = _grouped_sums(np.vstack([strategy_marginal, knowing_counts]), groups, n_workers)
+        counts = _grouped_sums(strategy_marginal[None, :], layout.groups, len(layout.workers) * layout.n_labels)
+        return log_marginal_likelihood, columns, counts.reshape(len(layout.workers), layout.n_labels), by_worker.T
