@@ -24,7 +24,6 @@ import sys
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
-from pandas._libs.groupby import group_sum
 
 from common.crowd_kit import models
 from common.frames import pd
@@ -35,6 +34,9 @@ if TYPE_CHECKING:
 else:
     MACE = models().MACE  # without crowdkit.aggregation's __init__ (common/crowd_kit.py)
     decode_distribution = sys.modules[MACE.__module__].decode_distribution
+
+# The kernel of pandas' grouped sum of floats (called as pandas' groupby calls it, `_grouped_sums`).
+group_sum = pd._libs.groupby.group_sum
 
 # Far above the smallest normal double (2.2e-308): a product of factors <= 1 that ends above it never lost a bit.
 SCALED_BELOW = 1e-280
