@@ -93,13 +93,19 @@ def _shared_pairs(study: pd.DataFrame) -> dict[str, tuple[int, int]]:
     than row by row (its 240,000 rows took seconds)."""
     if study.empty:
         return {}
-    given = study.groupby("item_id")["label"].transform("size")
-    same = study.groupby(["item_id", "label"])["label"].transform("size")
+    # On the rows' codes (one count per item, one per item and label, one sum per rater): pandas' groupings cost a
+    # millisecond each on a report's few rows.
+    items = pd.factorize(study["item_id"].to_numpy())[0]
+    labels, label_names = pd.factorize(study["label"].to_numpy())
+    raters, rater_names = pd.factorize(study["annotator"].to_numpy())
+    item_label = items * len(label_names) + labels
+    given = np.bincount(items)[items]
+    same = np.bincount(item_label)[item_label]
     shared = given >= 2
-    raters = study["annotator"][shared]
-    agreed = (same[shared] - 1).groupby(raters).sum()
-    compared = (given[shared] - 1).groupby(raters).sum()
-    return {annotator: (int(agreed[annotator]), int(compared[annotator])) for annotator in agreed.index}
+    sharing = np.bincount(raters[shared], minlength=len(rater_names))
+    agreed = np.bincount(raters[shared], weights=same[shared] - 1, minlength=len(rater_names))
+    compared = np.bincount(raters[shared], weights=given[shared] - 1, minlength=len(rater_names))
+    return {str(name): (int(agreed[k]), int(compared[k])) for k, name in enumerate(rater_names) if sharing[k]}
 
 
 def annotator_quality(*, pool: Pool, frame: pd.DataFrame | None = None) -> list[AnnotatorQualityRow]:
