@@ -1,6 +1,7 @@
 """One label per item from its ratings (docs/domain.md, 'Multi-rater statistics'): majority vote, Dawid-Skene and
-MACE, each crowd-kit's implementation (pinned in requirements.txt; Dawid-Skene's EM and MACE's E-step computed on
-arrays with crowd-kit's numbers, `dawid_skene.py` and `mace.py`), with Dawid-Skene's posterior of its label.
+MACE, each crowd-kit's implementation (pinned in requirements.txt; the majority vote, Dawid-Skene's EM and MACE's
+E-step computed on arrays with crowd-kit's results, `_majority`, `dawid_skene.py` and `mace.py`), with Dawid-Skene's
+posterior of its label.
 
 Only study items count, each with every annotation it has, one or more. The models learn each rater's reliability
 from the items raters share, so a pool without an item rated twice has nothing to learn from: `pool_aggregates`
@@ -61,13 +62,9 @@ def ratings_aggregate(*, ratings: pd.DataFrame) -> pd.DataFrame:
     order of first appearance. Raises AggregationError when no task has two ratings."""
     data = _checked(ratings)
     from annotation.selectors.mace import ArrayMACE
-    from common.crowd_kit import models
-
-    MajorityVote = models().MajorityVote
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # pandas' FutureWarnings from inside crowd-kit
-        majority = MajorityVote().fit_predict(data)
         mace = ArrayMACE(n_restarts=MACE_RESTARTS, random_state=MACE_SEED).fit_predict(data)
     dawid_skene = _dawid_skene(data)
     tasks = pd.unique(data["task"])
@@ -81,13 +78,24 @@ def ratings_aggregate(*, ratings: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "n_ratings": data.groupby("task").size().reindex(tasks).astype(int).to_numpy(),
-            "majority": majority.reindex(tasks).to_numpy(),
+            "majority": _majority(data),
             "dawid_skene": ds_labels.reindex(tasks).to_numpy(),
             "dawid_skene_posterior": posterior,
             "mace": mace.reindex(tasks).to_numpy(),
         },
         index=pd.Index(tasks, name="task"),
     )
+
+
+def _majority(data: pd.DataFrame) -> np.ndarray:
+    """crowd-kit's majority vote (`MajorityVote`, without the per-worker accuracies it also computes) per task in
+    order of first appearance: the label given most often, a tie going to the label that comes first in the ratings
+    (crowd-kit takes the first largest of each task's label shares, its labels in order of first appearance as
+    pandas 3 unstacks its `value_counts`)."""
+    tasks, task_names = pd.factorize(data["task"], sort=False)
+    labels, label_names = pd.factorize(data["label"], sort=False)
+    counts = np.bincount(tasks * len(label_names) + labels, minlength=len(task_names) * len(label_names))
+    return np.asarray(label_names, dtype=object)[counts.reshape(len(task_names), len(label_names)).argmax(axis=1)]
 
 
 def ratings_dawid_skene(*, ratings: pd.DataFrame) -> pd.Series:
