@@ -8,8 +8,8 @@ does:
 - the start is crowd-kit's majority vote: each task's label shares over its ratings, tasks and labels in order of
   first appearance (as pandas 3 unstacks crowd-kit's `value_counts`);
 - each error matrix is a grouped sum of the posteriors over a (worker, label)'s ratings in their order, pandas' own
-  (compensated) grouped sum as crowd-kit's `groupby(["worker", "label"]).sum()`, clipped at 1e-10 and divided by
-  the worker's (grouped) sum over the labels it used;
+  grouped sum as crowd-kit's `groupby(["worker", "label"]).sum()` computes it (`grouped.py`), clipped at 1e-10 and
+  divided by the worker's (grouped) sum over the labels it used;
 - each task's log-likelihood is pandas' grouped sum of its ratings' log2 errors, in their order, plus the log prior;
 - the priors are the posteriors' column means, summed as pandas sums each frame: the majority vote's a task after
   another, an E-step's along each label's contiguous column (pairwise);
@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from annotation.selectors.grouped import grouped_sums
 from common.crowd_kit import models
 from common.frames import pd
 
@@ -102,16 +103,16 @@ def _column_means(probas: np.ndarray) -> np.ndarray:
 def _m_step(rated: np.ndarray, pair: np.ndarray, pair_worker: np.ndarray) -> np.ndarray:
     """Each (worker, label) pair's error row: the posteriors of its ratings' tasks (`rated`, a row per rating) summed
     in rating order, clipped, each divided by its worker's sum over the labels it used."""
-    errors = pd.DataFrame(rated).groupby(pair, sort=True).sum().to_numpy()
+    errors = grouped_sums(np.ascontiguousarray(rated.T), pair, int(pair.max()) + 1).T
     errors = np.clip(errors, _EPS, None)
-    by_worker = pd.DataFrame(errors).groupby(pair_worker, sort=True).sum().to_numpy()
+    by_worker = grouped_sums(np.ascontiguousarray(errors.T), pair_worker, int(pair_worker.max()) + 1).T
     return errors / by_worker[pair_worker]
 
 
 def _e_step(rated_errors: np.ndarray, task: np.ndarray, priors: np.ndarray) -> np.ndarray:
     """Each task's posterior (tasks in order of first appearance): the log2 prior plus its ratings' log2 errors
     summed in rating order, shifted by the row's maximum, exponentiated and normalized."""
-    summed = pd.DataFrame(np.log2(rated_errors)).groupby(task, sort=True).sum().to_numpy()
+    summed = grouped_sums(np.ascontiguousarray(np.log2(rated_errors).T), task, int(task.max()) + 1).T
     likelihoods = np.log2(np.clip(priors, _EPS, None)) + summed
     scaled = np.exp2(likelihoods - likelihoods.max(axis=1, keepdims=True))
     return scaled / _row_sums(scaled)[:, None]

@@ -9,7 +9,7 @@ crowd-kit's does:
 - a task's marginal per label is the running product over its rows in their order, as pandas' grouped product;
 - a task's marginal likelihood is the sum of its labels' marginals in the order pandas adds the columns of
   crowd-kit's frame: that frame is built a column at a time, which leaves the last label's column first;
-- the grouped sums are pandas' own, as its `groupby(...).sum()` computes them (`_grouped_sums`), over the same rows in
+- the grouped sums are pandas' own, as its `groupby(...).sum()` computes them (`grouped.py`), over the same rows in
   the same order;
 - the expected strategy counts come in crowd-kit's layout: workers and labels in sorted order, as its `unstack` gives
   them (its M-step reads them by position).
@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
+from annotation.selectors.grouped import grouped_sums
 from common.crowd_kit import models
 from common.frames import pd
 
@@ -35,38 +36,8 @@ else:
     MACE = models().MACE  # without crowdkit.aggregation's __init__ (common/crowd_kit.py)
     decode_distribution = sys.modules[MACE.__module__].decode_distribution
 
-# The kernel of pandas' grouped sum of floats (called as pandas' groupby calls it, `_grouped_sums`).
-group_sum = pd._libs.groupby.group_sum
-
 # Far above the smallest normal double (2.2e-308): a product of factors <= 1 that ends above it never lost a bit.
 SCALED_BELOW = 1e-280
-
-
-def _grouped_sums(values: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:
-    """Per group (0 .. n_groups - 1) the sum of each row of `values` (columns x ratings, as a frame's block holds
-    them) over its ratings in order, 0 for a group without ratings: pandas' `groupby(...).sum()` to the last bit,
-    without the grouping's factorizing and frames around it. pandas sums groups whose ratings come sorted by group
-    with numpy's `add.reduceat`, others with its compensated (Kahan) kernel; so does this."""
-    out = np.zeros((values.shape[0], n_groups))
-    if not len(groups):
-        return out
-    if (groups[1:] >= groups[:-1]).all():
-        starts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
-        out[:, groups[starts]] = np.add.reduceat(values, starts, axis=1)
-        return out
-    sums = np.empty((n_groups, values.shape[0]))
-    group_sum(
-        out=sums,
-        counts=np.zeros(n_groups, dtype=np.int64),
-        values=values.T,
-        labels=groups,
-        mask=None,
-        result_mask=None,
-        min_count=0,
-        is_datetimelike=False,
-        initial=0,
-    )
-    return sums.T
 
 
 class _StrategyLayout(NamedTuple):
@@ -213,6 +184,6 @@ class ArrayMACE(MACE):
         strategy_marginal = strategy_marginal * knowing * strategy / instance_marginals[tasks]
 
         knowing_counts = (gold[tasks, labels] * spamming / (knowing * strategy + spamming)) / instance_marginals[tasks]
-        by_worker = _grouped_sums(np.vstack([strategy_marginal, knowing_counts]), groups, n_workers)
-        counts = _grouped_sums(strategy_marginal[None, :], layout.groups, len(layout.workers) * layout.n_labels)
+        by_worker = grouped_sums(np.vstack([strategy_marginal, knowing_counts]), groups, n_workers)
+        counts = grouped_sums(strategy_marginal[None, :], layout.groups, len(layout.workers) * layout.n_labels)
         return log_marginal_likelihood, columns, counts.reshape(len(layout.workers), layout.n_labels), by_worker.T
