@@ -2,7 +2,7 @@
 
 crowd-kit 1.4.2's `DawidSkene.fit` (crowdkit/aggregation/classification/dawid_skene.py) joins the ratings' DataFrame
 with the task posteriors (M-step) or with the log error matrices (E-step, evidence lower bound) on every EM step; on a
-small pool those joins, index alignments and MultiIndex groupbys are the whole cost, about 40 ms a step.
+small pool those joins, index alignments and MultiIndex groupbys are the whole cost of a step.
 `ArrayDawidSkene.fit` runs the same EM from the same start on arrays, computing each quantity in the order crowd-kit
 does:
 - the start is crowd-kit's majority vote: each task's label shares over its ratings, tasks and labels in order of

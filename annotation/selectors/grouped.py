@@ -1,7 +1,7 @@
 """pandas' grouped sums of floats on arrays: what `frame.groupby(groups, sort=True).sum()` gives, to the last bit,
-without the grouping's factorizing and the frames around it (a quarter of a millisecond a call, however few the
-rows). crowd-kit's models sum this way on every EM step (`dawid_skene.py`, `mace.py`), so computing their steps on
-arrays keeps crowd-kit's numbers only if the sums are pandas' own.
+without the grouping's factorizing and the frames around it, whose cost does not shrink with the rows. crowd-kit's
+models sum this way on every EM step (`dawid_skene.py`, `mace.py`), so computing their steps on arrays keeps
+crowd-kit's numbers only if the sums are pandas' own.
 
 pandas sums a frame's block (columns x rows) per group with numpy's `add.reduceat` when the rows come sorted by group,
 and with its compensated (Kahan) kernel otherwise; `grouped_sums` takes the same path with the same kernel.
