@@ -32,6 +32,23 @@ def import_misgendered(*extra: str) -> dict:
     return run_import("misgendered", "--templates", str(MISGENDERED_FILE), "--names-dir", str(NAMES_DIR), *extra)[1]
 
 
+@pytest.fixture(scope="class")
+def misgendered(module_db) -> dict:
+    """The real MISGENDERED files imported once (its summary) for the tests of a class that each start from that
+    import: every test's own writes still roll back at its end, and the import itself is rolled back after the class's
+    last test, so that the module's other tests find no dataset."""
+    from django.db import transaction
+
+    with module_db():
+        imported = transaction.atomic()
+        imported.__enter__()
+        summary = import_misgendered()
+    yield summary
+    with module_db():
+        transaction.set_rollback(True)
+        imported.__exit__(None, None, None)
+
+
 def snapshot(dataset_name: str) -> list[tuple]:
     return list(
         Instance.objects.filter(dataset__name=dataset_name)
@@ -42,8 +59,8 @@ def snapshot(dataset_name: str) -> list[tuple]:
 
 @pytest.mark.django_db
 class TestRealFiles:
-    def test_it_builds_750_misgendered_instances_per_pronoun(self):
-        summary = import_misgendered()
+    def test_it_builds_750_misgendered_instances_per_pronoun(self, misgendered):
+        summary = misgendered
 
         assert summary == {"dataset": "misgendered", "instances": 3000, "per_pronoun": dict.fromkeys(BASES, 750)}
         assert Template.objects.filter(dataset__name="misgendered").count() == 50
@@ -55,8 +72,7 @@ class TestRealFiles:
         }
         assert set(Instance.objects.values_list("name", flat=True)) <= all_names
 
-    def test_it_fills_names_and_declared_pronouns_and_keeps_the_mask(self):
-        import_misgendered()
+    def test_it_fills_names_and_declared_pronouns_and_keeps_the_mask(self, misgendered):
         instance = Instance.objects.get(template__source_id="0", pronoun="xe", draw=0)
 
         assert instance.text.startswith(
@@ -79,8 +95,7 @@ class TestRealFiles:
         first_xe = Instance.objects.filter(dataset__name="ruff", pronoun="xe").order_by("ordinal").first()
         assert first_xe.text == rows[3]["sentence"] and first_xe.template.mask == "$NOM_PRONOUN"
 
-    def test_it_stores_each_datasets_own_codebook(self):
-        import_misgendered()
+    def test_it_stores_each_datasets_own_codebook(self, misgendered):
         run_import("ruff", "--templates", str(RUFF_FILE))
 
         misgendered = dict(
@@ -177,33 +192,28 @@ def earlier_rule(dataset_name: str = "misgendered") -> None:
 
 @pytest.mark.django_db
 class TestSeedNameDraw:
-    def test_it_draws_every_name_as_the_seeds_eval_script_does(self):
-        import_misgendered()
-
+    def test_it_draws_every_name_as_the_seeds_eval_script_does(self, misgendered):
         assert stored_names() == seed_eval_names()
 
-    def test_it_gives_draw_t_of_a_template_the_same_name_under_every_pronoun_and_lets_names_repeat(self):
-        import_misgendered()
+    def test_it_gives_draw_t_of_a_template_the_same_name_under_every_pronoun_and_lets_names_repeat(self, misgendered):
         names = stored_names()
 
         for (template_id, _pronoun, draw), name in names.items():
             assert name == names[template_id, "he", draw]
         assert len(set(names.values())) < len(names) // 4  # 750 draws per pronoun from 500 names
 
-    def test_it_fills_the_drawn_name_into_the_instance_text(self):
-        import_misgendered()
+    def test_it_fills_the_drawn_name_into_the_instance_text(self, misgendered):
         instance = Instance.objects.get(template__source_id="3", pronoun="they", draw=7)
 
         assert instance.name == seed_eval_names()["3", "they", 7]
         assert instance.text.startswith(f"{instance.name}/'s pronouns are they/them/theirs.")
 
-    def test_its_pool_with_seed_131719_holds_the_names_of_the_papers_examples(self):
+    def test_its_pool_with_seed_131719_holds_the_names_of_the_papers_examples(self, misgendered):
         # Tables 8 and 9 of the paper show pre-[MASK] pool rows: Torre (trouble reading), Reign (a lot of work) and
         # Elizabeth (published a book) under he, Bralyn (very dilligent) under xe. The pool draws 5 positions of the
         # seed's per-pronoun frame (draw by draw, templates in file order) with pandas.
         import pandas as pd
 
-        import_misgendered()
         frame = pd.Series(range(750)).sample(n=5, random_state=131719)
         picked: dict[str, set[tuple[str, str]]] = {}
         for pronoun in ("he", "xe"):
@@ -220,8 +230,7 @@ class TestSeedNameDraw:
         } <= {(name, text.rstrip(".")) for name, text in picked["he"]}
         assert "Bralyn" in {name for name, _ in picked["xe"]}
 
-    def test_it_keeps_a_dataset_imported_under_the_earlier_rule_and_says_what_would_change(self):
-        import_misgendered()
+    def test_it_keeps_a_dataset_imported_under_the_earlier_rule_and_says_what_would_change(self, misgendered):
         earlier_rule()
         before = snapshot("misgendered")
 
@@ -230,8 +239,7 @@ class TestSeedNameDraw:
 
         assert snapshot("misgendered") == before
 
-    def test_it_redraws_the_names_in_place_with_replace(self):
-        import_misgendered()
+    def test_it_redraws_the_names_in_place_with_replace(self, misgendered):
         ids = list(Instance.objects.order_by("ordinal").values_list("id", flat=True))
         earlier_rule()
 
@@ -251,10 +259,9 @@ class TestSeedNameDraw:
             in run_import("misgendered", "--templates", str(MISGENDERED_FILE), "--names-dir", str(NAMES_DIR))[0]
         )
 
-    def test_it_refuses_to_replace_names_that_generation_jobs_were_made_from(self):
+    def test_it_refuses_to_replace_names_that_generation_jobs_were_made_from(self, misgendered):
         from tests.factories import GenerationJobFactory
 
-        import_misgendered()
         earlier_rule()
         job = GenerationJobFactory(dataset=Dataset.objects.get(name="misgendered"))
         before = snapshot("misgendered")
@@ -264,8 +271,7 @@ class TestSeedNameDraw:
 
         assert snapshot("misgendered") == before
 
-    def test_it_still_refuses_other_arguments_under_an_existing_name_after_the_earlier_rule(self):
-        import_misgendered()
+    def test_it_still_refuses_other_arguments_under_an_existing_name_after_the_earlier_rule(self, misgendered):
         earlier_rule()
 
         with pytest.raises(CommandError, match="already imported from other files or arguments"):
