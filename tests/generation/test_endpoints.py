@@ -4,9 +4,11 @@ the test starts (tests/endpoint_servers.py), through the official `openai` clien
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import math
+import time
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -26,11 +28,27 @@ pytestmark = pytest.mark.django_db
 OPTIONS = {"correct": " correct", "misgendering": " misgendering", "no_pronoun": " no pronoun"}
 
 
-@pytest.fixture
-def server():
+@pytest.fixture(scope="module")
+def module_server():
+    """One server for the module's tests. The endpoint's client is kept per process and URL
+    (generation/engines/endpoint/client.py), so on one URL it is built once, not again for every test."""
     tiny = TinyServer()
     yield tiny
     tiny.close()
+
+
+@pytest.fixture
+def server(module_server):
+    """The module's server as a new one would answer: every setting at its default and no request seen. A request
+    the test before left in flight (a killed process's) is let finish first, so that it counts in no other test."""
+    deadline = time.monotonic() + 10
+    while module_server.in_flight and time.monotonic() < deadline:
+        time.sleep(0.01)
+    for spec in dataclasses.fields(TinyServer):
+        if spec.name not in ("lock", "in_flight"):
+            fresh = spec.default_factory() if spec.default_factory is not dataclasses.MISSING else spec.default
+            setattr(module_server, spec.name, fresh)
+    return module_server
 
 
 @pytest.fixture
@@ -361,7 +379,6 @@ def test_a_worker_killed_mid_run_resumes_without_sending_a_stored_request_again(
     import os
     import subprocess
     import sys
-    import time
 
     from django.db import connection
 
