@@ -15,16 +15,20 @@ BEFORE = [("generation", "0022_merge_endpoints"), ("annotation", "0021_merge_sca
 AFTER = [("generation", "0024_dataset_imports_as_jobs"), ("annotation", "0023_pool_imports_as_jobs")]
 
 
-def migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
+def migrate(executor: MigrationExecutor, targets) -> None:
+    executor.loader.build_graph()  # what the last call applied or unapplied
     executor.migrate(targets)
+
+
+def models_at(executor: MigrationExecutor, targets):
+    migrate(executor, targets)
     return executor.loader.project_state(targets).apps
 
 
 @pytest.mark.django_db(transaction=True)
 def test_import_rows_become_jobs_with_their_states_and_back():
-    old = migrate(BEFORE)
+    executor = MigrationExecutor(connection)
+    old = models_at(executor, BEFORE)
     try:
         Pool = old.get_model("annotation", "Pool")
         ImportJob = old.get_model("annotation", "ImportJob")
@@ -43,7 +47,7 @@ def test_import_rows_become_jobs_with_their_states_and_back():
         DatasetImportFile.objects.create(job=checking, key="templates", seq=0, data=b"template lines")
         DatasetImport.objects.create(name="done", status="done", instances_written=24, created_dataset=True)
 
-        new = migrate(AFTER)
+        new = models_at(executor, AFTER)
         Job = new.get_model("generation", "Job")
         PoolImport = new.get_model("annotation", "PoolImport")
         DatasetUpload = new.get_model("generation", "DatasetUpload")
@@ -74,7 +78,7 @@ def test_import_rows_become_jobs_with_their_states_and_back():
         pieces = JobInput.objects.filter(job=jobs["dataset_import", "running", "checking"])
         assert list(pieces.values_list("name", "data")) == [("templates", b"template lines")]
 
-        back = migrate(BEFORE)
+        back = models_at(executor, BEFORE)
         ImportJob = back.get_model("annotation", "ImportJob")
         DatasetImport = back.get_model("generation", "DatasetImport")
         assert sorted(ImportJob.objects.values_list("status", "rows_read", "lease_owner", "error_count")) == [
@@ -90,4 +94,4 @@ def test_import_rows_become_jobs_with_their_states_and_back():
         chunk = back.get_model("annotation", "ImportFileChunk").objects.get()
         assert (chunk.file_index, bytes(chunk.data)) == (1, b"b's bytes")
     finally:
-        migrate([(app, name) for app, name in MigrationExecutor(connection).loader.graph.leaf_nodes()])
+        migrate(executor, executor.loader.graph.leaf_nodes())
