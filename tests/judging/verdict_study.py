@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from annotation.models import Adjudication, Pool
+from annotation.models import Adjudication, Annotation, Pool, PoolItem
 from annotation.schema import DEFAULT_LABELS
+from annotation.services.stamp import pool_changed
 from generation.models import Generation, Job, JobChunk
 from judging.models import JudgeRun, MachineLabel
 from judging.scoring import likelihood_verdict
@@ -61,16 +62,20 @@ def build_study(*, judge, seed: int = 7, name: str = "verdict") -> Study:
     users = {username: get_user_model().objects.create_user(username=username) for username in [*ANNOTATORS, FEW]}
     model = LanguageModelFactory(name="m1")
     job = GenerationJobFactory(model=model, pronouns=PRONOUNS, settings=["pre"], samples=SAMPLES)
+    # The generations, the judge's labels, the pool's items, the annotations and the adjudications are written in one
+    # bulk insert each (the factories only build them), and the pool's change stamp is bumped once at the end, as the
+    # services do after a bulk write.
     generations = []
     in_pool = []
     for pronoun in PRONOUNS:
         for ordinal in range(JOB_INSTANCES):
             instance = InstanceFactory(pronoun=pronoun)
             for sample in range(SAMPLES):
-                generation = GenerationFactory(job=job, instance=instance, sample_index=sample)
+                generation = GenerationFactory.build(job=job, instance=instance, sample_index=sample)
                 generations.append(generation)
                 if ordinal < POOL_INSTANCES:
                     in_pool.append(generation)
+    Generation.objects.bulk_create(generations)
     pool = PoolFactory(name=name)
     pool.jobs.set([job])
     from judging.services.runs import judge_run_create
@@ -78,37 +83,54 @@ def build_study(*, judge, seed: int = 7, name: str = "verdict") -> Study:
     run, _ = judge_run_create(job=job.pk, judge=judge.name, queue=False)
     study = Study(job=job, pool=pool, run=run, generations=generations)
     options = judge.option_map
+    labels = []
     for generation in generations:
         truth = rng.choices(DEFAULT_LABELS, weights=[0.6, 0.3, 0.1])[0]
         # a few distinct scores, so that many generations share a confidence (as a coarse judge's do)
         scores = {label: rng.choice([-4.0, -3.0]) for label in options}
         scores[truth] += rng.choice([0.0, 3.0, 3.0])
         verdict = likelihood_verdict(options=options, scores=[scores[label] for label in options])
-        MachineLabel.objects.create(
-            run=run, generation=generation, label=verdict.label, confidence=verdict.confidence, scores=verdict.scores,
-            prompt=generation_prompt(judge=judge, generation=generation),
+        labels.append(
+            MachineLabel(
+                run=run, generation=generation, label=verdict.label, confidence=verdict.confidence,
+                scores=verdict.scores, prompt=generation_prompt(judge=judge, generation=generation),
+            )
         )  # fmt: skip
         study.truth[generation.pk] = truth
         study.scores[generation.pk] = verdict.scores
         study.confidence[generation.pk] = verdict.confidence
-    for number, generation in enumerate(in_pool):
-        item = PoolItemFactory(
-            pool=pool, generation=generation, model_name=model.name, dataset=job.dataset.kind, setting="pre",
-            pronoun=generation.instance.pronoun, sample_index=generation.sample_index, context=generation.context,
+    MachineLabel.objects.bulk_create(labels)
+    items = PoolItem.objects.bulk_create(
+        PoolItemFactory.build(
+            pool=pool,
+            generation=generation,
+            model_name=model.name,
+            dataset=job.dataset.kind,
+            setting="pre",
+            pronoun=generation.instance.pronoun,
+            sample_index=generation.sample_index,
+            context=generation.context,
             continuation=generation.continuation,
-        )  # fmt: skip
+        )
+        for generation in in_pool
+    )
+    annotations, adjudications = [], []
+    for number, (item, generation) in enumerate(zip(items, in_pool, strict=True)):
         study.items[item.pk] = generation.pk
         given = {}
         annotators = [*ANNOTATORS, FEW] if number < 10 else ANNOTATORS
         for username in annotators:
             truth = study.truth[generation.pk]
             label = truth if rng.random() < 0.9 else _other(rng, truth)
-            AnnotationFactory(item=item, annotator=users[username], label=label)
+            annotations.append(AnnotationFactory.build(item=item, annotator=users[username], label=label))
             given[username] = label
         study.annotations[item.pk] = given
         if number in (3, 17):
-            Adjudication.objects.create(item=item, label="no_pronoun", adjudicator=users["vera"])
+            adjudications.append(Adjudication(item=item, label="no_pronoun", adjudicator=users["vera"]))
             study.adjudicated[item.pk] = "no_pronoun"
+    Annotation.objects.bulk_create(annotations)
+    Adjudication.objects.bulk_create(adjudications)
+    pool_changed(pools=[pool])
     JobChunk.objects.filter(job_id=run.job_id).update(finished_at=timezone.now())
     Job.objects.filter(pk=run.job_id).update(status="done", finished_at=timezone.now())
     study.run = JudgeRun.objects.select_related("judge", "job", "source_job").get(pk=run.pk)
