@@ -11,7 +11,6 @@ from django.core.management import CommandError, call_command
 from scipy import stats
 
 from analysis.plots import plot_render
-from analysis.report.build import report_data
 from analysis.selectors.verdict import verdict_sentence
 from annotation.models import Pool, PoolItem
 from judging.models import MachineLabel
@@ -56,10 +55,12 @@ def test_the_verdict_sentence_says_what_the_test_found():
     assert verdict_sentence(row).startswith("could not take the Alternative Annotator Test at epsilon 0.15: not run")
 
 
-def test_the_page_shows_the_verdict_the_agreement_beside_the_ceiling_and_the_figures(client, researcher, study):
+def test_the_page_shows_the_verdict_the_agreement_beside_the_ceiling_and_the_figures(
+    client, researcher, study, verdict_report
+):
     client.force_login(researcher)
     page = client.get(f"/reports/{study.pool.name}/").content.decode()
-    (row,) = report_data(pool=study.pool)["judge_verdict"]
+    (row,) = verdict_report["judge_verdict"]
     assert 'id="verdict-heading">Judge verdict<' in page
     assert verdict_sentence(row) in page.replace("&#x27;", "'")
     assert "human ceiling" in page and "its verdict holds for this pool, these annotators and this epsilon" in page
@@ -207,10 +208,10 @@ def test_an_escalated_pool_is_in_the_audit_trail(client, researcher, study):
     assert entry.additional_data["items"] == PoolItem.objects.filter(pool=new).count()
 
 
-def test_the_verdict_figures_draw_the_reports_figures_with_one_legend_below(study):
+def test_the_verdict_figures_draw_the_reports_figures_with_one_legend_below(verdict_report):
     from analysis import plots
 
-    report = report_data(pool=study.pool)
+    report = verdict_report
     (row,) = report["judge_verdict"]
     plt = plots._pyplot()
     for name in ("judge_omega", "judge_risk_coverage", "judge_rates"):
