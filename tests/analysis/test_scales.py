@@ -91,7 +91,8 @@ def _build(folder: Path, *, name: str, shuffle: int | None = None, positive_at_l
 def built(module_db, tmp_path_factory):
     folder = tmp_path_factory.mktemp("scales")
     with module_db():
-        return _build(folder, name="ordinal", positive_at_least="Very good"), _build(folder, name="shuffled", shuffle=5)
+        in_order = _build(folder, name="rows-in-order", positive_at_least="Very good")
+        return in_order, _build(folder, name="shuffled", shuffle=5)
 
 
 def _by_person(people: dict[str, dict[str, str]], names: list[str]) -> dict[str, list[str]]:
@@ -267,7 +268,7 @@ def test_rates_count_the_labels_at_or_above_the_threshold(built):
     assert row["judge_rate"] == pytest.approx(np.mean([judge[item] in high for item in people]))
 
 
-def test_without_a_positive_label_or_threshold_the_rates_tables_say_how_to_get_them(built):
+def test_without_a_positive_label_or_threshold_the_rates_tables_say_how_to_get_them(built, page_without_figures):
     from analysis.report.exports.render import report_render
 
     _, (_, _, report) = built
@@ -304,7 +305,7 @@ def test_q_and_min_items_reach_the_alternative_annotator_test(built):
     from annotation.models import Pool
 
     (people, judge, _), _ = built
-    pool = Pool.objects.get(name="ordinal")
+    pool = Pool.objects.get(name="rows-in-order")
     (row,) = report_data(pool=pool, verdict=verdict_parameters(q=0.2, min_items=ITEMS + 1))["judge_verdict"]
     assert (row["q"], row["min_items"]) == (0.2, ITEMS + 1)
     # every annotator has ITEMS items: none is tested, and the note says what was needed
@@ -319,7 +320,9 @@ def test_q_and_min_items_reach_the_alternative_annotator_test(built):
     )
 
 
-def test_lights_kappa_counts_every_pair_of_a_pool_of_more_raters_than_are_listed(tmp_path, monkeypatch):
+def test_lights_kappa_counts_every_pair_of_a_pool_of_more_raters_than_are_listed(
+    tmp_path, monkeypatch, page_without_figures
+):
     """Eight raters, each item rated by three to six of them: with the listing cap lowered to three raters, the pairs'
     rows are not listed, and Light's kappa is still the mean of scikit-learn's kappas over the pairs sharing at least
     30 items (some pairs share fewer)."""
@@ -366,7 +369,7 @@ def test_lights_kappa_counts_every_pair_of_a_pool_of_more_raters_than_are_listed
     assert "no pairs listed" in table
 
 
-def test_a_column_per_label_is_named_by_its_key_and_titled_as_written(tmp_path):
+def test_a_column_per_label_is_named_by_its_key_and_titled_as_written(tmp_path, page_without_figures):
     """Labels as a study wrote them: the CSV columns (label counts, the confusion table, the judge's per-class kappa)
     are the labels' derived keys, the page's column titles the labels as written."""
     from analysis.report.build import report_data
@@ -443,9 +446,10 @@ def _normalised(report: dict, pool: str) -> object:
 ID_KEYS = {"id": "item", "item": "item", "item_id": "item", "run": "run", "judge_run": "run"}
 
 
-def test_the_whole_report_is_the_same_whatever_the_order_of_the_files_rows(tmp_path):
-    """The same study imported twice, its people's and judge's rows in another order the second time: every figure
-    and row of the report is the same (docs/domain.md, "Headline figures": nothing depends on the order of rows)."""
-    (_, _, first) = _build(tmp_path, name="rows-in-order", positive_at_least="Very good")
+def test_the_whole_report_is_the_same_whatever_the_order_of_the_files_rows(built, tmp_path):
+    """The module's study (its rows in order) imported again, its people's and judge's rows in another order: every
+    figure and row of the report is the same (docs/domain.md, "Headline figures": nothing depends on the order of
+    rows)."""
+    (_, _, first), _ = built
     (_, _, second) = _build(tmp_path, name="rows-shuffled", shuffle=9, positive_at_least="Very good")
     assert _normalised(second, "rows-shuffled") == _normalised(first, "rows-in-order")
