@@ -75,20 +75,30 @@ def fake_load(calls: list | None = None):
     return load
 
 
+@pytest.fixture(scope="module")
+def imported(module_db, tmp_path_factory) -> int:
+    """The GIFI dataset and model m1's generations of every part, imported once for the module (the tests only read
+    them; what each test writes, scores and a second model, rolls back at its end). The model's id."""
+    folder = tmp_path_factory.mktemp("gifi")
+    with module_db():
+        call_command("import_dataset", "gifi", "--templates", str(template_folder(folder / "t")), stdout=io.StringIO())
+        files = {
+            "gdr": variants_file(folder / "gdr.csv", "gdr", GDR_TEXTS),
+            "counterfactual": variants_file(folder / "cf.csv", "counterfactual", CF_TEXTS),
+            "saof": saof_file(folder / "saof.csv", SAOF_TEXTS),
+            "pe": variants_file(folder / "pe.csv", "pe", PE_TEXTS),
+        }
+        for part, path in files.items():
+            call_command(
+                "import_generations", str(path), "--format", "gifi", "--part", part, "--model", "m1",
+                stdout=io.StringIO(),
+            )  # fmt: skip
+        return LanguageModel.objects.get(name="m1").pk
+
+
 @pytest.fixture
-def gifi(db, tmp_path):
-    call_command("import_dataset", "gifi", "--templates", str(template_folder(tmp_path / "t")), stdout=io.StringIO())
-    files = {
-        "gdr": variants_file(tmp_path / "gdr.csv", "gdr", GDR_TEXTS),
-        "counterfactual": variants_file(tmp_path / "cf.csv", "counterfactual", CF_TEXTS),
-        "saof": saof_file(tmp_path / "saof.csv", SAOF_TEXTS),
-        "pe": variants_file(tmp_path / "pe.csv", "pe", PE_TEXTS),
-    }
-    for part, path in files.items():
-        call_command(
-            "import_generations", str(path), "--format", "gifi", "--part", part, "--model", "m1", stdout=io.StringIO()
-        )
-    return LanguageModel.objects.get(name="m1")
+def gifi(db, imported):
+    return LanguageModel.objects.get(pk=imported)
 
 
 SOURCES = {"sentiment": "fake-sentiment", "toxicity": "fake-toxicity", "embedding": "fake-embedding"}
