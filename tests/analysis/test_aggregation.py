@@ -13,6 +13,7 @@ from unittest import mock
 import numpy as np
 import pandas as pd
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from irrCAC.raw import CAC
 
@@ -22,7 +23,7 @@ from analysis.report.exports.csv import report_csv
 from analysis.report.exports.latex import report_latex
 from analysis.selectors import quality
 from analysis.services import report_build
-from annotation.models import PoolItem
+from annotation.models import Pool, PoolItem
 from annotation.selectors import aggregate
 from annotation.selectors.aggregate import AGGREGATE_COLUMNS, pool_ratings, ratings_aggregate
 from tests.conftest import _person
@@ -46,9 +47,27 @@ ITEMS = {
 GOLD = [(C, [("ana", C), ("bo", M)]), (M, [("ana", M), ("bo", M)]), (N, [("ana", C)])]
 
 
+@pytest.fixture(scope="module")
+def built(module_db) -> dict:
+    """The raters, the pool and the pool without overlap, built once for the module: their ids. The tests only read
+    them; what a test writes (another annotation) rolls back at its end."""
+    with module_db():
+        raters = {name: _person(name, ANNOTATOR) for name in ("ana", "bo", "cy")}
+        lonely = build_pool(
+            raters=raters, name="lonely", items={1: (True, [("ana", C)]), 2: (False, [("bo", M)])}, gold=[],
+            prefix="lone",
+        )  # fmt: skip
+        return {
+            "raters": {name: user.pk for name, user in raters.items()},
+            "pool": build_pool(raters=raters).pk,
+            "lonely": lonely.pk,
+        }
+
+
 @pytest.fixture
-def raters(annotator, second_annotator):
-    return {"ana": annotator, "bo": second_annotator, "cy": _person("cy", ANNOTATOR)}
+def raters(db, built):
+    users = get_user_model().objects.in_bulk(list(built["raters"].values()))
+    return {name: users[pk] for name, pk in built["raters"].items()}
 
 
 def build_pool(*, raters: dict, name: str = "agg", items: dict = ITEMS, gold: list = GOLD, prefix: str = "it"):
@@ -65,16 +84,20 @@ def build_pool(*, raters: dict, name: str = "agg", items: dict = ITEMS, gold: li
 
 
 @pytest.fixture
-def pool(raters):
-    return build_pool(raters=raters)
+def pool(db, built):
+    return Pool.objects.get(pk=built["pool"])
 
 
 @pytest.fixture
-def lonely_pool(raters):
+def lonely_pool(db, built):
     """Every study item rated once: no overlap to aggregate."""
-    return build_pool(
-        raters=raters, name="lonely", items={1: (True, [("ana", C)]), 2: (False, [("bo", M)])}, gold=[], prefix="lone"
-    )
+    return Pool.objects.get(pk=built["lonely"])
+
+
+@pytest.fixture
+def report(once, pool):
+    """`report_build` of the pool with the default verdict, built once for the module's tests that only read it."""
+    return once("report", lambda: report_build(pool=pool))
 
 
 def _crowd(pool) -> pd.DataFrame:
@@ -247,8 +270,7 @@ class TestAggregation:
 
 
 class TestReport:
-    def test_the_json_report_carries_the_aggregates(self, pool):
-        report = report_build(pool=pool)
+    def test_the_json_report_carries_the_aggregates(self, report):
         assert report["human_verdict"] == "default"
         assert [row["item"] for row in report["aggregates"]] == [f"it{n}" for n in ITEMS]
         assert set(report["aggregates"][0]) == set(AGGREGATE_COLUMNS)
@@ -311,18 +333,17 @@ class TestReport:
         assert response.status_code == 200
         assert json.loads(response.content)["human_verdict"] == "dawid_skene"
 
-    def test_human_vs_heuristic_is_split_by_human_agreement(self, pool):
+    def test_human_vs_heuristic_is_split_by_human_agreement(self, report):
         # unanimous items 1-3: human c/m/c vs heuristic 1/0/0 -> agree, agree, disagree: 2/3
         # split items 4-7, default label (ties to the first given): m, c, n, m vs heuristic 1/0/1/1 -> 0, 0, 1, 0: 1/4
-        (row,) = report_build(pool=pool)["human_vs_heuristic"]
+        (row,) = report["human_vs_heuristic"]
         assert row["agreement_unanimous"] == pytest.approx(2 / 3)
         assert row["agreement_unanimous_n"] == 3
         assert row["agreement_split"] == pytest.approx(1 / 4)
         assert row["agreement_split_n"] == 4
         assert row["n"] == 8
 
-    def test_every_agreement_and_accuracy_has_a_bootstrap_interval(self, pool):
-        report = report_build(pool=pool)
+    def test_every_agreement_and_accuracy_has_a_bootstrap_interval(self, report):
         (row,) = report["human_vs_heuristic"]
         assert row["agreement_boot_ci"][0] <= row["agreement"] <= row["agreement_boot_ci"][1]
         for view in ("pronoun_label", "pronoun_binary", "extraneous"):
@@ -333,15 +354,14 @@ class TestReport:
         (accuracy,) = report["accuracy"]
         assert accuracy["human_boot_ci"][0] <= accuracy["human"] <= accuracy["human_boot_ci"][1]
 
-    def test_the_inter_annotator_block_gives_irrcacs_ac1_over_every_rating(self, pool):
-        block = report_build(pool=pool)["inter_annotator"]["pronoun_label"]
+    def test_the_inter_annotator_block_gives_irrcacs_ac1_over_every_rating(self, report):
+        block = report["inter_annotator"]["pronoun_label"]
         overlap = [[label for _, label in made] for _, made in ITEMS.values() if len(made) > 1]
         frame = pd.DataFrame([row + [None] * (3 - len(row)) for row in overlap])
         expected = CAC(frame, categories=[C, M, N]).gwet()["est"]["coefficient_value"]
         assert block["gwet_ac1"] == pytest.approx(expected, abs=1e-5)
 
-    def test_the_tables_and_the_latex_carry_the_new_figures(self, pool):
-        report = report_build(pool=pool)
+    def test_the_tables_and_the_latex_carry_the_new_figures(self, report):
         header = report_csv(report=report, table="human_vs_heuristic").splitlines()[0].split(",")
         for column in ("agreement_boot_ci_low", "agreement_boot_ci_high", "agreement_unanimous", "agreement_split_n"):
             assert column in header
