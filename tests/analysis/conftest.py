@@ -18,6 +18,27 @@ def study_report(once, db):
     )
 
 
+@pytest.fixture(scope="module")
+def built_study(module_db) -> int:
+    """The hand-built study (tests/analysis/factories.py), built once for a module of plain `db` tests that ask for
+    `module_study`: the pool's id. Each test's own writes to it roll back at the test's end."""
+    from accounts.roles import ANNOTATOR
+    from tests.analysis.factories import study_build
+    from tests.conftest import _person
+
+    with module_db():
+        return study_build(ana=_person("ana", ANNOTATOR), bo=_person("bo", ANNOTATOR)).pk
+
+
+@pytest.fixture
+def module_study(db, built_study):
+    """The module's hand-built study, its pool read afresh for each test: a change a test makes to the object in
+    memory does not reach the next test."""
+    from annotation.models import Pool
+
+    return Pool.objects.get(pk=built_study)
+
+
 @pytest.fixture
 def page_without_figures(monkeypatch):
     """The standalone HTML page (`report_render(fmt="html")`) built without its figures, for tests that read only its

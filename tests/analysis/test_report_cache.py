@@ -32,20 +32,10 @@ from tests.factories import GenerationFactory, InstanceFactory, ProbResultFactor
 DEMO_DIR = Path(__file__).resolve().parents[2] / "demo"
 
 
-@pytest.fixture(scope="module")
-def built_study(module_db):
-    """The hand-built study, built once for the module; each test's own writes to it roll back at its end."""
-    from accounts.roles import ANNOTATOR
-    from tests.conftest import _person
-
-    with module_db():
-        return study_build(ana=_person("ana", ANNOTATOR), bo=_person("bo", ANNOTATOR)).pk
-
-
 @pytest.fixture
-def study(db, built_study):
-    """The study's pool, read afresh: a change a test makes to the object in memory leaves the next test's alone."""
-    return Pool.objects.get(pk=built_study)
+def study(module_study):
+    """The hand-built study, built once for the module (tests/analysis/conftest.py)."""
+    return module_study
 
 
 @pytest.fixture
