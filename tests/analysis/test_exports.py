@@ -13,7 +13,6 @@ from django.urls import reverse
 
 from analysis.plots import FIGURES
 from analysis.report.exports.latex import LATEX_TABLES
-from tests.analysis.factories import study_build
 
 SEVEN = [
     "human_vs_heuristic",
@@ -27,8 +26,9 @@ SEVEN = [
 
 
 @pytest.fixture
-def study(annotator, second_annotator):
-    return study_build(ana=annotator, bo=second_annotator)
+def study(module_study):
+    """The hand-built study, built once for the module (tests/analysis/conftest.py)."""
+    return module_study
 
 
 def _check_json(data: dict) -> None:
