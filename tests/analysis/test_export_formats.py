@@ -18,15 +18,15 @@ from analysis.report.exports.latex import report_latex
 from analysis.report.exports.render import ReportFormatError, report_render
 from analysis.report.exports.tex import Latex, latex_escape, latex_join, latex_table
 from analysis.services import report_build
-from tests.analysis.factories import study_build
 from tests.factories import AnnotationFactory, PoolItemFactory
 
 HOSTILE = r"=cmd|' /C calc'!A0 \ { } $ & # ^ _ ~ % done"
 
 
 @pytest.fixture
-def study(annotator, second_annotator):
-    return study_build(ana=annotator, bo=second_annotator)
+def study(module_study):
+    """The hand-built study, built once for the module (tests/analysis/conftest.py)."""
+    return module_study
 
 
 @pytest.fixture
@@ -36,12 +36,15 @@ def hostile(study, annotator):
 
 
 @pytest.fixture
-def hostile_report(once, annotator, second_annotator):
+def study_report(once, study):
+    """The report of the module's study, built once per module (tests that only read it)."""
+    return once("study", lambda: report_build(pool=study))
+
+
+@pytest.fixture
+def hostile_report(once, study, annotator):
     """The report of the study with the hostile item, built once per module (tests that only read it)."""
-    return once(
-        "hostile",
-        lambda: report_build(pool=_hostile_item(study_build(ana=annotator, bo=second_annotator), annotator).pool),
-    )
+    return once("hostile", lambda: report_build(pool=_hostile_item(study, annotator).pool))
 
 
 def _hostile_item(study, annotator):
