@@ -15,6 +15,7 @@ from analysis.plots import plot_render
 from analysis.report.build import report_data
 from analysis.report.exports.csv import report_csv
 from analysis.report.exports.html import report_html
+from annotation.models import Pool
 from generation.datasets.tango import dataset_import_tango
 from generation.models import Generation, JobStatus, LanguageModel, TangoTemplate
 from tests.conftest import DEMO
@@ -37,8 +38,26 @@ INSTANCES = {
 }
 
 
+@pytest.fixture(scope="module")
+def built_tango_pool(module_db) -> int:
+    """The hand-built TANGO job and its pool, built once for the module: the pool's id. Each test's own writes (a pool
+    drawn from the job, its annotations) roll back at the test's end."""
+    with module_db():
+        return _tango_pool_build().pk
+
+
 @pytest.fixture
-def tango_pool(db):
+def tango_pool(db, built_tango_pool):
+    return Pool.objects.get(pk=built_tango_pool)
+
+
+@pytest.fixture
+def tango_report(once, tango_pool):
+    """`report_data` of the TANGO pool, built once for the module's tests that only read it."""
+    return once("tango", lambda: report_data(pool=tango_pool))
+
+
+def _tango_pool_build():
     dataset = dataset_import_tango(templates_path=DEMO / "tango_misgendering.jsonl", name="demo-tango").dataset
     model = LanguageModel.objects.create(name="m1", source_kind="hub", source="example/m1")
     job = GenerationJobFactory(
@@ -75,8 +94,8 @@ def successes(samples):
 
 @pytest.mark.django_db
 class TestTangoReport:
-    def test_the_failure_rate_is_the_mean_and_sem_of_each_instances_failed_share(self, tango_pool):
-        report = report_data(pool=tango_pool)
+    def test_the_failure_rate_is_the_mean_and_sem_of_each_instances_failed_share(self, tango_report):
+        report = tango_report
 
         for pronoun, instances in INSTANCES.items():
             shares = [sum(m is FAILED for _, m in samples) / len(samples) for samples in instances]
@@ -85,8 +104,8 @@ class TestTangoReport:
             assert row["mean"] == pytest.approx(np.mean(shares))
             assert row["sem"] == pytest.approx(stats.sem(shares))
 
-    def test_sigma_gen_and_sigma_prob_are_population_stds_without_all_failed_instances(self, tango_pool):
-        report = report_data(pool=tango_pool)
+    def test_sigma_gen_and_sigma_prob_are_population_stds_without_all_failed_instances(self, tango_report):
+        report = tango_report
         assert rows_for(report, "tango_variation")["xe"]["n_gen"] == 3  # of 4: one instance's templates all failed
 
         for pronoun, instances in INSTANCES.items():
@@ -105,8 +124,8 @@ class TestTangoReport:
             for level, share in row["sigma_prob_shares"].items():
                 assert share == pytest.approx(np.mean([f"{v:.2f}" == level for v in prob]))
 
-    def test_prob_vs_gen_pairs_template_1_with_generation_1_and_drops_failed_templates(self, tango_pool):
-        report = report_data(pool=tango_pool)
+    def test_prob_vs_gen_pairs_template_1_with_generation_1_and_drops_failed_templates(self, tango_report):
+        report = tango_report
 
         for pronoun, instances in INSTANCES.items():
             pairs = [samples[0] for samples in instances if samples[0][1] is not FAILED]
@@ -120,8 +139,8 @@ class TestTangoReport:
             else:
                 assert row["mcc"] is None
 
-    def test_the_beta_fit_uses_instance_means_of_m_prob_and_m_gen(self, tango_pool):
-        report = report_data(pool=tango_pool)
+    def test_the_beta_fit_uses_instance_means_of_m_prob_and_m_gen(self, tango_report):
+        report = tango_report
 
         for pronoun, instances in INSTANCES.items():
             d = []
@@ -137,8 +156,8 @@ class TestTangoReport:
             assert row["alpha"] == pytest.approx(mean * c)
             assert row["beta"] == pytest.approx((1 - mean) * c)
 
-    def test_tango_tables_export_and_plot(self, tango_pool):
-        report = report_data(pool=tango_pool)
+    def test_tango_tables_export_and_plot(self, tango_report):
+        report = tango_report
 
         table = list(csv.DictReader(io.StringIO(report_csv(report=report, table="tango_failure_rate"))))
         assert {row["pronoun"] for row in table} == {"he", "xe"}
@@ -178,10 +197,10 @@ def test_a_pool_drawn_from_a_tango_job_is_annotated_and_reported_like_the_others
 
 
 @pytest.mark.django_db
-def test_the_latex_export_has_a_tango_table(tango_pool):
+def test_the_latex_export_has_a_tango_table(tango_report):
     from analysis.report.exports.latex import report_latex
 
-    report = report_data(pool=tango_pool)
+    report = tango_report
     latex = report_latex(report=report, table="tango")
 
     shares = [sum(m is FAILED for _, m in samples) / 5 for samples in INSTANCES["xe"]]
