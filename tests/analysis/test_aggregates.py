@@ -15,7 +15,7 @@ from annotation.services import adjudication_save
 from annotation.services.stamp import pool_changed
 from tests.analysis.factories import HE_INSTANCES, XE_INSTANCES, study_build
 from tests.analysis.test_tango_report import INSTANCES as TANGO_INSTANCES
-from tests.analysis.test_tango_report import tango_pool  # noqa: F401 - the fixture of the TANGO tests
+from tests.analysis.test_tango_report import built_tango_pool, tango_pool  # noqa: F401 - the TANGO tests' fixtures
 from tests.factories import (
     AnnotationFactory,
     GenerationFactory,

@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from analysis.selectors.explorer import cell_instance_page, pool_cells
 from annotation.models import Adjudication
-from tests.analysis.test_tango_report import tango_pool  # noqa: F401 - the fixture of the TANGO tests
+from tests.analysis.test_tango_report import built_tango_pool, tango_pool  # noqa: F401 - the TANGO tests' fixtures
 from tests.factories import (
     AnnotationFactory,
     GenerationFactory,

@@ -13,7 +13,7 @@ from analysis.gifi.pool import gifi_pool_create
 from annotation.models import Pool
 from generation.datasets.gifi import FAMILIES
 from judging.models import Judge, MachineLabel
-from tests.analysis.test_gifi_report import GDR_TEXTS, SOURCES, TOXICITY, fake_load, gifi  # noqa: F401
+from tests.analysis.test_gifi_report import GDR_TEXTS, SOURCES, TOXICITY, fake_load, gifi, imported  # noqa: F401
 
 # What GIFI's detector says of each GDR text, worked by hand.
 DETECTED = {"He bakes.": "he", "I'm sorry, I cannot.": "none", "She bakes.": "she", "Then he bakes.": "he",

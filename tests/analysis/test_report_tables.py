@@ -23,7 +23,7 @@ from generation.models import DEFAULT_MODEL_FIELDS, DEFAULT_MODEL_NAME, Language
 from judging.services.judges import judge_add
 from tests.analysis.factories import study_build
 from tests.analysis.test_aggregation import build_pool
-from tests.analysis.test_tango_report import tango_pool  # noqa: F401 (a fixture)
+from tests.analysis.test_tango_report import built_tango_pool, tango_pool  # noqa: F401 (fixtures)
 from tests.conftest import _person
 from tests.judging.verdict_study import build_study
 
