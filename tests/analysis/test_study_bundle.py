@@ -52,6 +52,14 @@ def study(study_built, db):
     return copy.deepcopy(study_built)
 
 
+@pytest.fixture
+def study_bundle(study, once) -> bytes:
+    """The bytes `export_bytes(study)` gives for the module's study, exported once per module (`once`: in a savepoint
+    rolled back at once, so the export's pseudonyms and audit entry are not left behind for any test). For the tests
+    that only read an unchanged study's bundle."""
+    return once("study bundle", lambda: export_bytes(study))
+
+
 def study_pool_build(*, annotator, second_annotator, researcher):
     """The `study` fixture's pool, built from these people."""
     pool = study_build(ana=annotator, bo=second_annotator)
@@ -130,8 +138,8 @@ def clear_study_data():
 
 @pytest.mark.django_db
 class TestExport:
-    def test_the_bundle_holds_every_file_and_a_manifest_naming_their_digests(self, study):
-        bundle = export_bytes(study)
+    def test_the_bundle_holds_every_file_and_a_manifest_naming_their_digests(self, study_bundle):
+        bundle = study_bundle
 
         with zipfile.ZipFile(io.BytesIO(bundle)) as archive:
             names = set(archive.namelist())
@@ -181,9 +189,9 @@ class TestExport:
 
 @pytest.mark.django_db
 class TestVerify:
-    def test_export_then_verify_on_an_empty_database_gives_every_figure_back(self, study, tmp_path, capsys):
+    def test_export_then_verify_on_an_empty_database_gives_every_figure_back(self, study_bundle, tmp_path, capsys):
         path = tmp_path / "STUDY.zip"
-        path.write_bytes(export_bytes(study))
+        path.write_bytes(study_bundle)
         clear_study_data()
 
         call_command("verify_study", str(path))
@@ -194,8 +202,8 @@ class TestVerify:
         assert printed["differ"] == [] and printed["figures"] == printed["equal"] == len(numbers) > 100
         assert not Pool.objects.exists()  # verification keeps nothing
 
-    def test_one_changed_label_fails_and_names_the_figures_that_moved(self, study, tmp_path):
-        bundle = export_bytes(study)
+    def test_one_changed_label_fails_and_names_the_figures_that_moved(self, study_bundle, tmp_path):
+        bundle = study_bundle
         with zipfile.ZipFile(io.BytesIO(bundle)) as archive:
             rows = [json.loads(line) for line in archive.read("annotations.jsonl").splitlines()]
         # ana's label of item 4 (the single "no_pronoun" on an xe item): now "misgendering".
@@ -219,25 +227,25 @@ class TestVerify:
         assert not any("/he]" in name for name in moved if name.startswith("label_distribution"))
 
     @pytest.mark.parametrize("missing", ["annotations.jsonl", "report.json", "manifest.json"])
-    def test_a_bundle_with_a_file_missing_is_rejected_and_nothing_is_written(self, study, tmp_path, missing):
+    def test_a_bundle_with_a_file_missing_is_rejected_and_nothing_is_written(self, study_bundle, tmp_path, missing):
         path = tmp_path / "PART.zip"
-        path.write_bytes(rewritten(export_bytes(study), drop=missing))
+        path.write_bytes(rewritten(study_bundle, drop=missing))
         clear_study_data()
 
         with pytest.raises(CommandError, match=f"{missing} (is )?missing"):
             call_command("import_study", str(path), "--pool", "again")
         assert not Pool.objects.exists() and not PoolItem.objects.exists()
 
-    def test_a_truncated_bundle_is_rejected(self, study, tmp_path):
-        bundle = export_bytes(study)
+    def test_a_truncated_bundle_is_rejected(self, study_bundle, tmp_path):
+        bundle = study_bundle
         path = tmp_path / "CUT.zip"
         path.write_bytes(bundle[: len(bundle) // 2])
 
         with pytest.raises(CommandError, match="truncated"):
             call_command("verify_study", str(path))
 
-    def test_a_damaged_member_is_rejected(self, study, tmp_path):
-        bundle = bytearray(export_bytes(study))
+    def test_a_damaged_member_is_rejected(self, study_bundle, tmp_path):
+        bundle = bytearray(study_bundle)
         with zipfile.ZipFile(io.BytesIO(bytes(bundle))) as archive:
             info = archive.getinfo("annotations.jsonl")
         bundle[info.header_offset + 80] ^= 0xFF  # inside the compressed data: the CRC no longer matches
@@ -247,8 +255,8 @@ class TestVerify:
         with pytest.raises(BundleError):
             study_bundle_read(path)
 
-    def test_a_newer_format_and_a_malformed_manifest_are_rejected(self, study):
-        bundle = export_bytes(study)
+    def test_a_newer_format_and_a_malformed_manifest_are_rejected(self, study_bundle):
+        bundle = study_bundle
         manifest = json.loads(zipfile.ZipFile(io.BytesIO(bundle)).read("manifest.json"))
         newer = rewritten(bundle, change={"manifest.json": json.dumps({**manifest, "format_version": 99})})
 
@@ -262,9 +270,9 @@ class TestVerify:
 
 @pytest.mark.django_db
 class TestImport:
-    def test_a_second_lab_imports_the_study_under_a_new_name_and_keeps_it(self, study, tmp_path, capsys):
+    def test_a_second_lab_imports_the_study_under_a_new_name_and_keeps_it(self, study, study_bundle, tmp_path, capsys):
         path = tmp_path / "STUDY.zip"
-        path.write_bytes(export_bytes(study))
+        path.write_bytes(study_bundle)
 
         call_command("import_study", str(path), "--pool", "continued")
 
@@ -280,8 +288,8 @@ class TestImport:
         newcomer = _person("lab2_annotator", ANNOTATOR)
         assert assignments_create(pool=pool, usernames=[newcomer.username]).created > 0
 
-    def test_an_import_over_an_existing_pool_name_is_refused(self, study):
-        bundle = study_bundle_read(io.BytesIO(export_bytes(study)))
+    def test_an_import_over_an_existing_pool_name_is_refused(self, study, study_bundle):
+        bundle = study_bundle_read(io.BytesIO(study_bundle))
         with pytest.raises(BundleError, match="already exists"):
             study_import(bundle=bundle, pool_name=study.name)
 
@@ -304,8 +312,8 @@ class TestImport:
         [run] = JudgeRun.objects.filter(pool=imported.pool)
         assert (run.mode, run.k, run.temperature, run.seed, run.job.options) == ("sampling", 3, 0.5, 9, {})
 
-    def test_a_changed_bundle_is_not_imported(self, study):
-        bundle = export_bytes(study)
+    def test_a_changed_bundle_is_not_imported(self, study_bundle):
+        bundle = study_bundle
         changed = rewritten(bundle, change={"annotations.jsonl": b""})
         with pytest.raises(BundleError, match="annotations.jsonl: differs"):
             study_import(bundle=study_bundle_read(io.BytesIO(changed)), pool_name="x")
