@@ -124,11 +124,13 @@ def study_bundle(study_built, db) -> bytes:
     return study_built[1]
 
 
-@pytest.fixture
-def judged(smollm2_row):
+def judged_build():
     """The judge's-verdict study (tests/judging/verdict_study.py): a judge run over its whole job (`judge --job`)
     whose labels feed the verdict, the prediction-powered rates and the calibration; plus a second judge's run over
     the pool's items."""
+    from generation.models import DEFAULT_MODEL_FIELDS, DEFAULT_MODEL_NAME
+
+    smollm2_row = LanguageModel.objects.get_or_create(name=DEFAULT_MODEL_NAME, defaults=DEFAULT_MODEL_FIELDS)[0]
     job_judge = judge_add(name="job-judge", model=smollm2_row)[0]
     built = build_study(judge=job_judge)
     pool_judge = judge_add(name="pool-judge", model=LanguageModelFactory(name="pool-lm"))[0]
@@ -142,11 +144,31 @@ def judged(smollm2_row):
     return built
 
 
-@pytest.fixture
-def smollm2_row(db):
-    from generation.models import DEFAULT_MODEL_FIELDS, DEFAULT_MODEL_NAME
+@pytest.fixture(scope="class")
+def judged_built(django_db_setup, django_db_blocker):
+    """`judged_build()`, built once for the class that asks for it, in a transaction of its own that is rolled back
+    after the class's last test: its tests see the study and their own writes still roll back (each test's
+    transaction is a savepoint inside this one), while the tests of the other classes never see it (some of them
+    check that their study pool is the only one)."""
+    from django.db import transaction
 
-    return LanguageModel.objects.get_or_create(name=DEFAULT_MODEL_NAME, defaults=DEFAULT_MODEL_FIELDS)[0]
+    with django_db_blocker.unblock():
+        outer = transaction.atomic()
+        outer.__enter__()
+    try:
+        with django_db_blocker.unblock():
+            built = judged_build()
+        yield built
+    finally:
+        with django_db_blocker.unblock():
+            transaction.set_rollback(True)
+            outer.__exit__(None, None, None)
+
+
+@pytest.fixture
+def judged(judged_built, db):
+    """The class's judge's-verdict study, its records a copy for this test."""
+    return copy.deepcopy(judged_built)
 
 
 @pytest.mark.django_db
