@@ -4,16 +4,20 @@ live pool is drawn when the demo jobs finish, and the demo logins survive a rest
 from __future__ import annotations
 
 import ast
+import io
 import os
 import stat
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from django.apps import apps
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from django.test import modify_settings
+from django.db import transaction
+from django.test import modify_settings, override_settings
 from rest_framework.authtoken.models import Token
 
 from annotation.models import Assignment, Pool
@@ -49,16 +53,54 @@ def demo_job(dataset_name: str, *, status: str) -> Job:
     return job
 
 
-@pytest.fixture(autouse=True)
-def demo_installed(settings, tmp_path):
-    """The demo app is installed by the embedded default (SQLite); on PostgreSQL the tests install it themselves.
-    Its logins go to a throwaway file, never to the checkout's var/."""
-    settings.DEMO_LOGINS_FILE = tmp_path / "demo-logins.json"
+@contextmanager
+def demo_app():
+    """The demo app installed for the block: by the embedded default (SQLite) it is already; on PostgreSQL the tests
+    install it themselves."""
     if apps.is_installed("demo"):
         yield
         return
     with modify_settings(INSTALLED_APPS={"append": "demo"}):
         yield
+
+
+@pytest.fixture(autouse=True)
+def demo_installed(settings, tmp_path):
+    """The demo app is installed (`demo_app`). Its logins go to a throwaway file, never to the checkout's var/."""
+    settings.DEMO_LOGINS_FILE = tmp_path / "demo-logins.json"
+    with demo_app():
+        yield
+
+
+@pytest.fixture(scope="class")
+def demo_loaded_built(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[tuple[str, str]]:
+    """`load_demo --no-generate` run once for the class that asks for it, in a transaction of its own that is rolled
+    back after the class's last test: its tests see the loaded demo and their own writes still roll back (each
+    test's transaction is a savepoint inside this one), while the other tests, which run `load_demo` themselves, never
+    see it. (What the command printed, the text of the logins file it wrote.)"""
+    logins = tmp_path_factory.mktemp("demo") / "demo-logins.json"
+    printed = io.StringIO()
+    with django_db_blocker.unblock():
+        outer = transaction.atomic()
+        outer.__enter__()
+    try:
+        with django_db_blocker.unblock(), demo_app(), override_settings(DEMO_LOGINS_FILE=logins):
+            call_command("load_demo", "--no-generate", stdout=printed)
+        yield printed.getvalue(), logins.read_text(encoding="utf-8")
+    finally:
+        with django_db_blocker.unblock():
+            transaction.set_rollback(True)
+            outer.__exit__(None, None, None)
+
+
+@pytest.fixture
+def demo_loaded(demo_loaded_built, db, settings) -> str:
+    """The class's loaded demo, its logins file copied to this test's (owner-only, as `load_demo` writes it): as a
+    test finds the demo after running `load_demo --no-generate` itself. Returns what that command printed."""
+    printed, logins = demo_loaded_built
+    settings.DEMO_LOGINS_FILE.write_text(logins, encoding="utf-8")
+    settings.DEMO_LOGINS_FILE.chmod(0o600)
+    return printed
 
 
 @pytest.fixture
@@ -116,31 +158,6 @@ def test_load_demo_makes_the_hand_written_pool_ready_and_only_queues_the_live_jo
     assert "pool demo: ready (48 items)" in capsys.readouterr().out
     assert pool.items.count() == 48 and jobs.count() == 1
     assert Assignment.objects.filter(pool=pool).count() == 64
-
-
-@pytest.mark.django_db
-def test_load_demo_without_generation_queues_nothing():
-    call_command("load_demo", "--no-generate")
-    assert Pool.objects.get(name=demo.SHIPPED_POOL).items.count() == 48
-    # only finished records of what the demo wrote: the hand-written texts of demo-features and demo-judged, and the
-    # demo judge's run over the latter (an external judge's): nothing queued, no model run
-    assert sorted(Job.objects.values_list("model__name", "kind", "status")) == [
-        (demo.HAND_WRITTEN, "generation", JobStatus.DONE),
-        (demo.HAND_WRITTEN, "generation", JobStatus.DONE),
-        ("external-demo-judge", "judge", JobStatus.DONE),
-    ]
-
-
-@pytest.mark.django_db
-def test_load_demo_imports_a_templates_dataset_with_ey_and_fae(capsys):
-    call_command("load_demo", "--no-generate")
-
-    dataset = Dataset.objects.get(name=demo.TEMPLATES_DATASET)
-    assert dataset.kind == "templates"
-    families = list(dict.fromkeys(dataset.pronoun_forms.order_by("pk").values_list("base", flat=True)))
-    assert families == ["he", "she", "they", "xe", "ey", "fae"]
-    assert dataset.instances.count() == 5 * 6 * 2
-    assert f"dataset {demo.TEMPLATES_DATASET}: 60 instances" in capsys.readouterr().out
 
 
 def _printed_logins(output: str) -> dict[str, str]:
@@ -271,45 +288,6 @@ def test_the_pool_pages_say_what_the_live_pool_waits_for(client, researcher, ann
 
 
 @pytest.mark.django_db
-def test_the_demo_shows_a_qualification_round_gold_items_and_distractor_items(capsys):
-    from annotation.models import GOLD, STUDY, TRAINING
-    from annotation.referents import item_people
-
-    call_command("load_demo", "--no-generate")
-    assert "pool demo-features: made" in capsys.readouterr().out
-    pool = Pool.objects.get(name=demo.FEATURES_POOL)
-
-    kinds = {kind: pool.items.filter(kind=kind).count() for kind in (TRAINING, GOLD, STUDY)}
-    assert kinds == {TRAINING: 4, GOLD: 3, STUDY: 4 + len(demo.DISTRACTOR_CONTINUATIONS)}
-    assert pool.pass_mark == 0.75
-    assert all(item.explanation for item in pool.items.filter(kind=TRAINING))
-    for name in demo.ANNOTATORS:  # everyone meets the training and the gold items
-        mine = Assignment.objects.filter(pool=pool, annotator__username=name)
-        assert mine.filter(item__kind=TRAINING).count() == 4 and mine.filter(item__kind=GOLD).count() == 3
-
-    distractor_items = [item for item in pool.items.filter(kind=STUDY) if item_people(item)]
-    assert len(distractor_items) == 3
-    people = item_people(distractor_items[0])
-    assert [person["role"] for person in people["people"]] == ["target", "other"]
-    words = {token["word"].lower() for item in distractor_items for token in item_people(item)["pronoun_tokens"]}
-    assert {"xe", "she", "they"} <= words  # a pronoun for the target, the other person, and one that is unclear
-
-    call_command("load_demo", "--no-generate")  # again: nothing more
-    assert "pool demo-features: ready" in capsys.readouterr().out
-    assert pool.items.count() == sum(kinds.values())
-
-
-@pytest.mark.django_db
-def test_an_annotator_of_the_features_pool_starts_with_the_qualification_round(api):
-    call_command("load_demo", "--no-generate")
-    api.force_authenticate(get_user_model().objects.get(username="annotator1"))
-
-    first = api.get("/api/annotate/next/?pool=demo-features").json()
-
-    assert first["phase"] == "training"
-
-
-@pytest.mark.django_db
 def test_the_home_page_says_plainly_that_the_demos_model_is_a_toy(client, researcher):
     client.force_login(researcher)
     page = client.get("/").content.decode()
@@ -317,92 +295,144 @@ def test_the_home_page_says_plainly_that_the_demos_model_is_a_toy(client, resear
 
 
 @pytest.mark.django_db
-def test_the_hand_written_texts_model_labels_the_demo_but_no_job_can_run_it(client, api, admin_user):
-    call_command("load_demo", "--no-generate")
-    hand_written = LanguageModel.objects.get(name=demo.HAND_WRITTEN)
-    assert hand_written.source_kind == LanguageModel.SourceKind.NONE
+class TestTheLoadedDemo:
+    """Tests that start from the demo as `load_demo --no-generate` leaves it (`demo_loaded`)."""
 
-    client.force_login(admin_user)
-    form = client.get("/generation/jobs/new/").content.decode()
-    assert f'value="{DEFAULT_MODEL_NAME}"' in form and demo.HAND_WRITTEN not in form
+    def test_load_demo_without_generation_queues_nothing(self, demo_loaded):
+        assert Pool.objects.get(name=demo.SHIPPED_POOL).items.count() == 48
+        # only finished records of what the demo wrote: the hand-written texts of demo-features and demo-judged, and the
+        # demo judge's run over the latter (an external judge's): nothing queued, no model run
+        assert sorted(Job.objects.values_list("model__name", "kind", "status")) == [
+            (demo.HAND_WRITTEN, "generation", JobStatus.DONE),
+            (demo.HAND_WRITTEN, "generation", JobStatus.DONE),
+            ("external-demo-judge", "judge", JobStatus.DONE),
+        ]
 
-    api.force_authenticate(admin_user)
-    response = api.post("/api/generation-jobs/", {"model": demo.HAND_WRITTEN}, format="json")
-    assert response.status_code == 400
-    assert "has no weights to run" in str(response.json()["model"])
-    assert Job.objects.filter(model=hand_written).count() == 2  # the demo's own finished ones only
-    # The demo judge's API model is not offered either, nor its judge for "Judge all": neither can run.
-    assert "external-demo-judge" not in form
-    response = api.post("/api/generation-jobs/", {"model": "external-demo-judge"}, format="json")
-    assert response.status_code == 400 and "has no weights to run" in str(response.json()["model"])
+    def test_load_demo_imports_a_templates_dataset_with_ey_and_fae(self, demo_loaded):
 
+        dataset = Dataset.objects.get(name=demo.TEMPLATES_DATASET)
+        assert dataset.kind == "templates"
+        families = list(dict.fromkeys(dataset.pronoun_forms.order_by("pk").values_list("base", flat=True)))
+        assert families == ["he", "she", "they", "xe", "ey", "fae"]
+        assert dataset.instances.count() == 5 * 6 * 2
+        assert f"dataset {demo.TEMPLATES_DATASET}: 60 instances" in demo_loaded
 
-@pytest.mark.django_db
-def test_the_judged_demo_pool_fills_every_judge_section_of_the_report(capsys):
-    import numpy as np
+    def test_the_demo_shows_a_qualification_round_gold_items_and_distractor_items(self, demo_loaded, capsys):
+        from annotation.models import GOLD, STUDY, TRAINING
+        from annotation.referents import item_people
 
-    from analysis.services import report_build
-    from annotation.models import Annotation
-    from demo.judged import DEMO_JUDGE, DEMO_NOTE, DEMO_RATERS, DEMO_RUNNABLE_JUDGE, JUDGED_POOL
-    from judging.models import JudgeRun, MachineLabel
-    from judging.templatetags.judging_tags import judge_names
+        assert "pool demo-features: made" in demo_loaded
+        pool = Pool.objects.get(name=demo.FEATURES_POOL)
 
-    call_command("load_demo", "--no-generate")
-    assert f"pool {JUDGED_POOL}: made (40 items of a 72-text job" in capsys.readouterr().out
-    pool = Pool.objects.get(name=JUDGED_POOL)
-    job = pool.jobs.get()
+        kinds = {kind: pool.items.filter(kind=kind).count() for kind in (TRAINING, GOLD, STUDY)}
+        assert kinds == {TRAINING: 4, GOLD: 3, STUDY: 4 + len(demo.DISTRACTOR_CONTINUATIONS)}
+        assert pool.pass_mark == 0.75
+        assert all(item.explanation for item in pool.items.filter(kind=TRAINING))
+        for name in demo.ANNOTATORS:  # everyone meets the training and the gold items
+            mine = Assignment.objects.filter(pool=pool, annotator__username=name)
+            assert mine.filter(item__kind=TRAINING).count() == 4 and mine.filter(item__kind=GOLD).count() == 3
 
-    # A job larger than its pool, judged over the whole job by the demo judge, recorded as never run by Concord.
-    assert job.generations.count() == 72 > pool.items.count() == 40
-    run = JudgeRun.objects.get(source_job=job)
-    assert run.judge.name == DEMO_JUDGE and run.judge.external and "No model produced them" in run.judge.description
-    assert MachineLabel.objects.filter(run=run).count() == 72
-    # Three raters label every item; every label says it is demo data, and no rater can log in.
-    annotations = Annotation.objects.filter(item__pool=pool)
-    assert annotations.count() == 3 * 40 and set(annotations.values_list("notes", flat=True)) == {DEMO_NOTE}
-    for username in DEMO_RATERS:
-        assert not get_user_model().objects.get(username=username).has_usable_password()
-    # "Judge all" offers a judge Concord can run (the default model), not the external demo judge.
-    assert judge_names() == [DEMO_RUNNABLE_JUDGE]
+        distractor_items = [item for item in pool.items.filter(kind=STUDY) if item_people(item)]
+        assert len(distractor_items) == 3
+        people = item_people(distractor_items[0])
+        assert [person["role"] for person in people["people"]] == ["target", "other"]
+        words = {token["word"].lower() for item in distractor_items for token in item_people(item)["pronoun_tokens"]}
+        assert {"xe", "she", "they"} <= words  # a pronoun for the target, the other person, and one that is unclear
 
-    report = report_build(pool=pool)
+        call_command("load_demo", "--no-generate")  # again: nothing more
+        assert "pool demo-features: ready" in capsys.readouterr().out
+        assert pool.items.count() == sum(kinds.values())
 
-    (verdict,) = report["judge_verdict"]
-    assert verdict["alt_test"]["tested"] == 3 and verdict["alt_test"]["passed"] is not None
-    ceiling = next(row for row in verdict["agreement"] if row["against"] == "human_ceiling")
-    assert ceiling["n"] == 3  # every pair shares 40 items, over the 30 a pair needs
-    assert verdict["selective"]["threshold"] is not None and 0 < verdict["selective"]["coverage_job"] < 1
-    assert [row["guideline_version"] for row in report["by_guideline_version"]] == [1, 2]
-    rates = report["prediction_powered"]
-    assert rates and all(row["N"] > 0 and row["n"] > 0 for row in rates)
-    # The human side of the rates, checked by hand: the majority label of the three raters, averaged within each
-    # context (instance x setting, the unit), then over the contexts.
-    overall = next(row for row in rates if row["pronoun"] == "all")
-    by_context: dict[tuple, list[bool]] = {}
-    for item in pool.items.select_related("generation"):
-        labels = list(annotations.filter(item=item).values_list("label", flat=True))
-        context = (item.generation.instance_id, item.setting)
-        by_context.setdefault(context, []).append(max(set(labels), key=labels.count) == "misgendering")
-    assert overall["human_rate"] == pytest.approx(np.mean([np.mean(rows) for rows in by_context.values()]))
+    def test_an_annotator_of_the_features_pool_starts_with_the_qualification_round(self, demo_loaded, api):
+        api.force_authenticate(get_user_model().objects.get(username="annotator1"))
 
-    call_command("load_demo", "--no-generate")  # again: nothing new
-    assert JudgeRun.objects.count() == 1 and Annotation.objects.filter(item__pool=pool).count() == 120
+        first = api.get("/api/annotate/next/?pool=demo-features").json()
 
+        assert first["phase"] == "training"
 
-@pytest.mark.django_db
-def test_the_verdict_and_the_quality_page_say_which_pairs_the_human_ceiling_averages(client, researcher):
-    from analysis.selectors.verdict import MIN_ITEMS
-    from analysis.services import report_build
-    from demo.judged import JUDGED_POOL
+    def test_the_hand_written_texts_model_labels_the_demo_but_no_job_can_run_it(
+        self, demo_loaded, client, api, admin_user
+    ):
+        hand_written = LanguageModel.objects.get(name=demo.HAND_WRITTEN)
+        assert hand_written.source_kind == LanguageModel.SourceKind.NONE
 
-    call_command("load_demo", "--no-generate")
-    pool = Pool.objects.get(name=JUDGED_POOL)
-    report_build(pool=pool)
-    client.force_login(researcher)
+        client.force_login(admin_user)
+        form = client.get("/generation/jobs/new/").content.decode()
+        assert f'value="{DEFAULT_MODEL_NAME}"' in form and demo.HAND_WRITTEN not in form
 
-    report = client.get(f"/reports/{pool.name}/").content.decode()
-    quality = client.get(f"/pools/{pool.name}/quality/").content.decode()
+        api.force_authenticate(admin_user)
+        response = api.post("/api/generation-jobs/", {"model": demo.HAND_WRITTEN}, format="json")
+        assert response.status_code == 400
+        assert "has no weights to run" in str(response.json()["model"])
+        assert Job.objects.filter(model=hand_written).count() == 2  # the demo's own finished ones only
+        # The demo judge's API model is not offered either, nor its judge for "Judge all": neither can run.
+        assert "external-demo-judge" not in form
+        response = api.post("/api/generation-jobs/", {"model": "external-demo-judge"}, format="json")
+        assert response.status_code == 400 and "has no weights to run" in str(response.json()["model"])
 
-    assert f"mean over 3 annotator pairs sharing at least {MIN_ITEMS} study items" in report
-    assert "the annotator quality page lists every pair" in report
-    assert f"averages only the pairs\n    that share at least {MIN_ITEMS}" in quality
+    def test_the_judged_demo_pool_fills_every_judge_section_of_the_report(self, demo_loaded, capsys):
+        import numpy as np
+
+        from analysis.services import report_build
+        from annotation.models import Annotation
+        from demo.judged import DEMO_JUDGE, DEMO_NOTE, DEMO_RATERS, DEMO_RUNNABLE_JUDGE, JUDGED_POOL
+        from judging.models import JudgeRun, MachineLabel
+        from judging.templatetags.judging_tags import judge_names
+
+        assert f"pool {JUDGED_POOL}: made (40 items of a 72-text job" in demo_loaded
+        pool = Pool.objects.get(name=JUDGED_POOL)
+        job = pool.jobs.get()
+
+        # A job larger than its pool, judged over the whole job by the demo judge, recorded as never run by Concord.
+        assert job.generations.count() == 72 > pool.items.count() == 40
+        run = JudgeRun.objects.get(source_job=job)
+        assert run.judge.name == DEMO_JUDGE and run.judge.external and "No model produced them" in run.judge.description
+        assert MachineLabel.objects.filter(run=run).count() == 72
+        # Three raters label every item; every label says it is demo data, and no rater can log in.
+        annotations = Annotation.objects.filter(item__pool=pool)
+        assert annotations.count() == 3 * 40 and set(annotations.values_list("notes", flat=True)) == {DEMO_NOTE}
+        for username in DEMO_RATERS:
+            assert not get_user_model().objects.get(username=username).has_usable_password()
+        # "Judge all" offers a judge Concord can run (the default model), not the external demo judge.
+        assert judge_names() == [DEMO_RUNNABLE_JUDGE]
+
+        report = report_build(pool=pool)
+
+        (verdict,) = report["judge_verdict"]
+        assert verdict["alt_test"]["tested"] == 3 and verdict["alt_test"]["passed"] is not None
+        ceiling = next(row for row in verdict["agreement"] if row["against"] == "human_ceiling")
+        assert ceiling["n"] == 3  # every pair shares 40 items, over the 30 a pair needs
+        assert verdict["selective"]["threshold"] is not None and 0 < verdict["selective"]["coverage_job"] < 1
+        assert [row["guideline_version"] for row in report["by_guideline_version"]] == [1, 2]
+        rates = report["prediction_powered"]
+        assert rates and all(row["N"] > 0 and row["n"] > 0 for row in rates)
+        # The human side of the rates, checked by hand: the majority label of the three raters, averaged within each
+        # context (instance x setting, the unit), then over the contexts.
+        overall = next(row for row in rates if row["pronoun"] == "all")
+        by_context: dict[tuple, list[bool]] = {}
+        for item in pool.items.select_related("generation"):
+            labels = list(annotations.filter(item=item).values_list("label", flat=True))
+            context = (item.generation.instance_id, item.setting)
+            by_context.setdefault(context, []).append(max(set(labels), key=labels.count) == "misgendering")
+        assert overall["human_rate"] == pytest.approx(np.mean([np.mean(rows) for rows in by_context.values()]))
+
+        call_command("load_demo", "--no-generate")  # again: nothing new
+        assert JudgeRun.objects.count() == 1 and Annotation.objects.filter(item__pool=pool).count() == 120
+
+    def test_the_verdict_and_the_quality_page_say_which_pairs_the_human_ceiling_averages(
+        self, demo_loaded, client, researcher
+    ):
+        from analysis.selectors.verdict import MIN_ITEMS
+        from analysis.services import report_build
+        from demo.judged import JUDGED_POOL
+
+        pool = Pool.objects.get(name=JUDGED_POOL)
+        report_build(pool=pool)
+        client.force_login(researcher)
+
+        report = client.get(f"/reports/{pool.name}/").content.decode()
+        quality = client.get(f"/pools/{pool.name}/quality/").content.decode()
+
+        assert f"mean over 3 annotator pairs sharing at least {MIN_ITEMS} study items" in report
+        assert "the annotator quality page lists every pair" in report
+        assert f"averages only the pairs\n    that share at least {MIN_ITEMS}" in quality
