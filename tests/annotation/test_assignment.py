@@ -1,3 +1,4 @@
+import copy
 from collections import Counter
 
 import pytest
@@ -14,18 +15,28 @@ CELLS = [
 ]
 
 
-@pytest.fixture
-def pool(db):
-    pool = PoolFactory(name="study")
-    for model, dataset, setting, pronoun in CELLS:  # 16 cells x 5 items
-        for _ in range(5):
-            PoolItemFactory(pool=pool, model_name=model, dataset=dataset, setting=setting, pronoun=pronoun)
-    return pool
+@pytest.fixture(scope="module")
+def pool_and_trio_built(module_db):
+    """The study pool (16 cells x 5 items) and three annotators, built once per module (`module_db`): every test
+    sees their rows, and its own writes roll back."""
+    with module_db():
+        pool = PoolFactory(name="study")
+        for model, dataset, setting, pronoun in CELLS:  # 16 cells x 5 items
+            for _ in range(5):
+                PoolItemFactory(pool=pool, model_name=model, dataset=dataset, setting=setting, pronoun=pronoun)
+        return pool, [annotator_named(name) for name in ("a1", "a2", "a3")]
 
 
 @pytest.fixture
-def trio(db):
-    return [annotator_named(name) for name in ("a1", "a2", "a3")]
+def pool(pool_and_trio_built, db):
+    """The module's study pool, its record a copy for this test."""
+    return copy.deepcopy(pool_and_trio_built[0])
+
+
+@pytest.fixture
+def trio(pool_and_trio_built, db):
+    """The module's annotators a1, a2 and a3, their records copies for this test."""
+    return copy.deepcopy(pool_and_trio_built[1])
 
 
 def holders(pool) -> Counter:
