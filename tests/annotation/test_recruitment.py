@@ -4,6 +4,7 @@ participants' export, role isolation, and participant ids absent from every othe
 
 from __future__ import annotations
 
+import copy
 import csv
 import io
 import json
@@ -38,12 +39,21 @@ def study_items(pool, count: int) -> list:
     return [PoolItemFactory(pool=pool, continuation=f"Xe smiled, item {n}.") for n in range(count)]
 
 
+@pytest.fixture(scope="module")
+def pool_built(module_db):
+    """The pool `crowd` (12 study items and a gold one), built once per module (`module_db`): every test sees its
+    rows, and its own writes roll back."""
+    with module_db():
+        pool = PoolFactory(name="crowd")
+        study_items(pool, 12)
+        PoolItemFactory(pool=pool, kind="gold", gold_label="correct")
+        return pool
+
+
 @pytest.fixture
-def pool(db):
-    pool = PoolFactory(name="crowd")
-    study_items(pool, 12)
-    PoolItemFactory(pool=pool, kind="gold", gold_label="correct")
-    return pool
+def pool(pool_built, db):
+    """The module's pool, its record a copy for this test."""
+    return copy.deepcopy(pool_built)
 
 
 @pytest.fixture
