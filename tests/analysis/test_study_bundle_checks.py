@@ -247,11 +247,11 @@ class TestImportVerifiesFirst:
         call_command("import_study", str(path), "--pool", "changed", "--accept-differences")
         assert Annotation.objects.filter(item__pool__name="changed", label="misgendering").count() == 4
 
-    def test_verify_says_the_same_in_place_as_on_an_empty_database(self, study_pool, tmp_path, capsys):
+    def test_verify_says_the_same_in_place_as_on_an_empty_database(self, study_pool, study_bundle, tmp_path, capsys):
         """Before, the bundle was imported beside the study it came from: new ids, a renamed pseudonym user, and
         figures that differed although nothing had changed."""
         get_user_model().objects.create_user(username="annotator-02")
-        path = export_path(tmp_path, study_pool)
+        path = str(_written(tmp_path, study_bundle))
         call_command("verify_study", path)
         assert json.loads(capsys.readouterr().out)["differ"] == []
 
@@ -519,16 +519,16 @@ class TestCraftedBundles:
         with pytest.raises(CommandError, match=rf"^rejected: pool_items.jsonl:{lines}: id \d+ appears again \(first"):
             call_command("import_study", str(_written(tmp_path, bundle)), "--pool", "dup")
 
-    def test_a_bad_pool_name_on_the_command_line_is_refused(self, study_pool, tmp_path):
-        path = export_path(tmp_path, study_pool)
+    def test_a_bad_pool_name_on_the_command_line_is_refused(self, study_pool, study_bundle, tmp_path):
+        path = str(_written(tmp_path, study_bundle))
         with pytest.raises(CommandError, match=r"^rejected: --pool: pool name 'Bad Name'"):
             call_command("import_study", path, "--pool", "Bad Name")
         assert not Pool.objects.exclude(pk=study_pool.pk).exists()
 
-    def test_a_user_named_like_an_imported_pseudonym_is_left_alone(self, study_pool, tmp_path):
+    def test_a_user_named_like_an_imported_pseudonym_is_left_alone(self, study_bundle, tmp_path):
         for name in ("annotator-01", "annotator-01-twice", "annotator-01-twice-3"):
             get_user_model().objects.create_user(username=name)
-        path = export_path(tmp_path, study_pool)
+        path = str(_written(tmp_path, study_bundle))
         call_command("import_study", path, "--pool", "once")
         call_command("import_study", path, "--pool", "twice")
         for name in ("annotator-01", "annotator-01-twice", "annotator-01-twice-3"):
