@@ -146,10 +146,11 @@ def judged_build():
 
 @pytest.fixture(scope="class")
 def judged_built(django_db_setup, django_db_blocker):
-    """`judged_build()`, built once for the class that asks for it, in a transaction of its own that is rolled back
-    after the class's last test: its tests see the study and their own writes still roll back (each test's
-    transaction is a savepoint inside this one), while the tests of the other classes never see it (some of them
-    check that their study pool is the only one)."""
+    """`judged_build()` and the bytes `export_bytes` gives for its pool, built once for the class that asks for
+    them, in a transaction of its own that is rolled back after the class's last test: its tests see the study and
+    their own writes still roll back (each test's transaction is a savepoint inside this one), while the tests of the
+    other classes never see it (some of them check that their study pool is the only one). The export runs in a
+    savepoint rolled back at once, so its pseudonyms and audit entry are not left behind."""
     from django.db import transaction
 
     with django_db_blocker.unblock():
@@ -158,7 +159,10 @@ def judged_built(django_db_setup, django_db_blocker):
     try:
         with django_db_blocker.unblock():
             built = judged_build()
-        yield built
+            with transaction.atomic():
+                bundle = export_bytes(built.pool)
+                transaction.set_rollback(True)
+        yield built, bundle
     finally:
         with django_db_blocker.unblock():
             transaction.set_rollback(True)
@@ -168,16 +172,24 @@ def judged_built(django_db_setup, django_db_blocker):
 @pytest.fixture
 def judged(judged_built, db):
     """The class's judge's-verdict study, its records a copy for this test."""
-    return copy.deepcopy(judged_built)
+    return copy.deepcopy(judged_built[0])
+
+
+@pytest.fixture
+def judged_bundle(judged_built, db) -> bytes:
+    """The bytes of the class's judged study's bundle, as `study_export` wrote them before any test changed it."""
+    return judged_built[1]
 
 
 @pytest.mark.django_db
 class TestRoundTrip:
-    def test_export_verify_anywhere_import_and_export_again_give_the_same_figures(self, judged, tmp_path, capsys):
+    def test_export_verify_anywhere_import_and_export_again_give_the_same_figures(
+        self, judged, judged_bundle, tmp_path, capsys
+    ):
         # a user named like a pseudonym, so that an import must rename its own
         get_user_model().objects.create_user(username="annotator-01")
-        first = export_path(tmp_path, judged.pool)
-        bundle = open(first, "rb").read()  # noqa: SIM115 - read once
+        bundle = judged_bundle
+        first = str(_written(tmp_path, bundle))
         runs = rows_of(bundle, "judge_runs.jsonl")
         assert {(run["pool_id"] is None, run["source_job_id"] is None) for run in runs} == {
             (True, False),
@@ -213,10 +225,10 @@ class TestRoundTrip:
         compared = figures_compare(bundled=report, recomputed=json.loads(zipfile.ZipFile(again).read("report.json")))
         assert compared["differ"] == [] and compared["figures"] == in_place["figures"]
 
-    def test_without_the_job_run_the_figures_it_feeds_would_differ(self, judged, tmp_path):
+    def test_without_the_job_run_the_figures_it_feeds_would_differ(self, judged_bundle):
         """The job run's labels are what the verdict and prediction-powered figures read: leaving them out of the
         bundle (as before) makes them differ."""
-        bundle = export_bytes(judged.pool)
+        bundle = judged_bundle
         job_run_ids = {row["id"] for row in rows_of(bundle, "judge_runs.jsonl") if row["source_job_id"] is not None}
         labels = [row for row in rows_of(bundle, "machine_labels.jsonl") if row["run_id"] not in job_run_ids]
         runs = [row for row in rows_of(bundle, "judge_runs.jsonl") if row["id"] not in job_run_ids]
