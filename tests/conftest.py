@@ -191,12 +191,9 @@ def once():
     return get
 
 
-@pytest.fixture(scope="module")
-def module_db(django_db_setup, django_db_blocker):
-    """One transaction around a module's tests, rolled back after its last: what a module-scoped fixture writes
-    inside `with module_db():` is built once and seen by every test of the module, while each test's own writes still
-    roll back at its end (its transaction is a savepoint inside this one). For modules of `db` tests only: a
-    transactional test would wait on this transaction's locks."""
+def _rolled_back_transaction(django_db_blocker):
+    """A transaction held open until the generator is closed, then rolled back; yields the blocker's `unblock`, inside
+    which a fixture writes what the tests it serves will see."""
     from django.db import transaction
 
     with django_db_blocker.unblock():
@@ -208,6 +205,22 @@ def module_db(django_db_setup, django_db_blocker):
         with django_db_blocker.unblock():
             transaction.set_rollback(True)
             outer.__exit__(None, None, None)
+
+
+@pytest.fixture(scope="module")
+def module_db(django_db_setup, django_db_blocker):
+    """One transaction around a module's tests, rolled back after its last: what a module-scoped fixture writes
+    inside `with module_db():` is built once and seen by every test of the module, while each test's own writes still
+    roll back at its end (its transaction is a savepoint inside this one). For modules of `db` tests only: a
+    transactional test would wait on this transaction's locks."""
+    yield from _rolled_back_transaction(django_db_blocker)
+
+
+@pytest.fixture(scope="class")
+def class_db(django_db_setup, django_db_blocker):
+    """`module_db` for one class: what a class-scoped fixture writes inside `with class_db():` is seen by that class's
+    tests only, and rolled back after its last, so the module's other tests never see it."""
+    yield from _rolled_back_transaction(django_db_blocker)
 
 
 @pytest.fixture(autouse=True)

@@ -145,28 +145,19 @@ def judged_build():
 
 
 @pytest.fixture(scope="class")
-def judged_built(django_db_setup, django_db_blocker):
+def judged_built(class_db):
     """`judged_build()` and the bytes `export_bytes` gives for its pool, built once for the class that asks for
-    them, in a transaction of its own that is rolled back after the class's last test: its tests see the study and
-    their own writes still roll back (each test's transaction is a savepoint inside this one), while the tests of the
-    other classes never see it (some of them check that their study pool is the only one). The export runs in a
-    savepoint rolled back at once, so its pseudonyms and audit entry are not left behind."""
+    them (`class_db`): its tests see the study, while the tests of the other classes never do (some of them check
+    that their study pool is the only one). The export runs in a savepoint rolled back at once, so its pseudonyms and
+    audit entry are not left behind."""
     from django.db import transaction
 
-    with django_db_blocker.unblock():
-        outer = transaction.atomic()
-        outer.__enter__()
-    try:
-        with django_db_blocker.unblock():
-            built = judged_build()
-            with transaction.atomic():
-                bundle = export_bytes(built.pool)
-                transaction.set_rollback(True)
-        yield built, bundle
-    finally:
-        with django_db_blocker.unblock():
+    with class_db():
+        built = judged_build()
+        with transaction.atomic():
+            bundle = export_bytes(built.pool)
             transaction.set_rollback(True)
-            outer.__exit__(None, None, None)
+    return built, bundle
 
 
 @pytest.fixture

@@ -9,14 +9,12 @@ import os
 import stat
 import subprocess
 import sys
-from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
 from django.apps import apps
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from django.db import transaction
 from django.test import modify_settings, override_settings
 from rest_framework.authtoken.models import Token
 
@@ -73,24 +71,15 @@ def demo_installed(settings, tmp_path):
 
 
 @pytest.fixture(scope="class")
-def demo_loaded_built(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[tuple[str, str]]:
-    """`load_demo --no-generate` run once for the class that asks for it, in a transaction of its own that is rolled
-    back after the class's last test: its tests see the loaded demo and their own writes still roll back (each
-    test's transaction is a savepoint inside this one), while the other tests, which run `load_demo` themselves, never
-    see it. (What the command printed, the text of the logins file it wrote.)"""
+def demo_loaded_built(class_db, tmp_path_factory) -> tuple[str, str]:
+    """`load_demo --no-generate` run once for the class that asks for it (`class_db`): its tests see the loaded demo,
+    while the other tests, which run `load_demo` themselves, never do. (What the command printed, the text of the
+    logins file it wrote.)"""
     logins = tmp_path_factory.mktemp("demo") / "demo-logins.json"
     printed = io.StringIO()
-    with django_db_blocker.unblock():
-        outer = transaction.atomic()
-        outer.__enter__()
-    try:
-        with django_db_blocker.unblock(), demo_app(), override_settings(DEMO_LOGINS_FILE=logins):
-            call_command("load_demo", "--no-generate", stdout=printed)
-        yield printed.getvalue(), logins.read_text(encoding="utf-8")
-    finally:
-        with django_db_blocker.unblock():
-            transaction.set_rollback(True)
-            outer.__exit__(None, None, None)
+    with class_db(), demo_app(), override_settings(DEMO_LOGINS_FILE=logins):
+        call_command("load_demo", "--no-generate", stdout=printed)
+    return printed.getvalue(), logins.read_text(encoding="utf-8")
 
 
 @pytest.fixture
