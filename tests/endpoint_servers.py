@@ -10,7 +10,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -89,6 +89,17 @@ class TinyServer:
     def close(self):
         self.httpd.shutdown()
         self.httpd.server_close()
+
+    def reset(self, *, wait: float = 10.0) -> None:
+        """Answer as a new server would: every setting at its default and no request seen. A request still in flight
+        (a killed client's) is let finish first, so that it is counted by no later caller."""
+        deadline = time.monotonic() + wait
+        while self.in_flight and time.monotonic() < deadline:
+            time.sleep(0.01)
+        for spec in fields(self):
+            if spec.name not in ("lock", "in_flight"):
+                fresh = spec.default_factory() if spec.default_factory is not MISSING else spec.default
+                setattr(self, spec.name, fresh)
 
     def posts(self) -> list[dict]:
         with self.lock:

@@ -4,7 +4,6 @@ the test starts (tests/endpoint_servers.py), through the official `openai` clien
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import json
 import math
@@ -39,15 +38,8 @@ def module_server():
 
 @pytest.fixture
 def server(module_server):
-    """The module's server as a new one would answer: every setting at its default and no request seen. A request
-    the test before left in flight (a killed process's) is let finish first, so that it counts in no other test."""
-    deadline = time.monotonic() + 10
-    while module_server.in_flight and time.monotonic() < deadline:
-        time.sleep(0.01)
-    for spec in dataclasses.fields(TinyServer):
-        if spec.name not in ("lock", "in_flight"):
-            fresh = spec.default_factory() if spec.default_factory is not dataclasses.MISSING else spec.default
-            setattr(module_server, spec.name, fresh)
+    """The module's server as a new one would answer (`TinyServer.reset`)."""
+    module_server.reset()
     return module_server
 
 

@@ -33,20 +33,12 @@ def import_misgendered(*extra: str) -> dict:
 
 
 @pytest.fixture(scope="class")
-def misgendered(module_db) -> dict:
+def misgendered(class_db) -> dict:
     """The real MISGENDERED files imported once (its summary) for the tests of a class that each start from that
-    import: every test's own writes still roll back at its end, and the import itself is rolled back after the class's
+    import (`class_db`): every test's own writes still roll back at its end, and the import itself after the class's
     last test, so that the module's other tests find no dataset."""
-    from django.db import transaction
-
-    with module_db():
-        imported = transaction.atomic()
-        imported.__enter__()
-        summary = import_misgendered()
-    yield summary
-    with module_db():
-        transaction.set_rollback(True)
-        imported.__exit__(None, None, None)
+    with class_db():
+        return import_misgendered()
 
 
 def snapshot(dataset_name: str) -> list[tuple]:
