@@ -6,6 +6,8 @@
 # usage: bash benchmarks/bench_loop.sh OLD_CHECKOUT NEW_CHECKOUT [PAIRS] [-- PYTEST ARGS]   (default: 1 pair, -m "not slow")
 #   OLD_CHECKOUT: git worktree add --detach ../old 5568a5a && ln -s "$PWD/.venv" ../old/.venv
 #   BENCH_KEEP=DIR keeps each run's pytest output there (A-1.txt, B-1.txt, ...): add --durations=0 to see the costs.
+#   BENCH_CPU=DIR: each run's CPU seconds per test as well, in DIR/A-1, DIR/B-1, ... (benchmarks/cpu_per_test.py;
+#   the old checkout needs that file too: cp benchmarks/cpu_per_test.py OLD/benchmarks/).
 #   each checkout gets its own database: concord_bench_a / concord_bench_b (Redis 12 / 13) unless BENCH_DB_A/B, BENCH_REDIS_A/B are set.
 set -euo pipefail
 old=$(cd "$1" && pwd); new=$(cd "$2" && pwd); pairs=${3:-1}
@@ -17,10 +19,11 @@ run() {  # label checkout database redis-index
   local label=$1 dir=$2 db=$3 idx=$4 out load
   out=$(mktemp)
   load=$(cut -d' ' -f1 /proc/loadavg)
-  (cd "$dir" && unset PYTHONDONTWRITEBYTECODE CELERY_BROKER_URL && HF_HUB_OFFLINE=1 CONCORD_DEMO=1 \
-    DATABASE_URL="$server/$db" CONCORD_TEST_BROKER_URL=redis://127.0.0.1:6379/$idx \
+  (cd "$dir" && unset PYTHONDONTWRITEBYTECODE CELERY_BROKER_URL && plugin=() &&
+    { [ -z "${BENCH_CPU:-}" ] || { export CPU_PER_TEST_DIR=$BENCH_CPU/$label-$pair; plugin=(-p benchmarks.cpu_per_test); }; } &&
+    HF_HUB_OFFLINE=1 CONCORD_DEMO=1 DATABASE_URL="$server/$db" CONCORD_TEST_BROKER_URL=redis://127.0.0.1:6379/$idx \
     /usr/bin/time -f "TIME %e %U %S" -o "$out.time" .venv/bin/python -m pytest -n "${TEST_WORKERS:-2}" \
-    --dist worksteal -p no:cacheprovider -q "${args[@]}" >"$out" 2>&1) || true
+    --dist worksteal -p no:cacheprovider "${plugin[@]}" -q "${args[@]}" >"$out" 2>&1) || true
   read -r _ wall user sys < <(grep "^TIME " "$out.time")
   printf '%-4s %-8s load %5s  wall %7.1f s  CPU %7.1f s (user %.1f, sys %.1f)  %s\n' "$label" "$(git -C "$dir" log -1 \
     --format=%h)" "$load" "$wall" "$(echo "$user + $sys" | bc)" "$user" "$sys" "$(grep -E ' in [0-9.]+s' "$out" | tail -1)"

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
+from tests.source_trees import source_tree
 
 LAYERS = {
     "common": -1,
@@ -52,7 +53,7 @@ def _project_modules() -> dict[str, Path]:
 
 def _imports(path: Path, module: str) -> list[tuple[str, bool, int]]:
     """(imported module, at module level?, line) for every import of a project module in the file."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    tree = source_tree(path)
     top_level = {id(node) for node in tree.body}
     for node in tree.body:  # imports guarded by `if TYPE_CHECKING:` never run
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
@@ -197,7 +198,7 @@ def test_app_modules_import_pandas_through_common_frames():
     for module, path in _project_modules().items():
         if module == "common.frames":
             continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        for node in ast.walk(source_tree(path)):
             names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
             if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 names = [node.module]

@@ -11,6 +11,7 @@ import pytest
 from generation.datasets.base import DatasetKind
 from generation.datasets.registry import DATASET_KINDS, dataset_kind
 from tests.conftest import REPO
+from tests.source_trees import source_tree
 from tests.test_architecture import LAYERS
 
 KIND_NAMES = set(DATASET_KINDS) | set(DatasetKind.values)
@@ -46,7 +47,7 @@ def _where_a_kind_stands(node: ast.Constant, parent: ast.AST) -> bool:
 def kind_references(path: Path) -> list[tuple[int, str]]:
     """(line, what) for each reference to a specific dataset kind in the module: a `DatasetKind.MEMBER`, or a string
     that is a kind's name (for the ambiguous words, only where a kind stands)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = source_tree(path)
     parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
     found = []
     for node in ast.walk(tree):

@@ -169,6 +169,7 @@ def test_the_engines_are_named_only_by_their_registry():
 
     from generation.engines import ENGINES
     from tests.conftest import REPO
+    from tests.source_trees import source_tree
     from tests.test_architecture import LAYERS
 
     named = []
@@ -177,7 +178,7 @@ def test_the_engines_are_named_only_by_their_registry():
             relative = path.relative_to(REPO)
             if "migrations" in relative.parts or relative.parts[:2] == ("generation", "engines"):
                 continue
-            for node in ast.walk(ast.parse(path.read_text())):
+            for node in ast.walk(source_tree(path)):
                 if isinstance(node, ast.Constant) and node.value in ENGINES:
                     named.append((str(relative), node.value))
     assert named == [("config/settings.py", "hf")]

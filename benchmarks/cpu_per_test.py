@@ -1,0 +1,98 @@
+"""Where a test run's CPU goes: the CPU seconds (user + sys, this process's threads included) of each test, setup and
+teardown with it, and of the report builds inside it; pytest's `--durations` gives wall seconds, which count the
+database server's time and every wait.
+
+As a pytest plugin (in each xdist worker too), writing one JSON file per process into CPU_PER_TEST_DIR:
+    CPU_PER_TEST_DIR=/tmp/cpu .venv/bin/python -m pytest -p benchmarks.cpu_per_test -n 2 -m "not slow"
+Then the totals by module, the dearest first, and the dearest tests:
+    .venv/bin/python benchmarks/cpu_per_test.py /tmp/cpu [MODULES] [TESTS]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+_tests: dict[str, float] = {}
+_reports: dict[str, float] = defaultdict(float)
+_current: list[str | None] = [None]
+
+
+def _count_report_builds() -> None:
+    """Each report build's CPU goes to the test it runs in (nested builds once)."""
+    from analysis.report import build
+
+    original = getattr(build, "_report_data", None)
+    if original is None:  # an older checkout: its tests' CPU only
+        return
+    depth = [0]
+
+    def counted(**arguments):
+        depth[0] += 1
+        started = time.process_time()
+        try:
+            return original(**arguments)
+        finally:
+            depth[0] -= 1
+            if depth[0] == 0 and _current[0] is not None:
+                _reports[_current[0]] += time.process_time() - started
+
+    build._report_data = counted
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    if _current[0] is None and not _tests:
+        _count_report_builds()
+    _current[0] = item.nodeid
+    started = time.process_time()
+    yield
+    _tests[item.nodeid] = time.process_time() - started
+    _current[0] = ""
+
+
+def pytest_unconfigure(config):
+    folder = os.environ.get("CPU_PER_TEST_DIR")
+    if not folder or not _tests:
+        return
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    record = {"process": time.process_time(), "tests": _tests, "reports": dict(_reports)}
+    (Path(folder) / f"{worker}.json").write_text(json.dumps(record), encoding="utf-8")
+
+
+def main(folder: str, modules: int = 40, tests: int = 20) -> None:
+    process = 0.0
+    per_test: dict[str, float] = {}
+    reports: dict[str, float] = {}
+    for path in sorted(Path(folder).glob("*.json")):
+        record = json.loads(path.read_text(encoding="utf-8"))
+        process += record["process"]
+        per_test.update(record["tests"])
+        reports.update(record["reports"])
+    by_module: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0])
+    for nodeid, seconds in per_test.items():
+        row = by_module[nodeid.split("::")[0]]
+        row[0] += seconds
+        row[1] += reports.get(nodeid, 0.0)
+        row[2] += 1
+    print(
+        f"processes {process:.1f} CPU-s, of which in tests {sum(per_test.values()):.1f} ({len(per_test)} tests), "
+        f"in report builds {sum(reports.values()):.1f}"
+    )
+    print(f"{'CPU-s':>7} {'reports':>7} {'tests':>5}  module")
+    for module, (seconds, in_reports, count) in sorted(by_module.items(), key=lambda row: -row[1][0])[:modules]:
+        print(f"{seconds:7.2f} {in_reports:7.2f} {count:5d}  {module}")
+    print(f"{'CPU-s':>7} {'reports':>7}  test")
+    for nodeid, seconds in sorted(per_test.items(), key=lambda row: -row[1])[:tests]:
+        print(f"{seconds:7.2f} {reports.get(nodeid, 0.0):7.2f}  {nodeid}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], *(int(number) for number in sys.argv[2:4]))
