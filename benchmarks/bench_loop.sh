@@ -19,9 +19,11 @@ run() {  # label checkout database redis-index
   local label=$1 dir=$2 db=$3 idx=$4 out load
   out=$(mktemp)
   load=$(cut -d' ' -f1 /proc/loadavg)
-  (cd "$dir" && unset PYTHONDONTWRITEBYTECODE CELERY_BROKER_URL && plugin=() &&
-    { [ -z "${BENCH_CPU:-}" ] || { export CPU_PER_TEST_DIR=$BENCH_CPU/$label-$pair; plugin=(-p benchmarks.cpu_per_test); }; } &&
-    HF_HUB_OFFLINE=1 CONCORD_DEMO=1 DATABASE_URL="$server/$db" CONCORD_TEST_BROKER_URL=redis://127.0.0.1:6379/$idx \
+  local plugin=()
+  [ -z "${BENCH_CPU:-}" ] || plugin=(-p benchmarks.cpu_per_test)
+  (cd "$dir" && unset PYTHONDONTWRITEBYTECODE CELERY_BROKER_URL && HF_HUB_OFFLINE=1 CONCORD_DEMO=1 \
+    DATABASE_URL="$server/$db" CONCORD_TEST_BROKER_URL=redis://127.0.0.1:6379/$idx \
+    CPU_PER_TEST_DIR=${BENCH_CPU:+$BENCH_CPU/$label-$pair} \
     /usr/bin/time -f "TIME %e %U %S" -o "$out.time" .venv/bin/python -m pytest -n "${TEST_WORKERS:-2}" \
     --dist worksteal -p no:cacheprovider "${plugin[@]}" -q "${args[@]}" >"$out" 2>&1) || true
   read -r _ wall user sys < <(grep "^TIME " "$out.time")

@@ -21,40 +21,43 @@ import pytest
 
 _tests: dict[str, float] = {}
 _reports: dict[str, float] = defaultdict(float)
-_current: list[str | None] = [None]
+_running: list[str] = []  # the test being run, while one is
 
 
 def _count_report_builds() -> None:
-    """Each report build's CPU goes to the test it runs in (nested builds once)."""
+    """Each report build's CPU goes to the test it runs in."""
     from analysis.report import build
 
     original = getattr(build, "_report_data", None)
     if original is None:  # an older checkout: its tests' CPU only
         return
-    depth = [0]
 
     def counted(**arguments):
-        depth[0] += 1
         started = time.process_time()
         try:
             return original(**arguments)
         finally:
-            depth[0] -= 1
-            if depth[0] == 0 and _current[0] is not None:
-                _reports[_current[0]] += time.process_time() - started
+            if _running:
+                _reports[_running[0]] += time.process_time() - started
 
     build._report_data = counted
 
 
+def pytest_sessionstart(session):
+    if session.config.pluginmanager.hasplugin("django"):
+        import django
+
+        django.setup()
+        _count_report_builds()
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    if _current[0] is None and not _tests:
-        _count_report_builds()
-    _current[0] = item.nodeid
+    _running.append(item.nodeid)
     started = time.process_time()
     yield
     _tests[item.nodeid] = time.process_time() - started
-    _current[0] = ""
+    _running.clear()
 
 
 def pytest_unconfigure(config):

@@ -1,5 +1,6 @@
 """The project's modules parsed once per test process, for the tests that read the code's structure (imports, names,
-constants). Parsing every app module takes about a second; four tests walk them all. The trees are only read."""
+constants): four tests walk every app module, and each module is parsed for the first of them. The trees are only
+read."""
 
 from __future__ import annotations
 
