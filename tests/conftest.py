@@ -110,14 +110,34 @@ def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: ranks.get(module(item), 2))
 
 
+def pytest_configure(config):
+    """No garbage collection while the test modules are imported (see `pytest_collection_finish`), except in the
+    process that only hands tests to pytest-xdist's workers, which collects none."""
+    handing_out = not os.environ.get("PYTEST_XDIST_WORKER") and config.getoption("numprocesses", None) not in (None, 0)
+    if not handing_out:
+        gc.disable()
+
+
 def pytest_collection_finish(session):
     """Python's garbage collector, tuned for a test process. By the end of collection a worker holds millions of
     long-lived objects (Django, pandas, scipy, matplotlib, the test modules), and each full collection walked them all
     again: about 0.2 s, several times a minute. They are frozen out of its reach (`gc.freeze`, as a forking server
     does before its workers start), and collections run after 50,000 allocations instead of 700: what the tests make
-    is still collected, less often. On three analysis test modules (a 34 s run), collecting took 1 s rather than 2.5."""
+    is still collected, less often. While they were being imported, the collector was off (`pytest_configure`): each
+    full collection then walked a heap still growing towards those millions, for objects that all stay. Timings:
+    benchmarks/README.md, "Test suite"."""
     gc.freeze()
     gc.set_threshold(50_000, 20, 20)
+    gc.enable()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_unconfigure(config):
+    """What the tests left behind is frozen before pytest's last full collection (its `unraisableexception` plugin
+    collects once more as a process ends, to report an exception raised in a finalizer then): in a worker that ran a
+    thousand tests it walked every object they kept (caches, models, figures), as the process was about to
+    exit and free them all anyway. An exception in a finalizer during a test is still reported with that test."""
+    gc.freeze()
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -326,6 +346,16 @@ def figures_drawn_afresh(monkeypatch):
     from analysis import plots
 
     monkeypatch.setattr(plots, "plot_render", getattr(plots.plot_render, "__wrapped__", plots.plot_render))
+
+
+@pytest.fixture
+def page_without_figures(monkeypatch):
+    """The standalone HTML page (`report_render(fmt="html")`) built without its figures, for tests that read only its
+    tables and notes: drawing every figure as SVG and as PNG is most of what the page costs, and such a test checks
+    none of it. The tables, notes and template are the page's own."""
+    from analysis.report.exports import html
+
+    monkeypatch.setattr(html, "report_figures_inline", lambda *, report: [])
 
 
 @pytest.fixture(scope="session")

@@ -37,13 +37,3 @@ def module_study(db, built_study):
     from annotation.models import Pool
 
     return Pool.objects.get(pk=built_study)
-
-
-@pytest.fixture
-def page_without_figures(monkeypatch):
-    """The standalone HTML page (`report_render(fmt="html")`) built without its figures, for tests that read only its
-    tables and notes: drawing every figure as SVG and as PNG is most of what the page costs, and such a test checks
-    none of it. The tables, notes and template are the page's own."""
-    from analysis.report.exports import html
-
-    monkeypatch.setattr(html, "report_figures_inline", lambda *, report: [])

@@ -15,14 +15,21 @@ BEFORE = [("generation", "0022_merge_endpoints"), ("annotation", "0021_merge_sca
 AFTER = [("generation", "0024_dataset_imports_as_jobs"), ("annotation", "0023_pool_imports_as_jobs")]
 
 
-def migrate(executor: MigrationExecutor, targets) -> None:
+def migrate(executor: MigrationExecutor, targets):
+    """Migrate to the targets; the project's state after a forward run (Django's own, from the migrations it just
+    applied), None after a backward one (whose returned state still holds what it unapplied)."""
     executor.loader.build_graph()  # what the last call applied or unapplied
-    executor.migrate(targets)
+    backwards = any(backward for _, backward in executor.migration_plan(targets))
+    state = executor.migrate(targets)
+    return None if backwards else state
 
 
 def models_at(executor: MigrationExecutor, targets):
-    migrate(executor, targets)
-    return executor.loader.project_state(targets).apps
+    """The models as the targets left them. After a forward run, the state `migrate` returns, rendered once, rather
+    than a second state built from the first migration on (`loader.project_state`), which renders every model
+    again."""
+    state = migrate(executor, targets)
+    return (state or executor.loader.project_state(targets)).apps
 
 
 @pytest.mark.django_db(transaction=True)

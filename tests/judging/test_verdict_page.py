@@ -56,7 +56,7 @@ def test_the_verdict_sentence_says_what_the_test_found():
 
 
 def test_the_page_shows_the_verdict_the_agreement_beside_the_ceiling_and_the_figures(
-    client, researcher, study, verdict_report
+    client, researcher, study, verdict_report, page_without_figures
 ):
     client.force_login(researcher)
     page = client.get(f"/reports/{study.pool.name}/").content.decode()
