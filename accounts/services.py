@@ -38,9 +38,8 @@ def user_create_or_update(
     groups = roles_ensure()
     admin = role == ADMIN  # admins manage the registry and jobs through Django's admin site too
     # Read, then create inside this function's transaction: a user created meanwhile by another process makes the
-    # insert fail and nothing of this call is kept (get_or_create's own savepoint would cost two more statements).
-    # Called inside a caller's transaction, that failure undoes the caller's too (no savepoint of its own, two
-    # statements fewer): no caller goes on after a failed creation.
+    # insert fail and nothing of this call is kept. No savepoint, here or get_or_create's (two statements each):
+    # inside a caller's transaction the failure undoes the caller's work too, and no caller goes on after one.
     existing = get_user_model().objects.filter(username=username).first()
     created = existing is None
     held: set[str] = set()

@@ -19,9 +19,9 @@ def migrate(executor: MigrationExecutor, targets):
     """Migrate to the targets; the project's state after a forward run (Django's own, from the migrations it just
     applied), None after a backward one (whose returned state still holds what it unapplied)."""
     executor.loader.build_graph()  # what the last call applied or unapplied
-    backwards = any(backward for _, backward in executor.migration_plan(targets))
-    state = executor.migrate(targets)
-    return None if backwards else state
+    plan = executor.migration_plan(targets)
+    state = executor.migrate(targets, plan=plan)
+    return None if any(backward for _, backward in plan) else state
 
 
 def models_at(executor: MigrationExecutor, targets):
