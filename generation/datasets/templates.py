@@ -37,7 +37,7 @@ from generation.datasets.templates_files import (
     names_read,
     templates_read,
 )
-from generation.datasets.writing import ImportResult, already_imported
+from generation.datasets.writing import ImportResult, already_imported, instances_write
 from generation.models import Dataset, Instance, PronounForm, Template
 from generation.pronouns import Codebook
 
@@ -210,25 +210,14 @@ def _write(plan: _Plan, *, name: str, signature: str, progress: Progress | None 
                 correct = codebook.table[base][template.form]
                 for draw, drawn in enumerate(draws[position[template.id]]):
                     text = instance_text(template, codebook, base, drawn)
-                    instances.append(
-                        Instance(
-                            dataset=dataset,
-                            template=row,
-                            pronoun=base,
-                            draw=draw,
-                            name=drawn,
-                            text=text,
-                            correct_form=correct,
-                            ordinal=ordinal,
-                        )
-                    )
+                    instances.append((dataset.pk, row.pk, base, draw, drawn, text, correct, ordinal))
                     ordinal += 1
                     per_pronoun[base] += 1
             if len(instances) >= BATCH:
-                Instance.objects.bulk_create(instances)
+                instances_write(instances)
                 instances = []
                 hear("writing", ordinal)
-        Instance.objects.bulk_create(instances)
+        instances_write(instances)
         batch.clear()
         hear("writing", ordinal)
 

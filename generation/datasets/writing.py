@@ -5,10 +5,12 @@ changes nothing; other files under an existing name are refused.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Count
 
 from generation.datasets.files import ImportFailed
@@ -112,23 +114,43 @@ def dataset_write(
         for t in parsed_templates
     )
     by_parsed = {id(parsed): row for parsed, row in zip(parsed_templates, rows, strict=True)}
-    Instance.objects.bulk_create(
-        (
-            Instance(
-                dataset=dataset,
-                template=by_parsed[id(i.template)],
-                pronoun=i.pronoun,
-                draw=i.draw,
-                name=i.name,
-                text=i.text,
-                correct_form=i.correct_form,
-                ordinal=ordinal,
-            )
-            for ordinal, i in enumerate(instances)
-        ),
-        batch_size=2000,
+    instances_write(
+        (dataset.pk, by_parsed[id(i.template)].pk, i.pronoun, i.draw, i.name, i.text, i.correct_form, ordinal)
+        for ordinal, i in enumerate(instances)
     )
     return import_result(dataset, created=True)
+
+
+# What an imported template file gives each instance; its other columns (RUFF's distractor fields and samples) keep
+# their defaults.
+INSTANCE_COLUMNS = ("dataset_id", "template_id", "pronoun", "draw", "name", "text", "correct_form", "ordinal")
+_INSERT_BATCH = 2000
+
+
+def instances_write(rows: Iterable[tuple]) -> int:
+    """Insert instances given as plain rows, `INSTANCE_COLUMNS` in order (ids, strings and integers as stored), without
+    a model object per row: COPY on PostgreSQL, batched inserts elsewhere. A dataset's tens of thousands of instances
+    were most of an import's time in `bulk_create` (benchmarks/README.md, "Test suite"). Returns the count written."""
+    rest = [f for f in Instance._meta.concrete_fields if not f.primary_key and f.attname not in INSTANCE_COLUMNS]
+    defaults = tuple(f.get_db_prep_save(f.get_default(), connection) for f in rest)
+    quote = connection.ops.quote_name
+    fields = [Instance._meta.get_field(name.removesuffix("_id")) for name in INSTANCE_COLUMNS]
+    columns = ", ".join(quote(f.column) for f in [*fields, *rest])
+    table = quote(Instance._meta.db_table)
+    written = 0
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row + defaults)
+                    written += 1
+            return written
+        marks = ", ".join(["%s"] * (len(fields) + len(rest)))
+        rows = iter(rows)
+        while batch := [row + defaults for row in islice(rows, _INSERT_BATCH)]:
+            cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", batch)
+            written += len(batch)
+    return written
 
 
 def import_result(dataset: Dataset, *, created: bool) -> ImportResult:

@@ -11,7 +11,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.factories import PoolFactory, PoolItemFactory
+from tests.factories import PoolFactory, pool_item_unsaved
 
 LABELS = ["misgendering", "correct"]
 ANNOTATORS = {"ann-a": 0.9, "ann-b": 0.85, "ann-c": 0.8}
@@ -47,7 +47,7 @@ def build_pool(*, name: str = "byo", seed: int = 7, labels: list[str] | None = N
                 text = f"{model} context {context} about a person whose pronoun is {pronoun}. "
                 for sample in range(SAMPLES):
                     external = f"{model}-{pronoun}-{context}-{sample}"
-                    item = PoolItemFactory.build(
+                    item = pool_item_unsaved(
                         pool=pool, model_name=model, dataset="mystudy", setting="pre", pronoun=pronoun,
                         sample_index=sample, context=text, continuation=f"text {external}", external_id=external,
                     )  # fmt: skip

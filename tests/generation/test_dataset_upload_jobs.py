@@ -14,6 +14,7 @@ from django.core.cache import cache
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection, connections
 
+from generation.datasets import templates as templates_kind
 from generation.jobs import dataset_import_kind as run_module
 from generation.jobs import services as job_services
 from generation.jobs.chunks import chunk_run
@@ -143,16 +144,16 @@ class TestBackgroundImports:
 
     def test_a_failure_while_writing_leaves_no_row_behind(self, client, admin_user, large, monkeypatch):
         calls = []
-        create = Instance.objects.bulk_create
+        write = templates_kind.instances_write
 
-        def fail_on_the_second_batch(objs, *args, **kwargs):
+        def fail_on_the_second_batch(rows):
             calls.append(1)
             if len(calls) == 2:
                 raise RuntimeError("the disk is full")
-            return create(objs, *args, **kwargs)
+            return write(rows)
 
-        monkeypatch.setattr("generation.datasets.templates.BATCH", 4)
-        monkeypatch.setattr(Instance.objects, "bulk_create", fail_on_the_second_batch)
+        monkeypatch.setattr(templates_kind, "BATCH", 4)
+        monkeypatch.setattr(templates_kind, "instances_write", fail_on_the_second_batch)
         client.force_login(admin_user)
 
         client.post(URL, upload())

@@ -247,7 +247,7 @@ def test_a_failure_while_writing_leaves_nothing_behind(tmp_path, monkeypatch):
     def fail(*args, **kwargs):
         raise RuntimeError("the disk is full")
 
-    monkeypatch.setattr(Instance.objects, "bulk_create", fail)
+    monkeypatch.setattr("generation.datasets.templates.instances_write", fail)
     with pytest.raises(RuntimeError):
         run_import(paths, "--names", str(paths["names"]))
 

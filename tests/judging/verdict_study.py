@@ -28,7 +28,7 @@ from tests.factories import (
     InstanceFactory,
     LanguageModelFactory,
     PoolFactory,
-    PoolItemFactory,
+    pool_item_unsaved,
 )
 
 PRONOUNS = ["xe", "he"]
@@ -101,7 +101,7 @@ def build_study(*, judge, seed: int = 7, name: str = "verdict") -> Study:
         study.confidence[generation.pk] = verdict.confidence
     MachineLabel.objects.bulk_create(labels)
     items = PoolItem.objects.bulk_create(
-        PoolItemFactory.build(
+        pool_item_unsaved(
             pool=pool,
             generation=generation,
             model_name=model.name,
