@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from analysis.cells import CELL, cell_of
+from analysis.gifi.selectors import gifi_pool_models
 from analysis.report.types import AccuracyRow
 from analysis.selectors import automatic, explorer
 from analysis.selectors import verdict as verdict_selectors
@@ -36,6 +37,11 @@ class ReportInputs:
     def accuracy(self) -> list[AccuracyRow]:
         """The `accuracy` rows, built once: the rankings across benchmarks read them too."""
         return _accuracy(self)
+
+    @cached_property
+    def gifi_reports(self) -> list[dict]:
+        """The GIFI reports (stored scores) of the pool's models, read once for GIFI's two tables of them."""
+        return gifi_pool_models(model_names=set(self.pool.items.values_list("model_name", flat=True)))
 
 
 def _accuracy(r: ReportInputs) -> list[AccuracyRow]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from accounts.roles import ANNOTATOR
 from accounts.services import user_create_or_update
 from annotation.models import Assignment
+from generation.models import Generation
 from tests.conftest import PASSWORD
 from tests.factories import (
     DatasetFactory,
@@ -37,18 +38,22 @@ def job_with_generations(
         samples=samples,
         status=status,
     )
+    generations = []  # built here, written with one INSERT (as a job's chunk writes its rows)
     for pronoun in pronouns:
         for n in range(instances_per_pronoun):
             instance = InstanceFactory(template=TemplateFactory(dataset=dataset), pronoun=pronoun, name=f"P{n}")
             for setting in settings:
                 for index in range(samples):
-                    GenerationFactory(
-                        job=job,
-                        instance=instance,
-                        setting=setting,
-                        sample_index=index,
-                        continuation=f" {pronoun} went home, sample {index}.",
+                    generations.append(
+                        GenerationFactory.build(
+                            job=job,
+                            instance=instance,
+                            setting=setting,
+                            sample_index=index,
+                            continuation=f" {pronoun} went home, sample {index}.",
+                        )
                     )
+    Generation.objects.bulk_create(generations)
     return job
 
 

@@ -7,17 +7,12 @@ from analysis.gifi.selectors import (
     DIMENSIONS,
     gifi_family_rows,
     gifi_pool_corrected_rows,
-    gifi_pool_models,
     gifi_score_rows,
 )
 from analysis.report.inputs import ReportInputs
 from analysis.report.table import C, Column, Table, spaced
 from analysis.report.types import GifiFamilyRow, GifiPpiRow, GifiScoreRow
 from analysis.selectors.verdict import human_side
-
-
-def _reports(r: ReportInputs) -> list[dict]:
-    return gifi_pool_models(model_names=set(r.pool.items.values_list("model_name", flat=True)))
 
 
 def _ppi(r: ReportInputs) -> list[GifiPpiRow]:
@@ -37,7 +32,7 @@ GIFI = (
             Column("GIFI", "GIFI (x 100)"),
             Column("scored", "over"),
         ),
-        build=lambda r: gifi_score_rows(reports=_reports(r)),
+        build=lambda r: gifi_score_rows(reports=r.gifi_reports),
         optional=True,
     ),
     Table(
@@ -51,7 +46,7 @@ GIFI = (
             C("pronoun"),
             C("accuracy"),
         ),
-        build=lambda r: gifi_family_rows(reports=_reports(r)),
+        build=lambda r: gifi_family_rows(reports=r.gifi_reports),
         optional=True,
     ),
     Table(
