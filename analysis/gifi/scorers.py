@@ -15,6 +15,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 # The paper's scorers: the defaults.
@@ -37,7 +38,29 @@ class ScorerUnavailable(RuntimeError):
     """The scorer cannot load here; the message says what to install or set."""
 
 
+def _present(source: str) -> bool:
+    """Whether `source` can load offline: a local directory, or a Hugging Face id whose config is in the local cache.
+    Asked before transformers is imported (its classifier pipeline takes seconds to import), so a scorer that is not
+    installed is answered at once. Without huggingface_hub, transformers is left to say."""
+    if Path(source).expanduser().is_dir():
+        return True
+    try:
+        from huggingface_hub import try_to_load_from_cache
+        from huggingface_hub.errors import HFValidationError
+    except ImportError:
+        return True
+    try:
+        return isinstance(try_to_load_from_cache(source, "config.json"), str)
+    except HFValidationError:  # neither a directory nor a model id
+        return False
+
+
 def _pipeline(task: str, source: str, what: str, **kwargs):
+    if not _present(source):
+        raise ScorerUnavailable(
+            f"{what} {source!r} is not installed here: put it in the Hugging Face cache (hf download {source}) "
+            "or name a local directory"
+        )
     try:
         from transformers import AutoModelForSequenceClassification, AutoTokenizer, pipeline
     except ImportError:

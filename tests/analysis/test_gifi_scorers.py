@@ -66,3 +66,31 @@ def test_a_classifier_without_a_toxic_label_is_refused(tmp_path):
     tiny_classifier(tmp_path / "other", ["cats", "dogs"], seed=3)
     with pytest.raises(ScorerUnavailable, match="no toxic label"):
         toxicity_scorer(str(tmp_path / "other"))(TEXTS)
+
+
+@pytest.mark.parametrize("source", ["cardiffnlp/twitter-roberta-base-sentiment-latest", "no/such dir"])
+def test_a_scorer_missing_here_is_refused_before_transformers_is_imported(source, tmp_path, monkeypatch):
+    import sys
+
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path))  # an empty cache
+    monkeypatch.setitem(sys.modules, "transformers", None)  # importing it now would fail: it must not be reached
+    with pytest.raises(ScorerUnavailable, match=r"is not installed here: put it in the Hugging Face cache"):
+        sentiment_scorer(source)
+
+
+def test_a_model_id_in_the_cache_goes_on_to_transformers(tmp_path, monkeypatch):
+    import sys
+
+    import huggingface_hub.constants
+
+    snapshot = tmp_path / "models--org--tiny" / "snapshots" / ("0" * 40)
+    snapshot.mkdir(parents=True)
+    (snapshot / "config.json").write_text("{}")
+    (tmp_path / "models--org--tiny" / "refs").mkdir()
+    (tmp_path / "models--org--tiny" / "refs" / "main").write_text("0" * 40)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.setitem(sys.modules, "transformers", None)
+    with pytest.raises(ScorerUnavailable, match=r"needs transformers"):
+        sentiment_scorer("org/tiny")
