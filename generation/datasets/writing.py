@@ -129,13 +129,15 @@ _INSERT_BATCH = 2000
 
 def instances_write(rows: Iterable[tuple]) -> int:
     """Insert instances given as plain rows, `INSTANCE_COLUMNS` in order (ids, strings and integers as stored), without
-    a model object per row: COPY on PostgreSQL, batched inserts elsewhere. A dataset's tens of thousands of instances
-    were most of an import's time in `bulk_create` (benchmarks/README.md, "Test suite"). Returns the count written."""
-    rest = [f for f in Instance._meta.concrete_fields if not f.primary_key and f.attname not in INSTANCE_COLUMNS]
+    a model object per row: COPY on PostgreSQL, batched inserts elsewhere. Through `bulk_create`, a dataset's tens of
+    thousands of instances were most of its import's time (benchmarks/README.md, "Imports and bundles"). Returns the
+    count written."""
+    by_attname = {f.attname: f for f in Instance._meta.concrete_fields if not f.primary_key}
+    fields = [by_attname[name] for name in INSTANCE_COLUMNS]
+    rest = [f for name, f in by_attname.items() if name not in INSTANCE_COLUMNS]
     defaults = tuple(f.get_db_prep_save(f.get_default(), connection) for f in rest)
     quote = connection.ops.quote_name
-    fields = [Instance._meta.get_field(name.removesuffix("_id")) for name in INSTANCE_COLUMNS]
-    columns = ", ".join(quote(f.column) for f in [*fields, *rest])
+    columns = ", ".join(quote(f.column or f.attname) for f in [*fields, *rest])
     table = quote(Instance._meta.db_table)
     written = 0
     with connection.cursor() as cursor:
