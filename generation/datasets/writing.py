@@ -127,11 +127,10 @@ INSTANCE_COLUMNS = ("dataset_id", "template_id", "pronoun", "draw", "name", "tex
 _INSERT_BATCH = 2000
 
 
-def instances_write(rows: Iterable[tuple]) -> int:
+def instances_write(rows: Iterable[tuple]) -> None:
     """Insert instances given as plain rows, `INSTANCE_COLUMNS` in order (ids, strings and integers as stored), without
     a model object per row: COPY on PostgreSQL, batched inserts elsewhere. Through `bulk_create`, a dataset's tens of
-    thousands of instances were most of its import's time (benchmarks/README.md, "Imports and bundles"). Returns the
-    count written."""
+    thousands of instances were most of its import's time (benchmarks/README.md, "Imports and bundles")."""
     by_attname = {f.attname: f for f in Instance._meta.concrete_fields if not f.primary_key}
     fields = [by_attname[name] for name in INSTANCE_COLUMNS]
     rest = [f for name, f in by_attname.items() if name not in INSTANCE_COLUMNS]
@@ -139,20 +138,16 @@ def instances_write(rows: Iterable[tuple]) -> int:
     quote = connection.ops.quote_name
     columns = ", ".join(quote(f.column or f.attname) for f in [*fields, *rest])
     table = quote(Instance._meta.db_table)
-    written = 0
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
                 for row in rows:
                     copy.write_row(row + defaults)
-                    written += 1
-            return written
+            return
         marks = ", ".join(["%s"] * (len(fields) + len(rest)))
         rows = iter(rows)
         while batch := [row + defaults for row in islice(rows, _INSERT_BATCH)]:
             cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", batch)
-            written += len(batch)
-    return written
 
 
 def import_result(dataset: Dataset, *, created: bool) -> ImportResult:
