@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from itertools import islice
 from pathlib import Path
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Count
 
+from common.rows import rows_write
 from generation.datasets.files import ImportFailed
 from generation.models import Dataset, Instance, PronounForm, Template
 from generation.pronouns import BASES, FORMS, Codebook
@@ -124,30 +124,12 @@ def dataset_write(
 # What an imported template file gives each instance; its other columns (RUFF's distractor fields and samples) keep
 # their defaults.
 INSTANCE_COLUMNS = ("dataset_id", "template_id", "pronoun", "draw", "name", "text", "correct_form", "ordinal")
-_INSERT_BATCH = 2000
 
 
 def instances_write(rows: Iterable[tuple]) -> None:
-    """Insert instances given as plain rows, `INSTANCE_COLUMNS` in order (ids, strings and integers as stored), without
-    a model object per row: COPY on PostgreSQL, batched inserts elsewhere. Through `bulk_create`, a dataset's tens of
-    thousands of instances were most of its import's time (benchmarks/README.md, "Imports and bundles")."""
-    by_attname = {f.attname: f for f in Instance._meta.concrete_fields if not f.primary_key}
-    fields = [by_attname[name] for name in INSTANCE_COLUMNS]
-    rest = [f for name, f in by_attname.items() if name not in INSTANCE_COLUMNS]
-    defaults = tuple(f.get_db_prep_save(f.get_default(), connection) for f in rest)
-    quote = connection.ops.quote_name
-    columns = ", ".join(quote(f.column or f.attname) for f in [*fields, *rest])
-    table = quote(Instance._meta.db_table)
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
-                for row in rows:
-                    copy.write_row(row + defaults)
-            return
-        marks = ", ".join(["%s"] * (len(fields) + len(rest)))
-        rows = iter(rows)
-        while batch := [row + defaults for row in islice(rows, _INSERT_BATCH)]:
-            cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", batch)
+    """Insert instances given as plain rows, `INSTANCE_COLUMNS` in order, without a model object per row
+    (`common.rows`)."""
+    rows_write(Instance, INSTANCE_COLUMNS, rows)
 
 
 def import_result(dataset: Dataset, *, created: bool) -> ImportResult:

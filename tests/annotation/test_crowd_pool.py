@@ -19,13 +19,14 @@ from annotation.selectors import mace
 from annotation.selectors.aggregate import ratings_aggregate
 from annotation.selectors.research import pool_disagreements
 from common.frames import pd
+from common.rows import rows_write
 
 LABELS = ["misgendering", "correct", "no_pronoun"]
 
 
 def crowd_pool(*, items: int, raters: int) -> Pool:
     """`raters` imported raters who each label every one of `items` items, rater a's label of item i being
-    labels[(a*7+i)%3]; written with three INSERTs of many rows."""
+    labels[(a*7+i)%3]; the annotations written as plain rows (`common.rows`: COPY on PostgreSQL), not as objects."""
     pool = Pool.objects.create(name="crowd", labels=LABELS)
     rows = PoolItem.objects.bulk_create(
         [
@@ -39,18 +40,19 @@ def crowd_pool(*, items: int, raters: int) -> Pool:
     people = get_user_model().objects.bulk_create(
         [get_user_model()(username=f"imported.crowd.r{a}", is_active=False) for a in range(raters)]
     )
-    Annotation.objects.bulk_create(
-        [
-            Annotation(item=item, annotator=person, label=LABELS[(a * 7 + i) % 3], origin=ORIGIN_IMPORTED)
+    rows_write(
+        Annotation,
+        ("item_id", "annotator_id", "label", "origin"),
+        (
+            (item.pk, person.pk, LABELS[(a * 7 + i) % 3], ORIGIN_IMPORTED)
             for a, person in enumerate(people)
             for i, item in enumerate(rows)
-        ],
-        batch_size=10_000,
+        ),
     )
     return pool
 
 
-@pytest.mark.slow  # 66,000 annotations written and read three times: about 25 s on a quiet machine, 75 at load 10
+@pytest.mark.slow  # 66,000 annotations written and read three times
 @pytest.mark.django_db
 def test_it_exports_and_adjudicates_a_pool_past_postgresqls_65535_parameters(researcher, tmp_path):
     pool = crowd_pool(items=110, raters=600)  # 66,000 annotations: one list of their ids is past the bound

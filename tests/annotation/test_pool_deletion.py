@@ -68,7 +68,7 @@ def test_a_pool_is_deleted_in_batches_with_every_row_of_its_and_no_other(monkeyp
     assert total == sum(counts.values())
 
 
-@pytest.mark.slow  # 66,000 annotations written: about 10 s on a quiet machine
+@pytest.mark.slow  # 66,000 annotations written and deleted
 @pytest.mark.django_db
 def test_a_pool_past_postgresqls_65535_parameters_is_deleted():
     if connection.vendor != "postgresql":

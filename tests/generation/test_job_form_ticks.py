@@ -9,6 +9,7 @@ import pytest
 
 from generation.datasets.templates import dataset_import_templates
 from generation.forms import JobForm
+from generation.jobs import services as job_services
 from generation.models import Job
 from tests.browser_support import CHROMIUM, log_in
 from tests.conftest import DEMO
@@ -45,10 +46,14 @@ def _shown(page, name: str) -> dict[str, bool]:
 @pytest.mark.browser
 @pytest.mark.skipif(not shutil.which(CHROMIUM), reason="needs Chromium at /usr/bin/chromium")
 def test_what_is_ticked_runs_and_the_size_shown_is_queued(
-    live_server, page, admin_user, smollm2, demo_ruff, demo_templates
+    live_server, page, admin_user, smollm2, demo_ruff, demo_templates, monkeypatch
 ):
     from playwright.sync_api import expect
 
+    # What is queued is checked here, not the run: the job is dispatched (to a worker, or a thread in the embedded
+    # default), not run by the model (tests/generation/test_jobs.py runs queued jobs).
+    dispatched: list[int] = []
+    monkeypatch.setattr(job_services, "job_dispatch", lambda *, job_id: dispatched.append(job_id))
     log_in(page, live_server.url, "ada_admin", "/generation/jobs/new/")
     page.select_option("select[name=dataset]", "demo-ruff")
     # RUFF's four families, all ticked, and the masked settings: the templates dataset's ey and fae are not offered.
@@ -73,3 +78,4 @@ def test_what_is_ticked_runs_and_the_size_shown_is_queued(
     job = Job.objects.get()
     assert (job.generation_run.pronouns, job.generation_run.settings) == (["he", "xe"], ["pre"])
     assert (job.total_units, job.total_items) == (4, 8)
+    assert dispatched == [job.pk]
