@@ -141,23 +141,40 @@ def chance_corrected(
     if n < 2:
         return figures
     tables = _resampled_tables(codes_a * k + codes_b, k, draws=draws, seed=seed)
-    figures["cohen_kappa_boot_ci"] = _percentile_ci(_cohen_kappa(tables))
-    figures["scott_pi_boot_ci"] = _percentile_ci(_scott_pi(tables))
-    figures["gwet_ac1_boot_ci"] = _percentile_ci(_gwet_ac1(tables))
+    # Each resample's count, agreements and marginals, read once for every figure (integer counts in floats: exact).
+    counts = tables.sum(axis=(1, 2))
+    agreed = np.trace(tables, axis1=1, axis2=2)
+    by_a, by_b = tables.sum(axis=2), tables.sum(axis=1)
+    figures["cohen_kappa_boot_ci"] = _percentile_ci(
+        _chance_corrected(agreed / counts, _cohen_expected(by_a, by_b, counts))
+    )
+    pooled = (by_a + by_b) / (2 * counts[:, None])
+    figures["scott_pi_boot_ci"] = _percentile_ci(_chance_corrected(agreed / counts, (pooled**2).sum(axis=1)))
+    figures["gwet_ac1_boot_ci"] = _percentile_ci(_gwet_of_pooled(agreed / counts, pooled))
+    # Each label against the rest, all at once: a resample's 2 x 2 table of label i has both = its diagonal cell,
+    # only_a = by_a - both, only_b = by_b - both and neither the rest (as `_one_against_rest` folds one table).
+    diagonal = np.diagonal(tables, axis1=1, axis2=2)
+    n = counts[:, None]
+    one_vs_rest = _chance_corrected(
+        (n - by_a - by_b + 2 * diagonal) / n, (by_a * by_b + (n - by_a) * (n - by_b)) / n**2
+    )
     figures["per_class_kappa_boot_ci"] = {
-        keys[str(label)]: _percentile_ci(_cohen_kappa(_one_vs_rest(tables, index)))
-        for index, label in enumerate(labels)
+        keys[str(label)]: _percentile_ci(one_vs_rest[:, index]) for index, label in enumerate(labels)
     }
     return figures
 
 
-def _one_vs_rest(tables: np.ndarray, index: int) -> np.ndarray:
-    """Each k x k table folded to the 2 x 2 table of label `index` against the rest (rows: a, columns: b)."""
-    both = tables[:, index, index]
-    only_a = tables[:, index, :].sum(axis=1) - both
-    only_b = tables[:, :, index].sum(axis=1) - both
-    neither = tables.sum(axis=(1, 2)) - both - only_a - only_b
-    return np.stack([np.stack([both, only_a], axis=1), np.stack([only_b, neither], axis=1)], axis=1)
+def _cohen_expected(by_a: np.ndarray, by_b: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Cohen's chance agreement of each table from its marginals (rows: tables)."""
+    return (by_a * by_b).sum(axis=1) / counts**2
+
+
+def _gwet_of_pooled(observed: np.ndarray, pooled: np.ndarray) -> np.ndarray:
+    """Gwet's AC1 from each table's observed agreement and pooled label shares (rows: tables)."""
+    q = pooled.shape[1]
+    if q < 2:
+        return np.full(pooled.shape[0], np.nan)
+    return _chance_corrected(observed, (pooled * (1 - pooled)).sum(axis=1) / (q - 1))
 
 
 def _tables(a: Sequence[Hashable], b: Sequence[Hashable], labels: Sequence[Hashable], index: np.ndarray) -> np.ndarray:
@@ -195,30 +212,11 @@ def _chance_corrected(p_o: np.ndarray, p_e: np.ndarray) -> np.ndarray:
     return np.where(p_e >= 1 - 1e-12, np.nan, value)
 
 
-def _cohen_kappa(tables: np.ndarray) -> np.ndarray:
-    n = tables.sum(axis=(1, 2))
-    p_o = np.trace(tables, axis1=1, axis2=2) / n
-    p_e = (tables.sum(axis=2) * tables.sum(axis=1)).sum(axis=1) / n**2
-    return _chance_corrected(p_o, p_e)
-
-
 def _scott_pi(tables: np.ndarray) -> np.ndarray:
     n = tables.sum(axis=(1, 2))
     p_o = np.trace(tables, axis1=1, axis2=2) / n
     pooled = (tables.sum(axis=2) + tables.sum(axis=1)) / (2 * n[:, None])
     return _chance_corrected(p_o, (pooled**2).sum(axis=1))
-
-
-def _gwet_ac1(tables: np.ndarray) -> np.ndarray:
-    """Gwet's AC1 of two raters from their table: p_e = sum_k pi_k (1 - pi_k) / (q - 1), pi_k the pooled share of
-    label k (multirater.gwet_ac1 with two ratings per item)."""
-    q = tables.shape[1]
-    n = tables.sum(axis=(1, 2))
-    p_o = np.trace(tables, axis1=1, axis2=2) / n
-    pooled = (tables.sum(axis=2) + tables.sum(axis=1)) / (2 * n[:, None])
-    if q < 2:
-        return np.full(tables.shape[0], np.nan)
-    return _chance_corrected(p_o, (pooled * (1 - pooled)).sum(axis=1) / (q - 1))
 
 
 def _percentile_ci(values: np.ndarray) -> list[float] | None:
