@@ -92,11 +92,17 @@ def csrf_client():
     return Client(enforce_csrf_checks=True)
 
 
+# Fixtures that build or load a model with transformers: the first of them in a process imports the library and its
+# model classes (seconds), so the modules that use them are run together, where one worker pays for it.
+MODEL_FIXTURES = frozenset({"loaded_model", "two_layer_model", "two_layer_row", "tiny_bert_dir", "tiny_gpt2_dir"})
+
+
 def pytest_collection_modifyitems(items):
-    """The modules that start processes (workers, servers) first, then the other modules with slow tests, then the
-    rest, each module's tests together and in their own order. pytest-xdist hands each worker a run of the list and a
-    worker that runs out takes half of what another has left: with the minute-long tests at the start, the run ends on
-    short tests that both workers share, not on one worker's long test while the other core waits."""
+    """The modules that start processes (workers, servers) first, then the other modules with slow tests, then those
+    with a model (`MODEL_FIXTURES`, or marked `models`), then the rest, each module's tests together and in their own order. pytest-xdist
+    hands each worker a run of the list and a worker that runs out takes half of what another has left (from the end
+    of its run): with the minute-long tests at the start, the run ends on short tests that both workers share, not on
+    one worker's long test while the other core waits, and the model modules stay in one worker's run."""
 
     def module(item) -> str:
         return getattr(getattr(item, "module", None), "__name__", "")
@@ -106,8 +112,10 @@ def pytest_collection_modifyitems(items):
         if item.get_closest_marker("worker") or item.get_closest_marker("embedded"):
             ranks[module(item)] = 0
         elif item.get_closest_marker("slow"):
-            ranks.setdefault(module(item), 1)
-    items.sort(key=lambda item: ranks.get(module(item), 2))
+            ranks[module(item)] = min(ranks.get(module(item), 1), 1)
+        elif item.get_closest_marker("models") or MODEL_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            ranks.setdefault(module(item), 2)
+    items.sort(key=lambda item: ranks.get(module(item), 3))
 
 
 def pytest_configure(config):

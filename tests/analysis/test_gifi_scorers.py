@@ -10,6 +10,8 @@ from analysis.gifi.scorers import ScorerUnavailable, sentiment_scorer, toxicity_
 WORDS = ["good", "bad", "day", "map", "awful", "fine", "the", "a"]
 TEXTS = ["good day", "bad map", "the awful day", "a fine map"]
 
+pytestmark = pytest.mark.models
+
 
 def tiny_classifier(path, labels: list[str], seed: int):
     import torch

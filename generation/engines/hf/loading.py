@@ -13,6 +13,7 @@ later loads, in any process, read that copy. The weights are the same tensors, s
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import importlib.util
 import logging
 import os
@@ -180,10 +181,12 @@ def converted_directory(*, language_model: LanguageModel, source: str, dtype) ->
     gguf = Path(source) / language_model.gguf_file
     if not gguf.is_file():
         return None  # a hub repository: transformers caches the download, and the dequantizing is paid each load
-    import transformers
-
+    # transformers' version from its installed metadata: naming the directory (vLLM's engine asks for it too) does
+    # not import the library, a few seconds of a process's start.
     stat = gguf.stat()
-    made_from = f"{gguf.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{dtype}|{transformers.__version__}"
+    made_from = (
+        f"{gguf.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{dtype}|{importlib.metadata.version('transformers')}"
+    )
     digest = hashlib.sha256(made_from.encode()).hexdigest()[:16]
     return Path(root) / f"{gguf.stem}-{digest}"
 
