@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 CHILD = """
@@ -27,6 +29,7 @@ print(json.dumps({
 """
 
 
+@pytest.mark.slow  # starts a Python process: a fresh one is the only place with nothing imported yet
 def test_the_models_load_without_the_package_and_are_the_classes_it_exports():
     done = subprocess.run(
         [sys.executable, "-c", CHILD], cwd=ROOT, capture_output=True, text=True, check=True, timeout=120
