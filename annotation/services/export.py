@@ -6,6 +6,7 @@ JSON lines keep true/false/null and real arrays.
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 from collections.abc import Iterable, Iterator
@@ -14,7 +15,7 @@ from pathlib import Path
 from annotation.models import Pool
 from annotation.selectors import export as export_rows
 from annotation.selectors.aggregate import AGGREGATE_COLUMNS
-from common.safe_csv import SafeDictWriter, SafeWriter
+from common.safe_csv import SafeDictWriter, safe_cell
 
 FORMATS = ("csv", "jsonl")
 
@@ -30,12 +31,16 @@ class ExportError(ValueError):
 
 
 def _csv_cell(value):
+    """A value as its export cell, already safe to open in a spreadsheet (`safe_cell`): empty for None, 0 or 1 for a
+    boolean, JSON for a list."""
     if value is None:
         return ""
+    if isinstance(value, str):
+        return safe_cell(value)
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, list):
-        return json.dumps(value, ensure_ascii=False)
+        return safe_cell(json.dumps(value, ensure_ascii=False))
     return value
 
 
@@ -50,8 +55,9 @@ def annotations_jsonl(*, rows: Iterable[dict]) -> str:
 def _csv_lines(rows: Iterable[dict]) -> Iterator[str]:
     """The CSV text in pieces of up to LINES_PER_PIECE rows, the header first."""
     buffer = io.StringIO()
-    writer = SafeWriter(buffer, lineterminator="\n")
-    writer.writerow(EXPORT_COLUMNS)
+    # Each cell is made safe once, by `_csv_cell` (a crowd's export has millions), so the writer is csv's own.
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow([safe_cell(column) for column in EXPORT_COLUMNS])
     for count, row in enumerate(rows, start=1):
         writer.writerow([_csv_cell(row.get(column)) for column in EXPORT_COLUMNS])
         if count % LINES_PER_PIECE == 0:
