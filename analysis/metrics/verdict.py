@@ -141,22 +141,18 @@ def chance_corrected(
     if n < 2:
         return figures
     tables = _resampled_tables(codes_a * k + codes_b, k, draws=draws, seed=seed)
-    # Each resample's count, agreements and marginals, read once for every figure (integer counts in floats: exact).
-    counts = tables.sum(axis=(1, 2))
-    agreed = np.trace(tables, axis1=1, axis2=2)
-    by_a, by_b = tables.sum(axis=2), tables.sum(axis=1)
-    figures["cohen_kappa_boot_ci"] = _percentile_ci(
-        _chance_corrected(agreed / counts, _cohen_expected(by_a, by_b, counts))
-    )
-    pooled = (by_a + by_b) / (2 * counts[:, None])
-    figures["scott_pi_boot_ci"] = _percentile_ci(_chance_corrected(agreed / counts, (pooled**2).sum(axis=1)))
-    figures["gwet_ac1_boot_ci"] = _percentile_ci(_gwet_of_pooled(agreed / counts, pooled))
+    counts, agreed, by_a, by_b = _margins(tables)  # read once for every figure
+    observed = agreed / counts
+    pooled = _pooled(by_a, by_b, counts)
+    figures["cohen_kappa_boot_ci"] = _percentile_ci(_chance_corrected(observed, (by_a * by_b).sum(axis=1) / counts**2))
+    figures["scott_pi_boot_ci"] = _percentile_ci(_chance_corrected(observed, (pooled**2).sum(axis=1)))
+    figures["gwet_ac1_boot_ci"] = _percentile_ci(_gwet_of_pooled(observed, pooled))
     # Each label against the rest, all at once: a resample's 2 x 2 table of label i has both = its diagonal cell,
     # only_a = by_a - both, only_b = by_b - both and neither the rest (as `_one_against_rest` folds one table).
     diagonal = np.diagonal(tables, axis1=1, axis2=2)
-    n = counts[:, None]
+    size = counts[:, None]
     one_vs_rest = _chance_corrected(
-        (n - by_a - by_b + 2 * diagonal) / n, (by_a * by_b + (n - by_a) * (n - by_b)) / n**2
+        (size - by_a - by_b + 2 * diagonal) / size, (by_a * by_b + (size - by_a) * (size - by_b)) / size**2
     )
     figures["per_class_kappa_boot_ci"] = {
         keys[str(label)]: _percentile_ci(one_vs_rest[:, index]) for index, label in enumerate(labels)
@@ -164,13 +160,20 @@ def chance_corrected(
     return figures
 
 
-def _cohen_expected(by_a: np.ndarray, by_b: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Cohen's chance agreement of each table from its marginals (rows: tables)."""
-    return (by_a * by_b).sum(axis=1) / counts**2
+def _margins(tables: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Each k x k table's count, agreements (its diagonal's sum) and marginals of a (rows) and of b (columns); integer
+    counts held in floats, so exact."""
+    return tables.sum(axis=(1, 2)), np.trace(tables, axis1=1, axis2=2), tables.sum(axis=2), tables.sum(axis=1)
+
+
+def _pooled(by_a: np.ndarray, by_b: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Each label's share of both raters' labels pooled, per table."""
+    return (by_a + by_b) / (2 * counts[:, None])
 
 
 def _gwet_of_pooled(observed: np.ndarray, pooled: np.ndarray) -> np.ndarray:
-    """Gwet's AC1 from each table's observed agreement and pooled label shares (rows: tables)."""
+    """Gwet's AC1 from each table's observed agreement and pooled label shares: p_e = sum_k pi_k (1 - pi_k) / (q - 1)
+    (multirater.gwet_ac1 with two ratings per item)."""
     q = pooled.shape[1]
     if q < 2:
         return np.full(pooled.shape[0], np.nan)
@@ -213,10 +216,8 @@ def _chance_corrected(p_o: np.ndarray, p_e: np.ndarray) -> np.ndarray:
 
 
 def _scott_pi(tables: np.ndarray) -> np.ndarray:
-    n = tables.sum(axis=(1, 2))
-    p_o = np.trace(tables, axis1=1, axis2=2) / n
-    pooled = (tables.sum(axis=2) + tables.sum(axis=1)) / (2 * n[:, None])
-    return _chance_corrected(p_o, (pooled**2).sum(axis=1))
+    counts, agreed, by_a, by_b = _margins(tables)
+    return _chance_corrected(agreed / counts, (_pooled(by_a, by_b, counts) ** 2).sum(axis=1))
 
 
 def _percentile_ci(values: np.ndarray) -> list[float] | None:

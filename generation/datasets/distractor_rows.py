@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 from django.db import connection
 
+from common.rows import rows_write as plain_rows_write
 from generation.datasets.distractor_sources import CONTENTS, PERSON, ContextRow, Sources
 from generation.models import Instance
 from generation.pronouns import BASES
@@ -266,7 +267,7 @@ def _copy_text(value: str) -> str:
     return value.translate(_ESCAPES)
 
 
-def rows_write(dataset_id: int, templates: list[int], sources: Sources, rows: Iterable[Built]) -> int:
+def distractor_rows_write(dataset_id: int, templates: list[int], sources: Sources, rows: Iterable[Built]) -> int:
     """Stream rows into the instance table: COPY on PostgreSQL, batched inserts elsewhere. Memory stays one batch."""
     written = 0
     tasks = sources.tasks
@@ -295,28 +296,22 @@ def rows_write(dataset_id: int, templates: list[int], sources: Sources, rows: It
                     lines = []
             copy.write("".join(lines))
         return written + len(lines)
-    batch: list[Instance] = []
-    for row in rows:
-        task = tasks[row.task]
-        batch.append(
-            Instance(
-                dataset_id=dataset_id,
-                template_id=templates[row.task],
-                pronoun=row.pronoun,
-                draw=row.draw,
-                text=row.text,
-                correct_form=row.correct_form,
-                ordinal=row.ordinal,
-                distractors=row.distractors,
-                other_person=task.participant,
-                confuse_pronoun=row.confuse_pronoun,
-                ruff_uid=row.uid,
-                word=task.word,
+    # Elsewhere (SQLite), the same columns as plain rows through `common.rows`.
+    return plain_rows_write(
+        Instance,
+        _FALLBACK_COLUMNS,
+        (
+            (
+                dataset_id, templates[row.task], row.pronoun, row.draw, row.text, row.correct_form, row.ordinal,
+                row.distractors, tasks[row.task].participant, row.confuse_pronoun, row.uid, tasks[row.task].word,
             )
-        )
-        if len(batch) >= BATCH:
-            Instance.objects.bulk_create(batch)
-            written += len(batch)
-            batch = []
-    Instance.objects.bulk_create(batch)
-    return written + len(batch)
+            for row in rows
+        ),
+    )  # fmt: skip
+
+
+# The columns of a distractor instance that are not their defaults (`name` and the sample flags are).
+_FALLBACK_COLUMNS = (
+    "dataset_id", "template_id", "pronoun", "draw", "text", "correct_form", "ordinal", "distractors", "other_person",
+    "confuse_pronoun", "ruff_uid", "word",
+)  # fmt: skip

@@ -15,7 +15,13 @@ from django.core.management.base import CommandError
 from django.db import transaction
 
 from generation.datasets.base import DatasetKind, DatasetKindSpec
-from generation.datasets.distractor_rows import COUNTS, Builder, distractor_counts, distractor_sample, rows_write
+from generation.datasets.distractor_rows import (
+    COUNTS,
+    Builder,
+    distractor_counts,
+    distractor_rows_write,
+    distractor_sample,
+)
 from generation.datasets.distractor_sources import Sources, distractor_sources_read
 from generation.datasets.files import ImportFailed
 from generation.datasets.ruff import CODEBOOK, EXPORT_COLUMNS, export_rows
@@ -132,7 +138,7 @@ def dataset_import_ruff_distractors(
         wanted = set(range(full[count])) if keep is None else keep
         missing = None if keep is None and not present else (wanted - present)
         if missing is None or missing:
-            result.written += rows_write(dataset.pk, templates, sources, builder.rows(count, missing))
+            result.written += distractor_rows_write(dataset.pk, templates, sources, builder.rows(count, missing))
         if keep is not None:
             ordinals = sorted(builder.count_offset[count] + i for i in keep)
             for start in range(0, len(ordinals), 1000):
